@@ -1,0 +1,66 @@
+#pragma once
+// Element types: the six scalar kinds of the public API, plus the vector width
+// (lanes) and pointer-ness that kernel-level UOps need.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+using Shape = std::vector<int64_t>;
+
+enum class Scalar : uint8_t { Bool, UInt8, Int32, Int64, Float32, Float64 };
+
+struct DType {
+  Scalar scalar = Scalar::Float32;
+  uint8_t lanes = 1;   // >1 for SIMD vectors (VECTORIZE, upcast loads)
+  bool ptr = false;    // a pointer to `scalar` elements (buffer params, INDEX)
+
+  static const DType Bool, UInt8, Int32, Int64, Float32, Float64;
+
+  constexpr DType vec(int n) const { return DType{scalar, static_cast<uint8_t>(n), ptr}; }
+  constexpr DType ptr_to() const { return DType{scalar, lanes, true}; }
+  constexpr DType base() const { return DType{scalar, 1, false}; }
+  constexpr bool is_float() const { return scalar == Scalar::Float32 || scalar == Scalar::Float64; }
+  constexpr bool is_int() const {
+    return scalar == Scalar::UInt8 || scalar == Scalar::Int32 || scalar == Scalar::Int64;
+  }
+  constexpr bool is_bool() const { return scalar == Scalar::Bool; }
+  constexpr bool is_unsigned() const { return scalar == Scalar::UInt8 || scalar == Scalar::Bool; }
+  constexpr int itemsize() const {
+    switch (scalar) {
+    case Scalar::Bool:
+    case Scalar::UInt8: return 1;
+    case Scalar::Int32:
+    case Scalar::Float32: return 4;
+    default: return 8;
+    }
+  }
+  constexpr int bits() const { return scalar == Scalar::Bool ? 1 : itemsize() * 8; }
+  constexpr int priority() const { return static_cast<int>(scalar); }
+  friend constexpr bool operator==(const DType&, const DType&) = default;
+};
+
+inline constexpr DType DType::Bool{Scalar::Bool};
+inline constexpr DType DType::UInt8{Scalar::UInt8};
+inline constexpr DType DType::Int32{Scalar::Int32};
+inline constexpr DType DType::Int64{Scalar::Int64};
+inline constexpr DType DType::Float32{Scalar::Float32};
+inline constexpr DType DType::Float64{Scalar::Float64};
+
+// Short names used in the IR text form and in error messages: "f32", "i64x8", "f32*".
+std::string to_string(DType dt);
+std::string_view scalar_name(Scalar s);
+// Inverse of to_string; throws loom::Error on an unknown name.
+DType parse_dtype(std::string_view text);
+
+// PyTorch's promotion lattice, shared/DESIGN.md §2: Bool < UInt8 < Int32 < Int64 < Float32 < Float64.
+constexpr DType promote(DType a, DType b) { return a.priority() >= b.priority() ? a.base() : b.base(); }
+// The dtype of `t op scalar` where the scalar is a C++ integer (is_float=false) or floating value.
+constexpr DType promote_with_scalar(DType t, bool scalar_is_float) {
+  if (scalar_is_float) return t.is_float() ? t.base() : DType::Float32;
+  return t.is_bool() ? DType::Int32 : t.base();
+}
+
+}  // namespace loom

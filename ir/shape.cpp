@@ -1,0 +1,64 @@
+// Shape of a tensor-level node, derived from its sources and arg. The front end
+// validates user input (with messages naming the op); this only derives.
+#include "ir/infer.hpp"
+
+namespace loom {
+
+namespace {
+const Shape* first_shape(const std::vector<UOpPtr>& src, size_t from = 0) {
+  for (size_t i = from; i < src.size(); ++i)
+    if (src[i]->shape()) return &*src[i]->shape();
+  return nullptr;
+}
+}  // namespace
+
+std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Arg& arg) {
+  switch (op) {
+  case Op::BUFFER: return Shape{std::get<std::vector<int64_t>>(arg).at(1)};
+  case Op::CONST:
+  case Op::DEFINE_VAR: return Shape{};
+  case Op::RESHAPE:
+  case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
+  case Op::PERMUTE: {
+    const Shape& in = *src.at(0)->shape();
+    Shape out;
+    for (int64_t a : std::get<std::vector<int64_t>>(arg)) out.push_back(in.at(a));
+    return out;
+  }
+  case Op::PAD:
+  case Op::SHRINK: {
+    Shape out = *src.at(0)->shape();
+    const auto& b = std::get<std::vector<int64_t>>(arg);  // flat (lo, hi) pairs
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = op == Op::PAD ? out[i] + b.at(2 * i) + b.at(2 * i + 1) : b.at(2 * i + 1) - b.at(2 * i);
+    return out;
+  }
+  case Op::FLIP: return src.at(0)->shape();
+  case Op::REDUCE_AXIS: {
+    Shape out = *src.at(0)->shape();
+    for (int64_t a : std::get<ReduceArg>(arg).axes) out.at(a) = 1;
+    return out;
+  }
+  case Op::WHERE:
+  case Op::MULACC:
+  case Op::CAST:
+  case Op::BITCAST:
+  case Op::CONTIGUOUS:
+  case Op::DETACH:
+  case Op::ASSIGN:
+  case Op::COPY: {
+    const Shape* s = first_shape(src, op == Op::WHERE ? 1 : 0);
+    return s ? std::optional<Shape>(*s) : std::nullopt;
+  }
+  default:
+    if (is_alu(op)) {
+      // Kernel-level index math (over RANGEs) has no shape.
+      for (const auto& s : src)
+        if (!s->shape()) return std::nullopt;
+      return *src.at(0)->shape();
+    }
+    return std::nullopt;
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,312 @@
+#include "ir/uop.hpp"
+
+#include "ir/infer.hpp"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace loom {
+
+// ---- op tables -------------------------------------------------------------------
+namespace {
+constexpr std::array<std::string_view, kNumOps> kOpNames = {
+    "BUFFER", "CONST", "DEFINE_VAR", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP",
+    "REDUCE_AXIS", "NEG", "EXP2", "LOG2", "SIN", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
+    "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
+    "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "DEFINE_GLOBAL",
+    "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
+    "GEP", "DEFINE_REG"};
+
+bool in(Op op, Op lo, Op hi) { return op >= lo && op <= hi; }
+}  // namespace
+
+std::string_view op_name(Op op) { return kOpNames.at(static_cast<size_t>(op)); }
+std::optional<Op> op_from_name(std::string_view name) {
+  for (int i = 0; i < kNumOps; ++i)
+    if (kOpNames[i] == name) return static_cast<Op>(i);
+  return std::nullopt;
+}
+bool is_unary(Op op) { return in(op, Op::NEG, Op::TRUNC); }
+bool is_binary(Op op) { return in(op, Op::ADD, Op::SHR); }
+bool is_ternary(Op op) { return op == Op::WHERE || op == Op::MULACC; }
+bool is_alu(Op op) { return is_unary(op) || is_binary(op) || is_ternary(op); }
+bool is_comparison(Op op) { return in(op, Op::CMPLT, Op::CMPEQ); }
+bool is_movement(Op op) { return in(op, Op::RESHAPE, Op::FLIP); }
+bool is_commutative(Op op) {
+  switch (op) {
+  case Op::ADD: case Op::MUL: case Op::MAX: case Op::CMPNE: case Op::CMPEQ:
+  case Op::AND: case Op::OR: case Op::XOR: return true;
+  default: return false;
+  }
+}
+std::string_view axis_kind_name(AxisKind k) {
+  constexpr std::array<std::string_view, 5> names = {"loop", "parallel", "reduce", "upcast", "unroll"};
+  return names.at(static_cast<size_t>(k));
+}
+
+// ---- hashing and arg equality -----------------------------------------------------
+namespace {
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+uint64_t hash_str(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+uint64_t hash_ints(uint64_t h, const std::vector<int64_t>& v) {
+  for (int64_t x : v) h = mix(h, static_cast<uint64_t>(x));
+  return mix(h, v.size());
+}
+}  // namespace
+
+bool arg_equal(const Arg& a, const Arg& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a))
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
+  return a == b;
+}
+
+uint64_t arg_hash(const Arg& a) {
+  uint64_t h = mix(0x1234, a.index());
+  return std::visit(
+      [h](const auto& v) -> uint64_t {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) return h;
+        else if constexpr (std::is_same_v<T, int64_t>) return mix(h, static_cast<uint64_t>(v));
+        else if constexpr (std::is_same_v<T, double>) return mix(h, std::bit_cast<uint64_t>(v));
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return hash_ints(h, v);
+        else if constexpr (std::is_same_v<T, std::string>) return mix(h, hash_str(v));
+        else if constexpr (std::is_same_v<T, AxisArg>)
+          return mix(mix(h, static_cast<uint64_t>(v.id)), static_cast<uint64_t>(v.kind));
+        else if constexpr (std::is_same_v<T, VarArg>)
+          return mix(mix(mix(h, hash_str(v.name)), static_cast<uint64_t>(v.min)),
+                     static_cast<uint64_t>(v.max));
+        else return hash_ints(mix(h, static_cast<uint64_t>(v.op)), v.axes);
+      },
+      a);
+}
+
+namespace {
+uint64_t node_hash(Op op, DType dt, const std::vector<UOpPtr>& src, const Arg& arg) {
+  uint64_t h = mix(static_cast<uint64_t>(op), static_cast<uint64_t>(dt.scalar));
+  h = mix(h, dt.lanes * 2u + (dt.ptr ? 1u : 0u));
+  h = mix(h, arg_hash(arg));
+  for (const auto& s : src) h = mix(h, s->hash());
+  return mix(h, src.size());
+}
+}  // namespace
+
+// ---- interning ----------------------------------------------------------------------
+// Sharded by hash so threads building unrelated graphs rarely contend. The table
+// holds raw pointers: a node erases its own entry when it dies, and a lookup
+// that finds a dying node (lock() fails) makes a fresh one beside it.
+struct InternTable {
+  static constexpr size_t kShards = 64;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_multimap<uint64_t, UOp*> map;
+  };
+  std::array<Shard, kShards> shards;
+
+  static InternTable& get() {
+    static InternTable* table = new InternTable();  // never destroyed: nodes may outlive statics
+    return *table;
+  }
+  Shard& shard(uint64_t h) { return shards[h % kShards]; }
+
+  static bool same(const UOp* n, Op op, DType dt, const std::vector<UOpPtr>& src, const Arg& arg) {
+    if (n->op != op || !(n->dtype == dt) || n->src.size() != src.size()) return false;
+    for (size_t i = 0; i < src.size(); ++i)
+      if (n->src[i] != src[i]) return false;
+    return arg_equal(n->arg, arg);
+  }
+
+  void erase(UOp* n) {
+    Shard& s = shard(n->hash_);
+    std::lock_guard lock(s.mu);
+    auto [lo, hi] = s.map.equal_range(n->hash_);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == n) {
+        s.map.erase(it);
+        return;
+      }
+  }
+};
+
+struct UOpDeleter {
+  void operator()(UOp* p) const {
+    // Destroying a 100,000-deep chain must not recurse: sources are moved to a
+    // per-thread worklist that the outermost deleter drains.
+    thread_local std::vector<UOpPtr> pending;
+    thread_local bool draining = false;
+    InternTable::get().erase(p);
+    for (auto& s : p->src) pending.push_back(std::move(s));
+    delete p;
+    if (draining) return;
+    draining = true;
+    while (!pending.empty()) {
+      UOpPtr last = std::move(pending.back());
+      pending.pop_back();
+      last.reset();
+    }
+    draining = false;
+  }
+};
+
+UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash)
+    : op(op_), dtype(dtype_), src(std::move(src_)), arg(std::move(arg_)), hash_(hash) {
+  shape_ = infer_shape(op, src, arg);
+  std::tie(vmin_, vmax_) = infer_bounds(op, dtype, src, arg);
+}
+UOp::~UOp() = default;
+
+UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
+  for (const auto& s : src)
+    if (!s) throw Error("UOp::make: " + std::string(op_name(op)) + " given a null source");
+  const uint64_t h = node_hash(op, dtype, src, arg);
+  InternTable& table = InternTable::get();
+  auto& shard = table.shard(h);
+  {
+    std::lock_guard lock(shard.mu);
+    auto [lo, hi] = shard.map.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (InternTable::same(it->second, op, dtype, src, arg))
+        if (auto alive = it->second->weak_from_this().lock()) return alive;
+  }
+  // Built outside the lock: shape and bounds inference may be non-trivial.
+  std::shared_ptr<UOp> fresh(new UOp(op, dtype, std::move(src), std::move(arg), h), UOpDeleter{});
+  std::lock_guard lock(shard.mu);
+  auto [lo, hi] = shard.map.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (InternTable::same(it->second, op, dtype, fresh->src, fresh->arg))
+      if (auto alive = it->second->weak_from_this().lock()) return alive;  // another thread won
+  shard.map.emplace(h, fresh.get());
+  return fresh;
+}
+
+size_t intern_table_size() {
+  size_t n = 0;
+  for (auto& s : InternTable::get().shards) {
+    std::lock_guard lock(s.mu);
+    n += s.map.size();
+  }
+  return n;
+}
+
+UOpPtr UOp::with_src(std::vector<UOpPtr> new_src) const {
+  return make(op, dtype, std::move(new_src), arg);
+}
+
+double UOp::const_value() const {
+  if (const double* d = std::get_if<double>(&arg)) return *d;
+  return static_cast<double>(std::get<int64_t>(arg));
+}
+int64_t UOp::const_int() const {
+  if (const int64_t* i = std::get_if<int64_t>(&arg)) return *i;
+  return static_cast<int64_t>(std::get<double>(arg));
+}
+
+// ---- builders ------------------------------------------------------------------------
+UOpPtr const_int(DType dt, int64_t v) {
+  if (dt.is_float()) return UOp::make(Op::CONST, dt, {}, static_cast<double>(v));
+  if (dt.is_bool()) v = v != 0;
+  return UOp::make(Op::CONST, dt, {}, v);
+}
+UOpPtr const_float(DType dt, double v) {
+  if (!dt.is_float()) throw Error("const_float: dtype " + to_string(dt) + " is not a float type");
+  if (dt.scalar == Scalar::Float32) v = static_cast<double>(static_cast<float>(v));
+  return UOp::make(Op::CONST, dt, {}, v);
+}
+UOpPtr const_like(DType dt, double v) {
+  if (dt.is_float()) return const_float(dt, v);
+  if (dt.is_bool()) return const_int(dt, v != 0.0);
+  return const_int(dt, static_cast<int64_t>(v));
+}
+UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind) {
+  return UOp::make(Op::RANGE, DType::Int64, {const_int(DType::Int64, end)}, AxisArg{axis_id, kind});
+}
+UOpPtr make_var(const std::string& name, int64_t min, int64_t max) {
+  return UOp::make(Op::DEFINE_VAR, DType::Int64, {}, VarArg{name, min, max});
+}
+UOpPtr alu(Op op, std::vector<UOpPtr> src) {
+  if (src.empty()) throw Error(std::string("alu: ") + std::string(op_name(op)) + " needs sources");
+  DType dt = is_comparison(op) ? DType::Bool.vec(src[0]->dtype.lanes)
+             : op == Op::WHERE ? src.at(1)->dtype
+                               : src[0]->dtype;
+  return UOp::make(op, dt, std::move(src));
+}
+
+namespace {
+UOpPtr cst(const UOpPtr& like, int64_t v) { return const_like(like->dtype.base(), static_cast<double>(v)); }
+}  // namespace
+UOpPtr operator+(const UOpPtr& a, const UOpPtr& b) { return alu(Op::ADD, {a, b}); }
+UOpPtr operator-(const UOpPtr& a, const UOpPtr& b) { return alu(Op::SUB, {a, b}); }
+UOpPtr operator*(const UOpPtr& a, const UOpPtr& b) { return alu(Op::MUL, {a, b}); }
+UOpPtr operator/(const UOpPtr& a, const UOpPtr& b) {
+  return alu(a->dtype.is_float() ? Op::FDIV : Op::IDIV, {a, b});
+}
+UOpPtr operator%(const UOpPtr& a, const UOpPtr& b) { return alu(Op::MOD, {a, b}); }
+UOpPtr operator-(const UOpPtr& a) { return alu(Op::NEG, {a}); }
+UOpPtr operator<(const UOpPtr& a, const UOpPtr& b) { return alu(Op::CMPLT, {a, b}); }
+UOpPtr operator+(const UOpPtr& a, int64_t b) { return a + cst(a, b); }
+UOpPtr operator-(const UOpPtr& a, int64_t b) { return a - cst(a, b); }
+UOpPtr operator*(const UOpPtr& a, int64_t b) { return a * cst(a, b); }
+UOpPtr operator/(const UOpPtr& a, int64_t b) { return a / cst(a, b); }
+UOpPtr operator%(const UOpPtr& a, int64_t b) { return a % cst(a, b); }
+UOpPtr operator<(const UOpPtr& a, int64_t b) { return a < cst(a, b); }
+UOpPtr umax(const UOpPtr& a, const UOpPtr& b) { return alu(Op::MAX, {a, b}); }
+UOpPtr eq(const UOpPtr& a, const UOpPtr& b) { return alu(Op::CMPEQ, {a, b}); }
+UOpPtr ne(const UOpPtr& a, const UOpPtr& b) { return alu(Op::CMPNE, {a, b}); }
+UOpPtr land(const UOpPtr& a, const UOpPtr& b) { return alu(Op::AND, {a, b}); }
+UOpPtr where(const UOpPtr& c, const UOpPtr& a, const UOpPtr& b) { return alu(Op::WHERE, {c, a, b}); }
+UOpPtr cast(const UOpPtr& a, DType dt) {
+  if (a->dtype == dt) return a;
+  return UOp::make(Op::CAST, dt, {a});
+}
+
+// ---- traversal -------------------------------------------------------------------------
+std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots) {
+  std::vector<UOpPtr> order;
+  std::unordered_set<const UOp*> seen;
+  std::vector<std::pair<const UOp*, size_t>> stack;  // node, next source to visit
+  for (const auto& root : roots) {
+    if (!root || !seen.insert(root.get()).second) continue;
+    stack.emplace_back(root.get(), 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->src.size()) {
+        const UOp* s = node->src[next++].get();
+        if (seen.insert(s).second) stack.emplace_back(s, 0);
+        continue;
+      }
+      order.push_back(node->ptr());
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+std::vector<UOpPtr> toposort(const UOpPtr& root) { return toposort(std::vector<UOpPtr>{root}); }
+
+bool reaches(const UOpPtr& root, const UOpPtr& target) {
+  for (const auto& n : toposort(root))
+    if (n == target) return true;
+  return false;
+}
+
+std::vector<UOpPtr> ranges_of(const UOpPtr& root) {
+  std::vector<UOpPtr> out;
+  for (const auto& n : toposort(root))
+    if (n->op == Op::RANGE) out.push_back(n);
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,178 @@
+#pragma once
+// The UOp: an immutable, hash-consed IR node (op, dtype, sources, arg).
+// Building the same node twice yields the same object, so equality is pointer
+// equality and rewrites memoise by pointer. See docs/ir.md.
+#include <loom/dtype.hpp>
+#include <loom/error.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace loom {
+
+enum class Op : uint8_t {
+  // tensor level
+  BUFFER, CONST, DEFINE_VAR,
+  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  REDUCE_AXIS,
+  // ALU: unary
+  NEG, EXP2, LOG2, SIN, SQRT, RECIP, TRUNC,
+  // ALU: binary
+  ADD, SUB, MUL, FDIV, IDIV, MOD, MAX, POW, CMPLT, CMPNE, CMPEQ, AND, OR, XOR, SHL, SHR,
+  // ALU: ternary
+  WHERE, MULACC,
+  CAST, BITCAST,
+  CONTIGUOUS, DETACH, ASSIGN, COPY,
+  // kernel level
+  DEFINE_GLOBAL,  // kernel buffer parameter: arg = argument slot, dtype = element pointer
+  RANGE,          // src = (end), arg = AxisArg
+  INDEX,          // src = (buffer, linear index[, valid]) -> element pointer
+  LOAD,           // src = (INDEX) -> value; 0 where the index is not valid
+  STORE,          // src = (INDEX, value); skipped where the index is not valid
+  REDUCE,         // src = (value, ranges...), arg = ReduceArg{op}
+  END,            // src = (value, ranges...): closes the loops of `ranges`
+  BUFFERIZE,      // src = (value, ranges...): a buffer rangeify proposes
+  AFTER,          // src = (value, deps...): value, ordered after deps
+  SINK,           // src = roots
+  VECTORIZE,      // src = scalars -> one vector value
+  GEP,            // src = (vector), arg = lane
+  DEFINE_REG,     // accumulator register, arg = size
+  COUNT_
+};
+constexpr int kNumOps = static_cast<int>(Op::COUNT_);
+
+std::string_view op_name(Op op);
+std::optional<Op> op_from_name(std::string_view name);
+
+bool is_unary(Op op);
+bool is_binary(Op op);
+bool is_ternary(Op op);
+bool is_alu(Op op);          // unary, binary or ternary arithmetic/logic
+bool is_commutative(Op op);  // ADD MUL MAX CMPNE CMPEQ AND OR XOR
+bool is_comparison(Op op);   // CMPLT CMPNE CMPEQ
+bool is_movement(Op op);     // RESHAPE PERMUTE EXPAND PAD SHRINK FLIP
+
+enum class AxisKind : uint8_t { Loop, Parallel, Reduce, Upcast, Unroll };
+std::string_view axis_kind_name(AxisKind k);
+
+struct AxisArg {
+  int64_t id = 0;
+  AxisKind kind = AxisKind::Loop;
+  friend bool operator==(const AxisArg&, const AxisArg&) = default;
+};
+struct VarArg {  // DEFINE_VAR: a bounded symbolic integer
+  std::string name;
+  int64_t min = 0, max = 0;
+  friend bool operator==(const VarArg&, const VarArg&) = default;
+};
+struct ReduceArg {  // REDUCE_AXIS (op + axes) and REDUCE (op, axes empty)
+  Op op = Op::ADD;
+  std::vector<int64_t> axes;
+  friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
+};
+
+// BUFFER: {id, size}. Movement ops: new shape / order / flat (lo, hi) pairs / flipped axes.
+using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, AxisArg,
+                         VarArg, ReduceArg>;
+// Doubles compare bitwise: -0.0 != 0.0 and a NaN equals itself.
+bool arg_equal(const Arg& a, const Arg& b);
+uint64_t arg_hash(const Arg& a);
+
+class UOp;
+using UOpPtr = std::shared_ptr<const UOp>;
+
+class UOp : public std::enable_shared_from_this<UOp> {
+public:
+  // Not declared const: every UOp is reached through a pointer-to-const, and
+  // the deleter must move `src` out to destroy deep graphs without recursion.
+  Op op;
+  DType dtype;
+  std::vector<UOpPtr> src;
+  Arg arg;
+
+  // The one way to make a node: returns the existing node if an equal one is alive.
+  static UOpPtr make(Op op, DType dtype, std::vector<UOpPtr> src = {}, Arg arg = {});
+
+  // Structural hash: depends on (op, dtype, arg, sources' hashes) only, never on
+  // addresses, so it is the same from run to run.
+  uint64_t hash() const { return hash_; }
+  // Tensor-level nodes carry a shape; kernel-level nodes do not.
+  const std::optional<Shape>& shape() const { return shape_; }
+  // Integer range analysis, computed at construction (ir/bounds.cpp). For
+  // float dtypes these are the int64 extremes (unknown).
+  int64_t vmin() const { return vmin_; }
+  int64_t vmax() const { return vmax_; }
+
+  UOpPtr ptr() const { return shared_from_this(); }
+  template <class T>
+  const T& get() const { return std::get<T>(arg); }
+  int64_t arg_int() const { return std::get<int64_t>(arg); }
+  bool is_const() const { return op == Op::CONST; }
+  // CONST value as double / int64 (bools are 0/1).
+  double const_value() const;
+  int64_t const_int() const;
+
+  // Same op/dtype/arg with other sources.
+  UOpPtr with_src(std::vector<UOpPtr> new_src) const;
+
+  ~UOp();
+  UOp(const UOp&) = delete;
+  UOp& operator=(const UOp&) = delete;
+
+private:
+  UOp(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
+  uint64_t hash_;
+  std::optional<Shape> shape_;
+  int64_t vmin_, vmax_;
+  friend struct InternTable;
+  friend struct UOpDeleter;
+};
+
+// Number of live interned nodes (for leak tests).
+size_t intern_table_size();
+
+// ---- builders ----------------------------------------------------------------
+UOpPtr const_int(DType dt, int64_t v);
+UOpPtr const_float(DType dt, double v);
+// A constant of `dt` holding `v` (integers and bools are converted from v).
+UOpPtr const_like(DType dt, double v);
+UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
+UOpPtr make_var(const std::string& name, int64_t min, int64_t max);
+// ALU node with its dtype derived: comparisons give Bool, WHERE takes src[1]'s, others src[0]'s.
+UOpPtr alu(Op op, std::vector<UOpPtr> src);
+
+// Arithmetic sugar for building index expressions and tests: `r * 4 + c`.
+UOpPtr operator+(const UOpPtr& a, const UOpPtr& b);
+UOpPtr operator-(const UOpPtr& a, const UOpPtr& b);
+UOpPtr operator*(const UOpPtr& a, const UOpPtr& b);
+UOpPtr operator/(const UOpPtr& a, const UOpPtr& b);  // IDIV on ints, FDIV on floats
+UOpPtr operator%(const UOpPtr& a, const UOpPtr& b);
+UOpPtr operator-(const UOpPtr& a);
+UOpPtr operator<(const UOpPtr& a, const UOpPtr& b);
+UOpPtr operator+(const UOpPtr& a, int64_t b);
+UOpPtr operator-(const UOpPtr& a, int64_t b);
+UOpPtr operator*(const UOpPtr& a, int64_t b);
+UOpPtr operator/(const UOpPtr& a, int64_t b);
+UOpPtr operator%(const UOpPtr& a, int64_t b);
+UOpPtr operator<(const UOpPtr& a, int64_t b);
+UOpPtr umax(const UOpPtr& a, const UOpPtr& b);
+UOpPtr eq(const UOpPtr& a, const UOpPtr& b);
+UOpPtr ne(const UOpPtr& a, const UOpPtr& b);
+UOpPtr land(const UOpPtr& a, const UOpPtr& b);
+UOpPtr where(const UOpPtr& c, const UOpPtr& a, const UOpPtr& b);
+UOpPtr cast(const UOpPtr& a, DType dt);
+
+// ---- traversal -----------------------------------------------------------------
+// Sources before users, each node once; iterative (no recursion), deterministic.
+std::vector<UOpPtr> toposort(const UOpPtr& root);
+std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots);
+// Does `root` reach `target`?
+bool reaches(const UOpPtr& root, const UOpPtr& target);
+// All RANGE nodes `root` depends on, in toposort order.
+std::vector<UOpPtr> ranges_of(const UOpPtr& root);
+
+}  // namespace loom
