@@ -1,0 +1,29 @@
+#pragma once
+// codegen/'s interface to the engine: kernel AST in, optimised kernel AST and
+// LLVM IR text out. No LLVM types here; docs/kernel-ir.md is the contract.
+#include "ir/uop.hpp"
+
+#include <string>
+#include <vector>
+
+namespace loom {
+
+struct OptimizerOptions {
+  bool enabled = true;  // LOOM_NOOPT=1 turns the optimiser off
+};
+
+// Chooses per kernel which output range runs across threads (kind `parallel`)
+// and, later, SIMD upcasts, unrolls and tiles. Records its choices as RANGE kinds.
+UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {});
+
+// Iterations of the kernel's parallel range for these variable values, 1 if none.
+int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);
+
+// The kernel's DEFINE_VARs, sorted by name: `vars[i]` of the ABI is the i-th.
+std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel);
+
+// LLVM IR text of one verified function `name` with the ABI of docs/kernel-ir.md.
+// Throws loom::Error naming the kernel if LLVM rejects what was emitted.
+std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name);
+
+}  // namespace loom

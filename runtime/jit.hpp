@@ -1,0 +1,32 @@
+#pragma once
+// The process-wide LLJIT for the host CPU. Takes LLVM IR text (codegen's output),
+// verifies it, runs the O2 pipeline tuned for the host, compiles, and returns the
+// entry point. No LLVM types here; everything LLVM stays in runtime/jit.cpp.
+#include <cstdint>
+#include <string>
+
+namespace loom {
+
+using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
+
+struct JitResult {
+  KernelFn fn = nullptr;
+  std::string optimized_ir;  // after the pipeline, for LOOM_DEBUG dumps
+};
+
+class Jit {
+public:
+  static Jit& instance();  // thread-safe; created on first use
+  // Throws loom::Error naming `name` if the IR does not parse or verify or the
+  // symbol cannot be found; never aborts.
+  JitResult compile(const std::string& llvm_ir, const std::string& name);
+  std::string host_cpu() const;
+  std::string host_features() const;
+
+private:
+  Jit();
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace loom
