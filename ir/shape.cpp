@@ -10,6 +10,14 @@ const Shape* first_shape(const std::vector<UOpPtr>& src, size_t from = 0) {
     if (src[i]->shape()) return &*src[i]->shape();
   return nullptr;
 }
+// A movement or reduce op's input shape; a kernel-level source has none, and
+// reading it anyway would be undefined behaviour, so it is an error.
+const Shape& src_shape(Op op, const std::vector<UOpPtr>& src) {
+  if (src.empty() || !src[0]->shape())
+    throw Error(std::string(op_name(op)) + ": expected a tensor-level source with a shape, got " +
+                (src.empty() ? "no source" : std::string(op_name(src[0]->op)) + " (no shape)"));
+  return *src[0]->shape();
+}
 }  // namespace
 
 std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Arg& arg) {
@@ -20,14 +28,14 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
   case Op::RESHAPE:
   case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
   case Op::PERMUTE: {
-    const Shape& in = *src.at(0)->shape();
+    const Shape& in = src_shape(op, src);
     Shape out;
     for (int64_t a : std::get<std::vector<int64_t>>(arg)) out.push_back(in.at(a));
     return out;
   }
   case Op::PAD:
   case Op::SHRINK: {
-    Shape out = *src.at(0)->shape();
+    Shape out = src_shape(op, src);
     const auto& b = std::get<std::vector<int64_t>>(arg);  // flat (lo, hi) pairs
     for (size_t i = 0; i < out.size(); ++i)
       out[i] = op == Op::PAD ? out[i] + b.at(2 * i) + b.at(2 * i + 1) : b.at(2 * i + 1) - b.at(2 * i);
@@ -35,7 +43,7 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
   }
   case Op::FLIP: return src.at(0)->shape();
   case Op::REDUCE_AXIS: {
-    Shape out = *src.at(0)->shape();
+    Shape out = src_shape(op, src);
     for (int64_t a : std::get<ReduceArg>(arg).axes) out.at(a) = 1;
     return out;
   }
