@@ -3,6 +3,7 @@
 #include "ir/infer.hpp"
 
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -191,6 +192,20 @@ UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
       if (auto alive = it->second->weak_from_this().lock()) return alive;  // another thread won
   shard.map.emplace(h, fresh.get());
   return fresh;
+}
+
+UOpPtr UOp::make_buffer(DType dtype, int64_t id, int64_t size, std::shared_ptr<void> storage) {
+  UOpPtr buf = make(Op::BUFFER, dtype, {}, std::vector<int64_t>{id, size});
+  if (buf->storage_ && buf->storage_ != storage)
+    throw Error("UOp::make_buffer: buffer id " + std::to_string(id) + " already has storage");
+  // Set once, before any other thread can know this fresh id.
+  const_cast<UOp&>(*buf).storage_ = std::move(storage);
+  return buf;
+}
+
+int64_t UOp::next_buffer_id() {
+  static std::atomic<int64_t> next{1};
+  return next.fetch_add(1);
 }
 
 size_t intern_table_size() {

@@ -116,6 +116,12 @@ public:
   double const_value() const;
   int64_t const_int() const;
 
+  // A BUFFER whose node owns `storage` (device memory): the memory lives exactly
+  // as long as some graph uses the node. `id` must be fresh (see next_buffer_id).
+  static UOpPtr make_buffer(DType dtype, int64_t id, int64_t size, std::shared_ptr<void> storage);
+  static int64_t next_buffer_id();
+  const std::shared_ptr<void>& storage() const { return storage_; }
+
   // Same op/dtype/arg with other sources.
   UOpPtr with_src(std::vector<UOpPtr> new_src) const;
 
@@ -128,6 +134,7 @@ private:
   uint64_t hash_;
   std::optional<Shape> shape_;
   int64_t vmin_, vmax_;
+  std::shared_ptr<void> storage_;  // not part of identity; BUFFER ids are unique
   friend struct InternTable;
   friend struct UOpDeleter;
 };
