@@ -330,3 +330,43 @@ TEST_CASE("text: a chain 100,000 nodes deep prints and parses without recursion"
   CHECK(parse_text(text) == x);
   CHECK(to_text(parse_text(text)) == text);
 }
+
+TEST_CASE("text: the example printed in docs/ir.md") {
+  // A (2 3 4) view of a buffer, permuted to (4 2 3), reshaped to (8 3); and the
+  // index that reads element (r0, r1) of the result from the buffer.
+  const auto view =
+      UOp::make(Op::RESHAPE, DType::Float32, {buffer(DType::Float32, 1, 24)}, std::vector<int64_t>{2, 3, 4});
+  const auto permuted = UOp::make(Op::PERMUTE, DType::Float32, {view}, std::vector<int64_t>{2, 0, 1});
+  const auto reshaped = UOp::make(Op::RESHAPE, DType::Float32, {permuted}, std::vector<int64_t>{8, 3});
+  CHECK(to_text(reshaped) ==
+        "%0 = BUFFER f32 [(1 24)]\n"
+        "%1 = RESHAPE f32 %0 [(2 3 4)]\n"
+        "%2 = PERMUTE f32 %1 [(2 0 1)]\n"
+        "%3 = RESHAPE f32 %2 [(8 3)]\n");
+
+  const auto r0 = make_range(8, 0), r1 = make_range(3, 1);
+  const auto flat = r0 * 3 + r1;
+  // (4 2 3) index (flat/6, flat/3%2, flat%3); the permute reads input (i1, i2, i0).
+  const auto idx = (flat / 3 % 2) * 12 + (flat % 3) * 4 + flat / 6;
+  CHECK(to_text(idx) ==
+        "%0 = CONST i64 [8]\n"
+        "%1 = RANGE i64 %0 [axis 0 loop]\n"
+        "%2 = CONST i64 [3]\n"
+        "%3 = MUL i64 %1, %2\n"
+        "%4 = RANGE i64 %2 [axis 1 loop]\n"
+        "%5 = ADD i64 %3, %4\n"
+        "%6 = IDIV i64 %5, %2\n"
+        "%7 = CONST i64 [2]\n"
+        "%8 = MOD i64 %6, %7\n"
+        "%9 = CONST i64 [12]\n"
+        "%10 = MUL i64 %8, %9\n"
+        "%11 = MOD i64 %5, %2\n"
+        "%12 = CONST i64 [4]\n"
+        "%13 = MUL i64 %11, %12\n"
+        "%14 = ADD i64 %10, %13\n"
+        "%15 = CONST i64 [6]\n"
+        "%16 = IDIV i64 %5, %15\n"
+        "%17 = ADD i64 %14, %16\n");
+  CHECK(idx->vmin() == 0);
+  CHECK(idx->vmax() == 23);
+}
