@@ -7,7 +7,7 @@
 namespace loom {
 
 class Buffer {
-public:
+ public:
   static std::shared_ptr<Buffer> allocate(size_t bytes);  // contents zeroed
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
@@ -15,7 +15,7 @@ public:
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
-private:
+ private:
   Buffer(void* data, size_t bytes, size_t capacity) : data_(data), bytes_(bytes), capacity_(capacity) {}
   void* data_;
   size_t bytes_, capacity_;
@@ -23,5 +23,12 @@ private:
 
 // Bytes currently held by live buffers (for leak tests).
 size_t live_buffer_bytes();
+
+// The capacity of the block a request of `bytes` gets: its size class. Classes
+// are multiples of 64, four per power of two (waste under a third), 64 for 0.
+size_t buffer_size_class(size_t bytes);
+// Bytes of freed blocks the pool keeps for reuse, and a way to give them back.
+size_t pooled_buffer_bytes();
+void trim_buffer_pool();
 
 }  // namespace loom

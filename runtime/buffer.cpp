@@ -1,0 +1,116 @@
+#include "runtime/buffer.hpp"
+
+#include <loom/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace loom {
+
+namespace {
+constexpr size_t kAlignment = 64;
+constexpr size_t kMaxRequest = size_t{1} << 48;        // beyond any real machine
+constexpr size_t kMaxBlocksPerClass = 32;              // bound on each free list
+constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // bound on all free lists
+
+std::atomic<size_t> g_live_bytes{0};
+
+// The process-wide free-block registry: size class -> freed blocks of that
+// capacity, most recently freed last (reused first, while still in cache).
+// One mutex guards it; allocation and release hold it only to push or pop.
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool* pool = new Pool();  // never destroyed: buffers may outlive statics
+    return *pool;
+  }
+
+  void* take(size_t capacity) {
+    std::lock_guard lock(mu_);
+    auto it = free_.find(capacity);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* block = it->second.back();
+    it->second.pop_back();
+    pooled_bytes_ -= capacity;
+    return block;
+  }
+
+  void give(void* block, size_t capacity) {
+    {
+      std::lock_guard lock(mu_);
+      auto& list = free_[capacity];
+      if (list.size() < kMaxBlocksPerClass && pooled_bytes_ + capacity <= kMaxPooledBytes) {
+        list.push_back(block);
+        pooled_bytes_ += capacity;
+        return;
+      }
+    }
+    std::free(block);
+  }
+
+  size_t pooled_bytes() {
+    std::lock_guard lock(mu_);
+    return pooled_bytes_;
+  }
+
+  void trim() {
+    std::unordered_map<size_t, std::vector<void*>> drained;
+    {
+      std::lock_guard lock(mu_);
+      drained.swap(free_);
+      pooled_bytes_ = 0;
+    }
+    for (auto& [capacity, blocks] : drained)
+      for (void* block : blocks) std::free(block);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t pooled_bytes_ = 0;
+};
+}  // namespace
+
+size_t buffer_size_class(size_t bytes) {
+  if (bytes <= kAlignment) return kAlignment;
+  const size_t step = std::max(kAlignment, std::bit_floor(bytes - 1) / 4);
+  return (bytes + step - 1) / step * step;
+}
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  if (bytes > kMaxRequest)
+    throw Error("Buffer::allocate: " + std::to_string(bytes) + " bytes requested, at most " +
+                std::to_string(kMaxRequest) + " supported");
+  const size_t capacity = buffer_size_class(bytes);
+  void* data = Pool::get().take(capacity);
+  if (!data) data = std::aligned_alloc(kAlignment, capacity);
+  if (!data) throw Error("Buffer::allocate: out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(data, 0, bytes);
+  Buffer* buffer = nullptr;
+  try {
+    buffer = new Buffer(data, bytes, capacity);
+  } catch (...) {
+    Pool::get().give(data, capacity);
+    throw;
+  }
+  g_live_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  return std::shared_ptr<Buffer>(buffer);  // if this throws, ~Buffer returns the block
+}
+
+Buffer::~Buffer() {
+  g_live_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
+  Pool::get().give(data_, capacity_);
+}
+
+size_t live_buffer_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }
+size_t pooled_buffer_bytes() { return Pool::get().pooled_bytes(); }
+void trim_buffer_pool() { Pool::get().trim(); }
+
+}  // namespace loom

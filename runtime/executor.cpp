@@ -1,0 +1,181 @@
+#include "runtime/executor.hpp"
+
+#include <loom/debug.hpp>
+#include <loom/error.hpp>
+
+#include <sched.h>
+#include <spdlog/spdlog.h>
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <charconv>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace loom {
+
+namespace {
+constexpr int64_t kMaxSlices = 64;
+constexpr int kMaxThreads = 1024;
+
+// The process-wide arena registry: the thread count and the arena built for it.
+// Runs take a reference to the current arena under the mutex and execute outside
+// it, so set_num_threads never waits for a run and a replaced arena lives until
+// the runs using it finish.
+class Arenas {
+ public:
+  static Arenas& get() {
+    static Arenas* arenas = new Arenas();  // never destroyed: runs may outlive statics
+    return *arenas;
+  }
+
+  int threads() {
+    std::lock_guard lock(mu_);
+    ensure_initialised();
+    return threads_;
+  }
+
+  void set_threads(int n) {
+    std::lock_guard lock(mu_);
+    if (n == threads_) return;
+    threads_ = n;
+    rebuild();
+  }
+
+  std::shared_ptr<tbb::task_arena> arena() {
+    std::lock_guard lock(mu_);
+    ensure_initialised();
+    return arena_;
+  }
+
+ private:
+  void ensure_initialised() {
+    if (threads_ > 0) return;
+    threads_ = threads_from_env(std::getenv("LOOM_THREADS"));
+    rebuild();
+  }
+
+  // TBB caps its workers at the machine's concurrency; a LOOM_THREADS above it is
+  // the user's explicit choice, so lift the cap while that count is in force.
+  void rebuild() {
+    allowance_.reset();
+    if (threads_ > tbb::info::default_concurrency())
+      allowance_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                         static_cast<size_t>(threads_));
+    arena_ = std::make_shared<tbb::task_arena>(threads_);
+  }
+
+  std::mutex mu_;
+  int threads_ = 0;  // 0: not read from LOOM_THREADS yet
+  std::shared_ptr<tbb::task_arena> arena_;
+  std::unique_ptr<tbb::global_control> allowance_;
+};
+
+// A small dense id per thread, so a run can note which threads ran its slices
+// with one atomic OR per slice. Ids past 256 share bits: the count is then a
+// lower bound, which is all the tests need.
+int this_thread_index() {
+  static std::atomic<int> next{0};
+  thread_local const int index = next.fetch_add(1, std::memory_order_relaxed);
+  return index;
+}
+
+class ThreadSet {
+ public:
+  void note_this_thread() {
+    const int i = this_thread_index() % 256;
+    bits_[i / 64].fetch_or(uint64_t{1} << (i % 64), std::memory_order_relaxed);
+  }
+  int count() const {
+    int n = 0;
+    for (const auto& word : bits_) n += std::popcount(word.load(std::memory_order_relaxed));
+    return n;
+  }
+
+ private:
+  std::array<std::atomic<uint64_t>, 4> bits_{};
+};
+
+std::atomic<int> g_last_distinct_threads{0};
+
+int cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+}  // namespace
+
+int default_num_threads() {
+  static const int cores = cores_available();
+  return cores;
+}
+
+int threads_from_env(const char* value) {
+  if (!value || !*value) return default_num_threads();
+  const std::string_view text(value);
+  int n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec == std::errc() && end == text.data() + text.size() && n >= 1 && n <= kMaxThreads) return n;
+  spdlog::warn("LOOM_THREADS='{}' is not a thread count in [1, {}]; using {} (the cores available)", text,
+               kMaxThreads, default_num_threads());
+  return default_num_threads();
+}
+
+int num_threads() { return Arenas::get().threads(); }
+
+void set_num_threads(int n) {
+  if (n < 1 || n > kMaxThreads)
+    throw Error("set_num_threads: " + std::to_string(n) + " threads asked for, expected 1 to " +
+                std::to_string(kMaxThreads));
+  Arenas::get().set_threads(n);
+}
+
+int64_t slice_grain(int64_t parallel_extent) {
+  return std::max<int64_t>(1, (parallel_extent + kMaxSlices - 1) / kMaxSlices);
+}
+
+void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                int64_t parallel_extent) {
+  if (!fn) throw Error("run_kernel: the kernel function is null");
+  if (parallel_extent < 0)
+    throw Error("run_kernel: parallel extent " + std::to_string(parallel_extent) + " is negative");
+  const int64_t grain = slice_grain(parallel_extent);
+  if (parallel_extent <= grain) {
+    fn(bufs.data(), vars.data(), 0, parallel_extent);
+    g_last_distinct_threads.store(1, std::memory_order_relaxed);
+  } else {
+    ThreadSet ran_on;
+    const std::shared_ptr<tbb::task_arena> arena = Arenas::get().arena();
+    arena->execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<int64_t>(0, parallel_extent, static_cast<size_t>(grain)),
+          [&](const tbb::blocked_range<int64_t>& slice) {
+            ran_on.note_this_thread();
+            fn(bufs.data(), vars.data(), slice.begin(), slice.end());
+          },
+          tbb::simple_partitioner());
+    });
+    g_last_distinct_threads.store(ran_on.count(), std::memory_order_relaxed);
+  }
+  detail::count_kernel_executed();
+}
+
+int last_run_distinct_threads() { return g_last_distinct_threads.load(std::memory_order_relaxed); }
+
+}  // namespace loom

@@ -1,0 +1,51 @@
+#pragma once
+// The in-memory kernel cache: kernel AST -> compiled function. UOps are
+// hash-consed, so a structurally equal kernel built again is the same pointer
+// and hits. Each entry holds a strong reference to its AST: were the key a bare
+// address, a freed kernel's address could be reused by a different kernel, which
+// would then run the wrong code.
+#include "ir/uop.hpp"
+#include "runtime/jit.hpp"
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+namespace loom {
+
+struct CompiledKernel {
+  std::string name;  // kernel_name(ast): the JIT symbol
+  KernelFn fn = nullptr;
+  UOpPtr ast;                // the kernel as scheduled: the cache key, kept alive here
+  UOpPtr optimized_ast;      // after the optimiser: its parallel range gives the run's extent
+  std::string llvm_ir;       // codegen's output
+  std::string optimized_ir;  // after the JIT's pipeline, for LOOM_DEBUG dumps
+};
+
+// Thread-safe: lookups share a lock, inserts and clear take it exclusively.
+class KernelCache {
+ public:
+  // The entry compiled for `ast`, or null.
+  std::shared_ptr<const CompiledKernel> find(const UOpPtr& ast) const;
+  // Stores `kernel` under `kernel.ast` and returns the stored entry. If the
+  // kernel is already there (another thread compiled it first), the existing
+  // entry wins and is returned. Throws loom::Error if `kernel.ast` or `kernel.fn` is null.
+  std::shared_ptr<const CompiledKernel> insert(CompiledKernel kernel);
+  size_t size() const;
+  void clear();  // drops the entries (and their ASTs); the JIT keeps the code
+
+ private:
+  mutable std::shared_mutex mu_;
+  // The key is the AST's address; the entry's `ast` keeps that address alive.
+  std::unordered_map<const UOp*, std::shared_ptr<const CompiledKernel>> entries_;
+};
+
+// The process-wide cache the engine uses.
+KernelCache& kernel_cache();
+
+// A deterministic name from the kernel's structure: "k_" + UOp::hash() in 16 hex
+// digits, the same in every run, so dumps and disk caches line up.
+std::string kernel_name(const UOpPtr& ast);
+
+}  // namespace loom

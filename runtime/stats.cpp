@@ -1,0 +1,35 @@
+// The engine's counters (include/loom/debug.hpp): process-wide relaxed atomics,
+// since they only count and order nothing.
+#include <loom/debug.hpp>
+
+#include <atomic>
+
+namespace loom {
+
+namespace {
+std::atomic<uint64_t> g_kernels_compiled{0};
+std::atomic<uint64_t> g_kernels_executed{0};
+std::atomic<uint64_t> g_schedules_built{0};
+}  // namespace
+
+Counters counters() {
+  Counters c;
+  c.kernels_compiled = g_kernels_compiled.load(std::memory_order_relaxed);
+  c.kernels_executed = g_kernels_executed.load(std::memory_order_relaxed);
+  c.schedules_built = g_schedules_built.load(std::memory_order_relaxed);
+  return c;
+}
+
+void reset_counters() {
+  g_kernels_compiled.store(0, std::memory_order_relaxed);
+  g_kernels_executed.store(0, std::memory_order_relaxed);
+  g_schedules_built.store(0, std::memory_order_relaxed);
+}
+
+namespace detail {
+void count_kernel_compiled() { g_kernels_compiled.fetch_add(1, std::memory_order_relaxed); }
+void count_kernel_executed() { g_kernels_executed.fetch_add(1, std::memory_order_relaxed); }
+void count_schedule_built() { g_schedules_built.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace detail
+
+}  // namespace loom

@@ -1,0 +1,208 @@
+// The executor's job is slicing, so its kernels here are plain C++ functions with
+// the kernel ABI: they record which slice (and thread) ran each index.
+#include "runtime/executor.hpp"
+
+#include <loom/debug.hpp>
+#include <loom/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+using namespace loom;
+
+namespace {
+// bufs[0], bufs[1]: int64 slice begin and end per index; bufs[2]: int32 visit count.
+void record_slices(void* const* bufs, const int64_t*, int64_t begin, int64_t end) {
+  auto* slice_begin = static_cast<int64_t*>(bufs[0]);
+  auto* slice_end = static_cast<int64_t*>(bufs[1]);
+  auto* visits = static_cast<int32_t*>(bufs[2]);
+  for (int64_t i = begin; i < end; ++i) {
+    slice_begin[i] = begin;
+    slice_end[i] = end;
+    visits[i] += 1;
+  }
+}
+
+// Busy for about 2 ms per slice so that every thread of the arena gets work.
+void spin_per_slice(void* const*, const int64_t*, int64_t, int64_t) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// bufs[0]: the std::thread::id the (single) call ran on.
+void record_thread(void* const* bufs, const int64_t*, int64_t begin, int64_t end) {
+  *static_cast<std::thread::id*>(bufs[0]) = std::this_thread::get_id();
+  static_cast<int64_t*>(bufs[1])[0] = begin;
+  static_cast<int64_t*>(bufs[1])[1] = end;
+}
+
+// out[i] = vars[0] * i + vars[1]
+void affine(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) static_cast<int64_t*>(bufs[0])[i] = vars[0] * i + vars[1];
+}
+
+struct Slices {
+  std::vector<int64_t> begin, end;
+  std::vector<int32_t> visits;
+};
+
+Slices run_recording(int64_t extent) {
+  const auto n = static_cast<size_t>(extent);
+  Slices s{std::vector<int64_t>(n, -1), std::vector<int64_t>(n, -1), std::vector<int32_t>(n, 0)};
+  run_kernel(record_slices, {s.begin.data(), s.end.data(), s.visits.data()}, {}, extent);
+  return s;
+}
+
+// Restores the thread count a test changed.
+struct KeepThreads {
+  int saved = num_threads();
+  ~KeepThreads() { set_num_threads(saved); }
+};
+}  // namespace
+
+TEST_CASE("the grain depends only on the extent: at most 64 slices") {
+  CHECK(slice_grain(0) == 1);
+  CHECK(slice_grain(1) == 1);
+  CHECK(slice_grain(64) == 1);
+  CHECK(slice_grain(65) == 2);
+  CHECK(slice_grain(1024) == 16);
+  CHECK(slice_grain(1025) == 17);
+}
+
+TEST_CASE("every index of [0, extent) runs exactly once, in slices of at most the grain") {
+  KeepThreads keep;
+  set_num_threads(2);
+  for (int64_t extent : {2, 3, 63, 64, 65, 100, 1000, 1024, 4097}) {
+    CAPTURE(extent);
+    const Slices s = run_recording(extent);
+    int64_t slices = 0;
+    for (int64_t i = 0; i < extent; ++i) {
+      CHECK(s.visits[i] == 1);
+      CHECK(s.begin[i] <= i);
+      CHECK(i < s.end[i]);
+      CHECK(s.end[i] - s.begin[i] <= slice_grain(extent));
+      if (s.begin[i] == i) ++slices;
+    }
+    if (extent <= 64)
+      CHECK(slices == extent);
+    else {
+      CHECK(slices >= 33);
+      CHECK(slices <= 64);
+    }
+  }
+}
+
+TEST_CASE("the slices are the same for one thread and for two") {
+  KeepThreads keep;
+  for (int64_t extent : {5, 1000, 1024}) {
+    CAPTURE(extent);
+    set_num_threads(1);
+    const Slices one = run_recording(extent);
+    CHECK(last_run_distinct_threads() == 1);
+    set_num_threads(2);
+    const Slices two = run_recording(extent);
+    CHECK(one.begin == two.begin);
+    CHECK(one.end == two.end);
+    CHECK(one.visits == two.visits);
+  }
+}
+
+TEST_CASE("with two threads a 1024-extent kernel runs on both") {
+  KeepThreads keep;
+  set_num_threads(2);
+  CHECK(num_threads() == 2);
+  int distinct = 0;
+  for (int attempt = 0; attempt < 5 && distinct < 2; ++attempt) {  // the OS may starve the worker once
+    run_kernel(spin_per_slice, {}, {}, 1024);
+    distinct = last_run_distinct_threads();
+  }
+  CHECK(distinct == 2);
+}
+
+TEST_CASE("extent 0 or 1 is one direct call on the calling thread") {
+  for (int64_t extent : {0, 1}) {
+    CAPTURE(extent);
+    std::thread::id ran_on;
+    int64_t range[2] = {-1, -1};
+    run_kernel(record_thread, {&ran_on, range}, {}, extent);
+    CHECK(ran_on == std::this_thread::get_id());
+    CHECK(range[0] == 0);
+    CHECK(range[1] == extent);
+    CHECK(last_run_distinct_threads() == 1);
+  }
+}
+
+TEST_CASE("buffers and variables reach the kernel") {
+  std::vector<int64_t> out(300, 0);
+  run_kernel(affine, {out.data()}, {3, -7}, 300);
+  for (int64_t i = 0; i < 300; ++i) CHECK(out[i] == 3 * i - 7);
+}
+
+TEST_CASE("each run counts one executed kernel") {
+  reset_counters();
+  std::vector<int64_t> out(100, 0);
+  run_kernel(affine, {out.data()}, {1, 0}, 100);
+  run_kernel(affine, {out.data()}, {1, 0}, 1);
+  run_kernel(affine, {out.data()}, {1, 0}, 0);
+  CHECK(counters().kernels_executed == 3);
+  CHECK(counters().kernels_compiled == 0);
+  detail::count_kernel_compiled();
+  detail::count_schedule_built();
+  detail::count_schedule_built();
+  CHECK(counters().kernels_compiled == 1);
+  CHECK(counters().schedules_built == 2);
+  reset_counters();
+  CHECK(counters().kernels_executed == 0);
+  CHECK(counters().schedules_built == 0);
+}
+
+TEST_CASE("bad arguments are loom::Errors") {
+  CHECK_THROWS_WITH_AS(run_kernel(nullptr, {}, {}, 4), doctest::Contains("null"), Error);
+  CHECK_THROWS_WITH_AS(run_kernel(affine, {}, {}, -1), doctest::Contains("-1"), Error);
+  CHECK_THROWS_WITH_AS(set_num_threads(0), doctest::Contains("set_num_threads: 0"), Error);
+  CHECK_THROWS_AS(set_num_threads(-3), Error);
+}
+
+TEST_CASE("set_num_threads changes num_threads") {
+  KeepThreads keep;
+  set_num_threads(3);
+  CHECK(num_threads() == 3);
+  std::vector<int64_t> out(1000, 0);
+  run_kernel(affine, {out.data()}, {2, 1}, 1000);
+  CHECK(out[999] == 1999);
+  CHECK(last_run_distinct_threads() <= 3);
+}
+
+TEST_CASE("LOOM_THREADS values: whole numbers in [1, 1024], anything else gives the default") {
+  CHECK(default_num_threads() >= 1);
+  CHECK(threads_from_env("2") == 2);
+  CHECK(threads_from_env("1") == 1);
+  CHECK(threads_from_env("1024") == 1024);
+  for (const char* bad : {"0", "-1", "abc", "2x", " 2", "1025", "99999999999"}) {
+    CAPTURE(bad);
+    CHECK(threads_from_env(bad) == default_num_threads());
+  }
+  CHECK(threads_from_env("") == default_num_threads());
+  CHECK(threads_from_env(nullptr) == default_num_threads());
+}
+
+TEST_CASE("runs on several threads while the thread count changes stay correct") {
+  KeepThreads keep;
+  std::vector<std::thread> callers;
+  std::vector<int> wrong(3, 0);
+  for (int t = 0; t < 3; ++t)
+    callers.emplace_back([t, &wrong] {
+      for (int round = 0; round < 20; ++round) {
+        if (t == 0) set_num_threads(1 + round % 2);
+        const Slices s = run_recording(777);
+        for (int32_t v : s.visits) wrong[t] += v != 1;
+      }
+    });
+  for (auto& c : callers) c.join();
+  CHECK(wrong == std::vector<int>(3, 0));
+}

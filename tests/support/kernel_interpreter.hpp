@@ -1,0 +1,20 @@
+#pragma once
+// The kernel-IR interpreter: evaluates a kernel AST (docs/kernel-ir.md) directly,
+// with plain nested loops and no memory of codegen. It is the oracle that codegen
+// and the schedule stages are checked against. Tests-only; stands on ir/ alone.
+#include "ir/uop.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace loom {
+
+// Runs `kernel` (a SINK of END(STORE)/STORE effects) on the buffers `bufs`
+// (indexed by DEFINE_GLOBAL slot) with `vars` (the kernel's DEFINE_VARs sorted by
+// name). When end >= 0, the parallel range runs only [begin, end), as one slice
+// of the executor would. Scalar kernels only (no VECTORIZE/GEP/DEFINE_REG).
+// Throws loom::Error naming the node on IR the contract does not allow.
+void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars,
+                      int64_t begin = 0, int64_t end = -1);
+
+}  // namespace loom
