@@ -1,0 +1,115 @@
+#include "schedule/kernel_split.hpp"
+
+#include "ir/pattern.hpp"
+#include "ir/symbolic.hpp"
+
+#include <numeric>
+#include <unordered_map>
+
+namespace loom {
+
+namespace {
+
+int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+UOpPtr linear_index(const UOpPtr* idx, size_t n, const Shape& shape) {
+  UOpPtr lin = const_int(DType::Int64, 0);
+  int64_t stride = 1;
+  for (size_t i = n; i-- > 0;) {
+    if (shape[i] != 1) lin = idx[i] * stride + lin;
+    stride *= shape[i];
+  }
+  return lin;
+}
+
+// Slots of one kernel: 0 is its output, then each buffer it reads, in order of
+// first appearance.
+struct KernelBuilder {
+  const std::unordered_map<const UOp*, UOpPtr>& buffer_of;  // BUFFERIZE -> its BUFFER
+  std::vector<UOpPtr> slots;
+
+  UOpPtr param(const UOpPtr& buffer) {
+    size_t slot = 0;
+    while (slot < slots.size() && slots[slot] != buffer) ++slot;
+    if (slot == slots.size()) slots.push_back(buffer);
+    return UOp::make(Op::DEFINE_GLOBAL, buffer->dtype.ptr_to(), {}, static_cast<int64_t>(slot));
+  }
+
+  // INDEX(BUFFER, i[, valid]) or INDEX(BUFFERIZE, i0..in[, valid]) -> INDEX(DEFINE_GLOBAL, linear[, valid])
+  UOpPtr index_param(const UOpPtr& index) {
+    const UOpPtr& source = index->src[0];
+    std::vector<UOpPtr> src;
+    size_t n_idx = 1;
+    if (source->op == Op::BUFFERIZE) {
+      const auto& shape = source->get<std::vector<int64_t>>();
+      n_idx = shape.size();
+      src = {param(buffer_of.at(source.get())), linear_index(index->src.data() + 1, n_idx, shape)};
+    } else {
+      src = {param(source), index->src.at(1)};
+    }
+    if (index->src.size() > n_idx + 1) src.push_back(index->src.back());
+    const DType dt = src[0]->dtype;  // read before src is moved into the call
+    return UOp::make(Op::INDEX, dt, std::move(src));
+  }
+};
+
+const PatternMatcher& buffer_to_param() {
+  static const PatternMatcher pm("buffer_to_param", {
+      {UPat::op(Op::INDEX, {UPat::ops({Op::BUFFER, Op::BUFFERIZE})}).allow_more_src(),
+       [](const Match& m) { return m.ctx<KernelBuilder>().index_param(m.root()); }},
+  });
+  return pm;
+}
+
+ScheduledKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
+                             const std::unordered_map<const UOp*, UOpPtr>& buffer_of) {
+  KernelBuilder kb{buffer_of, {}};
+  UOpPtr out_param = kb.param(out);
+  // Top-down, so an INDEX is rewritten before its BUFFERIZE source is visited:
+  // a producer's body never enters its consumer's kernel.
+  UOpPtr value = graph_rewrite(bufferize->src[0], buffer_to_param(), kb, RewriteOrder::TopDown);
+  const auto& shape = bufferize->get<std::vector<int64_t>>();
+  UOpPtr store = UOp::make(Op::STORE, value->dtype,
+                           {UOp::make(Op::INDEX, out_param->dtype,
+                                      {out_param, linear_index(bufferize->src.data() + 1, shape.size(), shape)}),
+                            value});
+  std::vector<UOpPtr> end_src{store};
+  for (size_t i = 1; i < bufferize->src.size(); ++i)
+    if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);
+  UOpPtr effect = end_src.size() > 1 ? UOp::make(Op::END, value->dtype, std::move(end_src)) : store;
+  UOpPtr ast = UOp::make(Op::SINK, DType::Bool, {effect});
+  ast = simplify(renumber_ranges(ast));
+  return {ast, std::move(kb.slots)};
+}
+
+}  // namespace
+
+UOpPtr renumber_ranges(const UOpPtr& kernel) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> renames;
+  int64_t next = 0;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::RANGE) {
+      const auto& axis = n->get<AxisArg>();
+      renames.emplace_back(n, UOp::make(Op::RANGE, n->dtype, n->src, AxisArg{next++, axis.kind}));
+    }
+  return substitute(kernel, renames);
+}
+
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer) {
+  Schedule schedule;
+  std::unordered_map<const UOp*, UOpPtr> buffer_of;
+  for (const auto& n : toposort(sink)) {
+    if (n->op != Op::BUFFERIZE) continue;
+    UOpPtr out = make_buffer(n->dtype, numel(n->get<std::vector<int64_t>>()));
+    buffer_of[n.get()] = out;
+    schedule.kernels.push_back(build_kernel(n, out, buffer_of));
+  }
+  for (const auto& root : sink->src) {
+    const auto& shape = root->get<std::vector<int64_t>>();
+    const UOpPtr& buf = buffer_of.at(root.get());
+    schedule.results.push_back(shape == *buf->shape() ? buf : UOp::make(Op::RESHAPE, buf->dtype, {buf}, shape));
+  }
+  return schedule;
+}
+
+}  // namespace loom

@@ -1,0 +1,20 @@
+#pragma once
+// Kernel split: every surviving BUFFERIZE becomes a BUFFER and a kernel that
+// STOREs into it; reads of buffers become loads from argument slots.
+//
+//   Before:  BUFFERIZE[(6 4)](LOAD(INDEX(BUFFER#7, r1*6 + r0)), r0, r1)
+//   After:   SINK(END(STORE(INDEX(DEFINE_GLOBAL[0], r0*4 + r1), LOAD(INDEX(DEFINE_GLOBAL[1], r1*6 + r0))), r0, r1))
+//            with slot 0 -> a new BUFFER, slot 1 -> BUFFER#7
+#include "schedule/schedule.hpp"
+
+namespace loom {
+
+// `sink` is rangeify's output. Kernels come out in dependency order; results
+// hold one BUFFER view per BUFFERIZE root of `sink`, in order.
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer);
+
+// Range ids renumbered 0, 1, ... in toposort order, so equal computations give
+// equal (hash-consed) kernels whatever ids rangeify handed out.
+UOpPtr renumber_ranges(const UOpPtr& kernel);
+
+}  // namespace loom

@@ -1,0 +1,30 @@
+#pragma once
+// The scheduler's interface to the engine: tensor-level graphs in, an ordered
+// list of kernels out. Each kernel is an AST (docs/kernel-ir.md) that refers to
+// buffers only by argument slot, plus the buffers bound to those slots.
+#include "ir/uop.hpp"
+
+#include <functional>
+#include <vector>
+
+namespace loom {
+
+// Makes the BUFFER node of a fresh buffer (the engine allocates its memory).
+using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
+
+struct ScheduledKernel {
+  UOpPtr ast;                  // SINK of END(STORE ...) with DEFINE_GLOBAL slots
+  std::vector<UOpPtr> buffers;  // slot -> tensor-level BUFFER node; slot 0 is the output
+};
+
+struct Schedule {
+  std::vector<ScheduledKernel> kernels;  // in dependency order
+  std::vector<UOpPtr> results;           // per target: a view of its BUFFER with the target's shape
+};
+
+// Is `u` already realized: a BUFFER, or a RESHAPE of one (a contiguous view)?
+bool is_buffer_view(const UOpPtr& u);
+
+Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer);
+
+}  // namespace loom
