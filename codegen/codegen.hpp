@@ -11,6 +11,9 @@ namespace loom {
 struct OptimizerOptions {
   bool enabled = true;  // LOOM_NOOPT=1 turns the optimiser off
 };
+// The options the environment asks for: LOOM_NOOPT set to anything but "" or "0"
+// disables the optimiser.
+OptimizerOptions optimizer_options_from_env();
 
 // Chooses per kernel which output range runs across threads (kind `parallel`)
 // and, later, SIMD upcasts, unrolls and tiles. Records its choices as RANGE kinds.
@@ -25,5 +28,10 @@ std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel);
 // LLVM IR text of one verified function `name` with the ABI of docs/kernel-ir.md.
 // Throws loom::Error naming the kernel if LLVM rejects what was emitted.
 std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name);
+
+// Testing only: the next emit_llvm_ir call (on any thread) emits a function
+// without its final terminator, so verification fails and the error path can
+// be exercised. Thread-safe; affects exactly one call.
+void codegen_testing_break_next_kernel();
 
 }  // namespace loom

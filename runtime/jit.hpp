@@ -11,19 +11,26 @@ using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin,
 
 struct JitResult {
   KernelFn fn = nullptr;
-  std::string optimized_ir;  // after the pipeline, for LOOM_DEBUG dumps
+  std::string optimized_ir;  // after the pipeline, for LOOM_DEBUG dumps (if asked for)
+};
+
+struct JitOptions {
+  bool keep_optimized_ir = false;  // print the optimised module into JitResult::optimized_ir
 };
 
 class Jit {
-public:
+ public:
   static Jit& instance();  // thread-safe; created on first use
   // Throws loom::Error naming `name` if the IR does not parse or verify or the
   // symbol cannot be found; never aborts.
+  // Thread-safe: several threads may compile at once. Each call adds a new
+  // function, even for a name compiled before.
   JitResult compile(const std::string& llvm_ir, const std::string& name);
+  JitResult compile(const std::string& llvm_ir, const std::string& name, const JitOptions& options);
   std::string host_cpu() const;
   std::string host_features() const;
 
-private:
+ private:
   Jit();
   struct Impl;
   Impl* impl_;

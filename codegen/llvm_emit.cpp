@@ -1,0 +1,547 @@
+// LLVM IR emission: walks the linearized kernel and builds one function with the
+// ABI of docs/kernel-ir.md. The ALU and CAST semantics of that page are encoded
+// here and nowhere else in codegen/: integer division and shifts never trap or
+// yield poison, float max propagates NaN, float->int casts saturate.
+//
+// The only file of loom that includes IRBuilder (it is slow to compile).
+#include "codegen/codegen.hpp"
+#include "codegen/linearizer.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <atomic>
+#include <map>
+#include <unordered_map>
+
+namespace loom {
+
+namespace {
+
+std::atomic<bool> break_next_kernel{false};  // test hook, see codegen_testing_break_next_kernel
+
+using llvm::Value;
+
+std::string describe(const UOp& u) { return fmt::format("{} {}", op_name(u.op), to_string(u.dtype)); }
+
+// Sources must have the dtypes the contract gives each op; LLVM would reject
+// (or worse, silently mis-handle) mixed operand types.
+void check_operands(const UOp& u) {
+  auto same = [&](size_t i, DType want) {
+    if (!(u.src.at(i)->dtype == want))
+      throw Error(fmt::format("{}: source {} is {}, expected {}", describe(u), i, to_string(u.src[i]->dtype),
+                              to_string(want)));
+  };
+  if (u.op == Op::WHERE) {
+    same(0, DType::Bool);
+    same(1, u.dtype);
+    same(2, u.dtype);
+    return;
+  }
+  if (is_comparison(u.op)) {
+    if (!(u.dtype == DType::Bool)) throw Error(describe(u) + ": a comparison gives bool");
+    same(1, u.src.at(0)->dtype);
+    return;
+  }
+  for (size_t i = 0; i < u.src.size(); ++i) same(i, u.dtype);
+}
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name);
+  void emit(bool omit_terminator);
+
+ private:
+  llvm::LLVMContext& ctx_;
+  llvm::Module& module_;
+  const LinearKernel& linear_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  std::vector<UOpPtr> vars_;
+  std::unordered_map<const UOp*, Value*> values_;
+  std::unordered_map<const UOp*, llvm::AllocaInst*> accs_;
+  std::map<int64_t, llvm::MDNode*> slot_scopes_;  // one alias scope per buffer slot
+
+  struct OpenLoop {
+    llvm::PHINode* counter;
+    llvm::BasicBlock* header;
+    llvm::BasicBlock* exit;
+  };
+  std::vector<OpenLoop> loops_;
+
+  // types and constants
+  llvm::Type* type_of(DType dt);      // in registers: Bool is i1
+  llvm::Type* memory_type(DType dt);  // in buffers: Bool is a byte
+  llvm::Constant* constant(DType dt, double f, int64_t i);
+  llvm::Constant* zero(DType dt) { return constant(dt, 0.0, 0); }
+  Value* get(const UOpPtr& u);
+  Value* to_i64(const UOpPtr& u);
+
+  // instructions
+  void inst(const LinearInst& inst);
+  void begin_loop(const UOpPtr& range);
+  void end_loop();
+  void acc_init(const UOpPtr& reduce);
+  void acc_fold(const UOpPtr& reduce);
+  Value* value(const UOp& u);
+  Value* alu(const UOp& u);
+  Value* binary(Op op, DType dt, Value* a, Value* b);
+  Value* divide(Op op, DType dt, Value* a, Value* b);
+  Value* shift(Op op, DType dt, Value* a, Value* count);
+  Value* compare(Op op, DType dt, Value* a, Value* b);
+  Value* cast(DType from, DType to, Value* v);
+  Value* bitcast(DType from, DType to, Value* v);
+
+  // memory
+  void setup_alias_scopes();
+  void tag_access(llvm::Instruction* access, const UOp& index);
+  Value* buffer_base(const UOp& global);
+  Value* load(const UOp& load);
+  void store(const UOp& store);
+  template <class F>
+  Value* guarded(Value* valid, F access, Value* otherwise);
+};
+
+Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name)
+    : ctx_(module.getContext()),
+      module_(module),
+      linear_(linear),
+      b_(module.getContext()),
+      vars_(kernel_vars(linear.kernel)) {
+  auto* ptr = llvm::PointerType::get(ctx_, 0);
+  auto* i64 = b_.getInt64Ty();
+  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
+  fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i : {0u, 1u}) {  // bufs and vars: arrays the kernel only reads
+    fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+    fn_->addParamAttr(i, llvm::Attribute::NoCapture);
+  }
+  const char* names[] = {"bufs", "vars", "begin", "end"};
+  for (unsigned i = 0; i < 4; ++i) fn_->getArg(i)->setName(names[i]);
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry_);
+  setup_alias_scopes();
+}
+
+void Emitter::emit(bool omit_terminator) {
+  for (const LinearInst& i : linear_.insts) inst(i);
+  if (!loops_.empty()) throw Error("the linearized kernel leaves a loop open");
+  if (!omit_terminator) b_.CreateRetVoid();
+}
+
+void Emitter::inst(const LinearInst& i) {
+  switch (i.kind) {
+    case LinearKind::LoopBegin: return begin_loop(i.uop);
+    case LinearKind::LoopEnd: return end_loop();
+    case LinearKind::AccInit: return acc_init(i.uop);
+    case LinearKind::AccFold: return acc_fold(i.uop);
+    case LinearKind::Store: return store(*i.uop);
+    case LinearKind::Value: values_[i.uop.get()] = value(*i.uop); return;
+  }
+}
+
+// ---- types and constants --------------------------------------------------------------
+llvm::Type* Emitter::type_of(DType dt) {
+  if (dt.lanes != 1 || dt.ptr)
+    throw Error(
+        fmt::format("dtype {} is not supported by the LLVM emitter yet (scalars only)", to_string(dt)));
+  switch (dt.scalar) {
+    case Scalar::Bool: return b_.getInt1Ty();
+    case Scalar::UInt8: return b_.getInt8Ty();
+    case Scalar::Int32: return b_.getInt32Ty();
+    case Scalar::Int64: return b_.getInt64Ty();
+    case Scalar::Float32: return b_.getFloatTy();
+    case Scalar::Float64: return b_.getDoubleTy();
+  }
+  throw Error("unknown dtype " + to_string(dt));
+}
+
+llvm::Type* Emitter::memory_type(DType dt) {
+  return dt.base().is_bool() ? b_.getInt8Ty() : type_of(dt.base());
+}
+
+llvm::Constant* Emitter::constant(DType dt, double f, int64_t i) {
+  llvm::Type* t = type_of(dt);
+  if (dt.is_float()) return llvm::ConstantFP::get(t, f);
+  if (dt.is_bool()) i = i != 0;
+  return llvm::ConstantInt::get(t, llvm::APInt(64, static_cast<uint64_t>(i), true).trunc(dt.bits()));
+}
+
+Value* Emitter::get(const UOpPtr& u) {
+  if (u->op == Op::CONST)
+    return u->dtype.is_float() ? constant(u->dtype, u->const_value(), 0)
+                               : constant(u->dtype, 0.0, u->const_int());
+  const auto it = values_.find(u.get());
+  if (it == values_.end()) throw Error(describe(*u) + " is used before it is computed");
+  return it->second;
+}
+
+// Index arithmetic is i64; an index of a narrower integer type is widened by its signedness.
+Value* Emitter::to_i64(const UOpPtr& u) {
+  if (!u->dtype.is_int() && !u->dtype.is_bool())
+    throw Error(fmt::format("an index or loop bound must be an integer, got {}", describe(*u)));
+  return cast(u->dtype, DType::Int64, get(u));
+}
+
+// ---- loops and accumulators -----------------------------------------------------------
+// Canonical counted loop: header { i = phi [lo, pre], [i+1, latch]; i < hi ? body : exit }.
+// LLVM's loop rotation and vectoriser take it from there.
+void Emitter::begin_loop(const UOpPtr& range) {
+  const AxisArg& axis = range->get<AxisArg>();
+  const bool parallel = axis.kind == AxisKind::Parallel;
+  Value* lo = parallel ? static_cast<Value*>(fn_->getArg(2)) : b_.getInt64(0);
+  Value* hi = parallel ? fn_->getArg(3) : to_i64(range->src.at(0));
+  const std::string tag = fmt::format("r{}", axis.id);
+  auto* header = llvm::BasicBlock::Create(ctx_, tag + ".head", fn_);
+  auto* body = llvm::BasicBlock::Create(ctx_, tag + ".body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, tag + ".exit", fn_);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* counter = b_.CreatePHI(b_.getInt64Ty(), 2, tag);
+  counter->addIncoming(lo, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(counter, hi), body, exit);
+  b_.SetInsertPoint(body);
+  values_[range.get()] = counter;
+  loops_.push_back({counter, header, exit});
+}
+
+void Emitter::end_loop() {
+  const OpenLoop loop = loops_.back();
+  loops_.pop_back();
+  // counter < hi <= INT64_MAX, so counter + 1 cannot overflow.
+  Value* next = b_.CreateAdd(loop.counter, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
+  loop.counter->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateBr(loop.header);
+  b_.SetInsertPoint(loop.exit);
+}
+
+// The identity of the REDUCE's op: 0, 1, or the lowest value (-inf for floats).
+void Emitter::acc_init(const UOpPtr& reduce) {
+  const DType dt = reduce->dtype;
+  const Op op = reduce->get<ReduceArg>().op;
+  llvm::Constant* identity = nullptr;
+  switch (op) {
+    case Op::ADD: identity = zero(dt); break;
+    case Op::MUL: identity = constant(dt, 1.0, 1); break;
+    case Op::MAX:
+      if (dt.is_float())
+        identity = llvm::ConstantFP::getInfinity(type_of(dt), /*Negative=*/true);
+      else if (dt.is_unsigned())
+        identity = zero(dt);
+      else
+        identity = llvm::ConstantInt::get(type_of(dt), llvm::APInt::getSignedMinValue(dt.bits()));
+      break;
+    default:
+      throw Error(
+          fmt::format("{}: REDUCE op must be ADD, MUL or MAX, got {}", describe(*reduce), op_name(op)));
+  }
+  llvm::IRBuilder<> at_entry(entry_, entry_->begin());  // allocas in the entry block, for mem2reg
+  llvm::AllocaInst* acc = at_entry.CreateAlloca(type_of(dt), nullptr, "acc");
+  accs_[reduce.get()] = acc;
+  b_.CreateStore(identity, acc);
+}
+
+void Emitter::acc_fold(const UOpPtr& reduce) {
+  if (!(reduce->src.at(0)->dtype == reduce->dtype))
+    throw Error(fmt::format("{}: folds a {} value", describe(*reduce), to_string(reduce->src[0]->dtype)));
+  llvm::AllocaInst* acc = accs_.at(reduce.get());
+  Value* folded = binary(reduce->get<ReduceArg>().op, reduce->dtype,
+                         b_.CreateLoad(acc->getAllocatedType(), acc), get(reduce->src.at(0)));
+  b_.CreateStore(folded, acc);
+}
+
+// ---- values -------------------------------------------------------------------------------
+Value* Emitter::value(const UOp& u) {
+  switch (u.op) {
+    case Op::DEFINE_GLOBAL: return buffer_base(u);
+    case Op::DEFINE_VAR: {
+      const size_t i = static_cast<size_t>(
+          std::find_if(vars_.begin(), vars_.end(), [&](const UOpPtr& v) { return v.get() == &u; }) -
+          vars_.begin());
+      Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), fn_->getArg(1), i);
+      return b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8), u.get<VarArg>().name);
+    }
+    case Op::INDEX: {
+      const UOp& buffer = *u.src.at(0);
+      if (buffer.op != Op::DEFINE_GLOBAL || !u.dtype.ptr || !(buffer.dtype == u.dtype))
+        throw Error(fmt::format("{} must index a DEFINE_GLOBAL of its own dtype, got {}", describe(u),
+                                describe(buffer)));
+      const bool masked = u.src.size() > 2;
+      if (masked && !(u.src[2]->dtype == DType::Bool))
+        throw Error(
+            fmt::format("{}: validity must be bool, got {}", describe(u), to_string(u.src[2]->dtype)));
+      llvm::Type* element = memory_type(u.dtype);
+      Value* base = get(u.src[0]);
+      Value* idx = to_i64(u.src.at(1));
+      // An invalid (masked) index may point anywhere; it is never dereferenced.
+      return masked ? b_.CreateGEP(element, base, idx) : b_.CreateInBoundsGEP(element, base, idx);
+    }
+    case Op::LOAD: return load(u);
+    case Op::REDUCE: {
+      llvm::AllocaInst* acc = accs_.at(&u);
+      return b_.CreateLoad(acc->getAllocatedType(), acc);
+    }
+    case Op::CAST: return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
+    case Op::BITCAST: return bitcast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
+    default:
+      if (is_alu(u.op)) return alu(u);
+  }
+  throw Error(describe(u) + " is not supported by the LLVM emitter");
+}
+
+Value* Emitter::alu(const UOp& u) {
+  check_operands(u);
+  auto arg = [&](size_t i) { return get(u.src.at(i)); };
+  if (is_comparison(u.op)) return compare(u.op, u.src[0]->dtype, arg(0), arg(1));
+  if (is_binary(u.op)) return binary(u.op, u.dtype, arg(0), arg(1));
+  if (u.op == Op::WHERE) return b_.CreateSelect(arg(0), arg(1), arg(2));
+  if (u.op == Op::MULACC) return binary(Op::ADD, u.dtype, binary(Op::MUL, u.dtype, arg(0), arg(1)), arg(2));
+  Value* x = arg(0);
+  if (u.op == Op::TRUNC && !u.dtype.is_float()) return x;              // integers are whole already
+  if (u.op == Op::NEG && !u.dtype.is_float()) return b_.CreateNeg(x);  // wraps
+  if (!u.dtype.is_float()) throw Error(describe(u) + ": this op needs a float operand");
+  switch (u.op) {
+    case Op::NEG: return b_.CreateFNeg(x);
+    case Op::EXP2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp2, x);
+    case Op::LOG2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
+    case Op::SIN: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+    case Op::SQRT: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+    case Op::RECIP: return b_.CreateFDiv(constant(u.dtype, 1.0, 1), x);
+    case Op::TRUNC: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+    default: break;
+  }
+  throw Error(describe(u) + " is not an ALU op the LLVM emitter knows");
+}
+
+Value* Emitter::binary(Op op, DType dt, Value* a, Value* b) {
+  const auto unsupported = [&] {
+    return Error(fmt::format("{} is not defined on {} operands", op_name(op), to_string(dt)));
+  };
+  if (dt.is_float()) {
+    switch (op) {
+      case Op::ADD: return b_.CreateFAdd(a, b);
+      case Op::SUB: return b_.CreateFSub(a, b);
+      case Op::MUL: return b_.CreateFMul(a, b);
+      case Op::FDIV: return b_.CreateFDiv(a, b);
+      case Op::MAX: return b_.CreateMaximum(a, b);  // NaN propagates
+      case Op::POW: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
+      default: throw unsupported();
+    }
+  }
+  switch (op) {
+    case Op::AND: return b_.CreateAnd(a, b);
+    case Op::OR: return b_.CreateOr(a, b);
+    case Op::XOR: return b_.CreateXor(a, b);
+    case Op::MAX:
+      return b_.CreateBinaryIntrinsic(dt.is_unsigned() ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, a, b);
+    default: break;
+  }
+  switch (op) {
+    case Op::ADD: return b_.CreateAdd(a, b);  // no nsw/nuw: integers (and bools, at 1 bit) wrap
+    case Op::SUB: return b_.CreateSub(a, b);
+    case Op::MUL: return b_.CreateMul(a, b);
+    case Op::IDIV:
+    case Op::MOD: return divide(op, dt, a, b);
+    case Op::SHL:
+    case Op::SHR: return shift(op, dt, a, b);
+    default: throw unsupported();
+  }
+}
+
+// Truncating division that never traps: by 0 gives 0; INT_MIN / -1 divides by 1
+// instead, which gives exactly the contract's INT_MIN (and 0 for MOD).
+Value* Emitter::divide(Op op, DType dt, Value* a, Value* b) {
+  Value* by_zero = b_.CreateICmpEQ(b, zero(dt));
+  Value* unsafe = by_zero;
+  if (!dt.is_unsigned()) {
+    auto* min = llvm::ConstantInt::get(type_of(dt), llvm::APInt::getSignedMinValue(dt.bits()));
+    unsafe = b_.CreateOr(unsafe,
+                         b_.CreateAnd(b_.CreateICmpEQ(a, min), b_.CreateICmpEQ(b, constant(dt, -1.0, -1))));
+  }
+  Value* divisor = b_.CreateSelect(unsafe, constant(dt, 1.0, 1), b);
+  Value* result = op == Op::IDIV ? (dt.is_unsigned() ? b_.CreateUDiv(a, divisor) : b_.CreateSDiv(a, divisor))
+                                 : (dt.is_unsigned() ? b_.CreateURem(a, divisor) : b_.CreateSRem(a, divisor));
+  return b_.CreateSelect(by_zero, zero(dt), result);
+}
+
+// A count outside [0, bits) shifts everything out: 0, or the sign (-1 or 0) for
+// an arithmetic right shift. The shift itself gets an in-range count so it is
+// never poison.
+Value* Emitter::shift(Op op, DType dt, Value* a, Value* count) {
+  const int bits = dt.bits();
+  Value* out_of_range = b_.CreateICmpUGE(count, constant(dt, bits, bits));
+  Value* safe = b_.CreateSelect(out_of_range, zero(dt), count);
+  if (op == Op::SHL) return b_.CreateSelect(out_of_range, zero(dt), b_.CreateShl(a, safe));
+  if (dt.is_unsigned()) return b_.CreateSelect(out_of_range, zero(dt), b_.CreateLShr(a, safe));
+  Value* sign = b_.CreateAShr(a, constant(dt, bits - 1, bits - 1));
+  return b_.CreateSelect(out_of_range, sign, b_.CreateAShr(a, safe));
+}
+
+// Float CMPLT/CMPEQ are ordered (false with NaN), CMPNE unordered (true with NaN);
+// UInt8 and Bool compare unsigned.
+Value* Emitter::compare(Op op, DType dt, Value* a, Value* b) {
+  if (dt.is_float()) {
+    if (op == Op::CMPLT) return b_.CreateFCmpOLT(a, b);
+    return op == Op::CMPEQ ? b_.CreateFCmpOEQ(a, b) : b_.CreateFCmpUNE(a, b);
+  }
+  if (op == Op::CMPLT) return dt.is_unsigned() ? b_.CreateICmpULT(a, b) : b_.CreateICmpSLT(a, b);
+  return op == Op::CMPEQ ? b_.CreateICmpEQ(a, b) : b_.CreateICmpNE(a, b);
+}
+
+// docs/kernel-ir.md CAST: float->int truncates and saturates (NaN gives 0); int->int
+// wraps when narrowing and extends by the source's signedness; anything->bool is != 0.
+Value* Emitter::cast(DType from, DType to, Value* v) {
+  llvm::Type* target = type_of(to);
+  if (from == to) return v;
+  if (to.is_bool()) return from.is_float() ? b_.CreateFCmpUNE(v, zero(from)) : b_.CreateICmpNE(v, zero(from));
+  if (from.is_float() && to.is_float()) return b_.CreateFPCast(v, target);
+  if (from.is_float())
+    return b_.CreateIntrinsic(to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                              {target, v->getType()}, {v});
+  if (to.is_float()) return from.is_unsigned() ? b_.CreateUIToFP(v, target) : b_.CreateSIToFP(v, target);
+  return from.is_unsigned() ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
+}
+
+Value* Emitter::bitcast(DType from, DType to, Value* v) {
+  if (from == to) return v;
+  if (from.itemsize() != to.itemsize())
+    throw Error(fmt::format("BITCAST {} to {}: sizes differ", to_string(from), to_string(to)));
+  // A bool is a byte whose low bit is the value (as when loaded from memory).
+  if (from.is_bool() || to.is_bool()) return b_.CreateZExtOrTrunc(v, type_of(to));
+  return b_.CreateBitCast(v, type_of(to));
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+// Each slot is a distinct buffer (the engine guarantees it), so accesses to
+// different slots never alias; telling LLVM lets it vectorise without run-time
+// overlap checks. Accesses to one slot share a scope and stay ordered.
+void Emitter::setup_alias_scopes() {
+  std::vector<int64_t> slots;
+  for (const auto& n : toposort(linear_.kernel))
+    if (n->op == Op::DEFINE_GLOBAL) slots.push_back(n->arg_int());
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  if (slots.size() < 2) return;
+  llvm::MDBuilder md(ctx_);
+  llvm::MDNode* domain = md.createAnonymousAliasScopeDomain("loom.slots");
+  for (int64_t s : slots) slot_scopes_[s] = md.createAnonymousAliasScope(domain, fmt::format("slot {}", s));
+}
+
+void Emitter::tag_access(llvm::Instruction* access, const UOp& index) {
+  if (slot_scopes_.empty()) return;
+  const int64_t slot = index.src.at(0)->arg_int();
+  std::vector<llvm::Metadata*> others;
+  for (const auto& [s, scope] : slot_scopes_)
+    if (s != slot) others.push_back(scope);
+  access->setMetadata(llvm::LLVMContext::MD_alias_scope, llvm::MDNode::get(ctx_, {slot_scopes_.at(slot)}));
+  access->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, others));
+}
+
+// bufs[slot], 64-byte aligned by the ABI.
+Value* Emitter::buffer_base(const UOp& global) {
+  const int64_t slot = global.arg_int();
+  if (slot < 0) throw Error(fmt::format("{}: negative buffer slot {}", describe(global), slot));
+  auto* ptr = llvm::PointerType::get(ctx_, 0);
+  Value* at = b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(0), static_cast<uint64_t>(slot));
+  llvm::LoadInst* base = b_.CreateAlignedLoad(ptr, at, llvm::Align(8), fmt::format("buf{}", slot));
+  base->setMetadata(llvm::LLVMContext::MD_align,
+                    llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
+  base->setMetadata(llvm::LLVMContext::MD_noundef, llvm::MDNode::get(ctx_, {}));
+  return base;
+}
+
+// `access` runs only where `valid` holds (a branch, so an invalid index never
+// touches memory); elsewhere the result is `otherwise` (nullptr for stores).
+template <class F>
+Value* Emitter::guarded(Value* valid, F access, Value* otherwise) {
+  if (!valid) return access();
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* then = llvm::BasicBlock::Create(ctx_, "valid", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "valid.done", fn_);
+  b_.CreateCondBr(valid, then, done);
+  b_.SetInsertPoint(then);
+  Value* result = access();
+  llvm::BasicBlock* then_end = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  if (!otherwise) return nullptr;
+  llvm::PHINode* phi = b_.CreatePHI(otherwise->getType(), 2);
+  phi->addIncoming(result, then_end);
+  phi->addIncoming(otherwise, from);
+  return phi;
+}
+
+Value* Emitter::load(const UOp& u) {
+  const UOp& index = *u.src.at(0);
+  if (index.op != Op::INDEX || !(index.dtype.base() == u.dtype))
+    throw Error(fmt::format("{} must load an INDEX of its dtype, got {}", describe(u), describe(index)));
+  Value* ptr = get(u.src[0]);
+  Value* valid = index.src.size() > 2 ? get(index.src[2]) : nullptr;
+  return guarded(
+      valid,
+      [&]() -> Value* {
+        llvm::LoadInst* loaded = b_.CreateAlignedLoad(memory_type(u.dtype), ptr,
+                                                      llvm::Align(static_cast<uint64_t>(u.dtype.itemsize())));
+        tag_access(loaded, index);
+        return u.dtype.is_bool() ? b_.CreateTrunc(loaded, b_.getInt1Ty()) : loaded;  // bool bytes are 0 or 1
+      },
+      zero(u.dtype));
+}
+
+void Emitter::store(const UOp& u) {
+  const UOp& index = *u.src.at(0);
+  const DType dt = u.src.at(1)->dtype;
+  if (index.op != Op::INDEX || !(index.dtype.base() == dt))
+    throw Error(fmt::format("{} of a {} value must store to an INDEX of that dtype, got {}", describe(u),
+                            to_string(dt), describe(index)));
+  Value* ptr = get(u.src[0]);
+  Value* v = get(u.src[1]);
+  if (dt.is_bool()) v = b_.CreateZExt(v, b_.getInt8Ty());
+  Value* valid = index.src.size() > 2 ? get(index.src[2]) : nullptr;
+  guarded(
+      valid,
+      [&]() -> Value* {
+        llvm::StoreInst* stored =
+            b_.CreateAlignedStore(v, ptr, llvm::Align(static_cast<uint64_t>(dt.itemsize())));
+        tag_access(stored, index);
+        return nullptr;
+      },
+      nullptr);
+}
+
+}  // namespace
+
+void codegen_testing_break_next_kernel() { break_next_kernel.store(true); }
+
+std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name) {
+  if (name.empty()) throw Error("emit_llvm_ir: a kernel needs a non-empty function name");
+  llvm::LLVMContext ctx;
+  llvm::Module module(name, ctx);
+  try {
+    const LinearKernel linear = linearize(kernel);
+    Emitter emitter(module, linear, name);
+    emitter.emit(/*omit_terminator=*/break_next_kernel.exchange(false));
+  } catch (const Error& e) {
+    throw Error(fmt::format("emit_llvm_ir: kernel '{}': {}", name, e.what()));
+  }
+  std::string problems;
+  llvm::raw_string_ostream problems_out(problems);
+  if (llvm::verifyModule(module, &problems_out))
+    throw Error(fmt::format("emit_llvm_ir: kernel '{}': LLVM rejected the emitted function: {}", name,
+                            problems_out.str()));
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  module.print(out, nullptr);
+  return out.str();
+}
+
+}  // namespace loom

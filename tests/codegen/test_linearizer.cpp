@@ -1,0 +1,168 @@
+#include "codegen/linearizer.hpp"
+#include "codegen/run_kernel.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+
+const auto f32 = DType::Float32;
+
+// Position of the instruction (kind, uop); fails the test if it is not there exactly once.
+size_t position(const LinearKernel& lk, LinearKind kind, const UOpPtr& u) {
+  size_t found = lk.insts.size(), count = 0;
+  for (size_t i = 0; i < lk.insts.size(); ++i)
+    if (lk.insts[i].kind == kind && lk.insts[i].uop == u) found = i, ++count;
+  INFO(lk.dump());
+  REQUIRE_MESSAGE(count == 1, linear_kind_name(kind)
+                                  << " " << op_name(u->op) << " appears " << count << " times");
+  return found;
+}
+int depth(const LinearKernel& lk, LinearKind kind, const UOpPtr& u) {
+  return lk.insts[position(lk, kind, u)].depth;
+}
+
+}  // namespace
+
+TEST_CASE("linearize: an elementwise kernel is two nested loops around the store") {
+  auto out = global(0, f32), in = global(1, f32);
+  auto i = make_range(4, 0, AxisKind::Parallel), j = make_range(3, 1);
+  auto at = i * 3 + j;
+  auto st = store(index(out, at), load(in, at) * load(in, at));
+  const auto lk = linearize(sink({end(st, {i, j})}));
+  CHECK(lk.dump() ==
+        "%0 = DEFINE_GLOBAL f32* [slot 0]\n"
+        "%1 = DEFINE_GLOBAL f32* [slot 1]\n"
+        "LOOP r0 parallel [begin, end)\n"
+        "  %2 = MUL i64 r0, 3\n"
+        "  LOOP r1 loop [0, 3)\n"
+        "    %3 = ADD i64 %2, r1\n"
+        "    %4 = INDEX f32* %0, %3\n"
+        "    %5 = INDEX f32* %1, %3\n"
+        "    %6 = LOAD f32 %5\n"
+        "    %7 = MUL f32 %6, %6\n"
+        "    STORE %4, %7\n"
+        "  ENDLOOP r1\n"
+        "ENDLOOP r0\n");
+}
+
+TEST_CASE("linearize: loop invariants are placed at the outermost loop where their ranges exist") {
+  auto out = global(0, f32), row = global(1, f32), col = global(2, f32), scale = global(3, f32);
+  auto i = make_range(8, 0), j = make_range(16, 1);
+  auto row_term = load(row, i) * load(row, i);           // depends on i only
+  auto constant_term = load(scale, i64(0));              // depends on no range
+  auto value = row_term * constant_term + load(col, j);  // depends on j too
+  auto st = store(index(out, i * 16 + j), value);
+  const auto lk = linearize(sink({end(st, {i, j})}));
+  const size_t inner_loop = position(lk, LinearKind::LoopBegin, j);
+  const size_t outer_loop = position(lk, LinearKind::LoopBegin, i);
+  CHECK(depth(lk, LinearKind::Value, row_term) == 1);
+  CHECK(position(lk, LinearKind::Value, row_term) < inner_loop);
+  CHECK(depth(lk, LinearKind::Value, constant_term) == 0);
+  CHECK(position(lk, LinearKind::Value, constant_term) < outer_loop);
+  CHECK(depth(lk, LinearKind::Value, value) == 2);
+  CHECK(depth(lk, LinearKind::Store, st) == 2);
+}
+
+TEST_CASE("linearize: REDUCE is an accumulator, its loop with a fold inside, and a read after") {
+  auto out = global(0, f32), a = global(1, f32), x = global(2, f32);
+  auto i = make_range(3, 0), k = make_range(4, 1, AxisKind::Reduce);
+  auto product = load(a, i * 4 + k) * load(x, k);
+  auto dot = reduce(Op::ADD, product, {k});  // matrix-vector: one dot product per row
+  const auto lk = linearize(sink({end(store(index(out, i), dot), {i})}));
+  const size_t init = position(lk, LinearKind::AccInit, dot), loop = position(lk, LinearKind::LoopBegin, k),
+               fold = position(lk, LinearKind::AccFold, dot), done = position(lk, LinearKind::LoopEnd, k),
+               read = position(lk, LinearKind::Value, dot);
+  CHECK(position(lk, LinearKind::LoopBegin, i) < init);
+  CHECK(init < loop);
+  CHECK(loop < fold);
+  CHECK(fold < done);
+  CHECK(done < read);
+  CHECK(lk.insts[init].depth == 1);
+  CHECK(lk.insts[fold].depth == 2);
+  CHECK(lk.insts[read].depth == 1);
+  CHECK(depth(lk, LinearKind::Value, load(x, k)) == 2);
+}
+
+TEST_CASE("linearize: a REDUCE asked for in an inner loop is placed where its own ranges are") {
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto i = make_range(3, 0), j = make_range(5, 1), k = make_range(4, 2, AxisKind::Reduce);
+  auto rowsum = reduce(Op::ADD, load(a, i * 4 + k), {k});  // depends on i, not on j
+  auto total = reduce(Op::MAX, load(b, k), {k});           // depends on no output range
+  auto st = store(index(out, i * 5 + j), rowsum + total + load(b, j));
+  const auto lk = linearize(sink({end(st, {i, j})}));
+  INFO(lk.dump());
+  // `total`: computed once, before the output loops.
+  CHECK(depth(lk, LinearKind::AccInit, total) == 0);
+  CHECK(depth(lk, LinearKind::Value, total) == 0);
+  CHECK(position(lk, LinearKind::Value, total) < position(lk, LinearKind::LoopBegin, i));
+  // `rowsum`: once per row, before the j loop.
+  CHECK(depth(lk, LinearKind::AccInit, rowsum) == 1);
+  CHECK(depth(lk, LinearKind::Value, rowsum) == 1);
+  CHECK(position(lk, LinearKind::Value, rowsum) < position(lk, LinearKind::LoopBegin, j));
+  // k is looped over twice, once per REDUCE, each time opened and closed.
+  int k_loops = 0, open = 0;
+  for (const auto& inst : lk.insts) {
+    if (inst.uop != k) continue;
+    if (inst.kind == LinearKind::LoopBegin) ++k_loops, ++open;
+    if (inst.kind == LinearKind::LoopEnd) --open;
+    CHECK(open >= 0);
+  }
+  CHECK(k_loops == 2);
+  CHECK(open == 0);
+}
+
+TEST_CASE("linearize: a value shared by a REDUCE body and its user is computed once") {
+  auto out = global(0, f32), a = global(1, f32), s = global(2, f32);
+  auto i = make_range(3, 0), k = make_range(4, 1, AxisKind::Reduce);
+  auto shared = load(s, i);  // used inside the reduce loop and after it
+  auto r = reduce(Op::ADD, load(a, i * 4 + k) * shared, {k});
+  const auto lk = linearize(sink({end(store(index(out, i), r + shared), {i})}));
+  CHECK(depth(lk, LinearKind::Value, shared) == 1);
+  CHECK(position(lk, LinearKind::Value, shared) < position(lk, LinearKind::LoopBegin, k));
+}
+
+TEST_CASE("linearize: two ENDs over one range each get their own loop") {
+  auto a = global(0, DType::Int32), b = global(1, DType::Int32);
+  auto i = make_range(8, 0);
+  auto twice = cast(i, DType::Int32) * 2;
+  const auto lk =
+      linearize(sink({end(store(index(a, i), twice), {i}), end(store(index(b, i), twice + 1), {i})}));
+  int loops = 0, computed = 0;
+  for (const auto& inst : lk.insts) {
+    loops += inst.kind == LinearKind::LoopBegin;
+    computed += inst.kind == LinearKind::Value && inst.uop == twice;
+  }
+  CHECK(loops == 2);
+  CHECK(computed == 2);  // once inside each loop: the first loop's value is gone after it
+}
+
+TEST_CASE("linearize: kernels the contract does not allow are errors") {
+  auto out = global(0, DType::Int64);
+  auto i = make_range(4, 0), j = make_range(4, 1);
+  SUBCASE("a range used outside its loop") {
+    const auto kernel = sink({end(store(index(out, i + j), i), {i})});
+    CHECK_THROWS_WITH_AS(linearize(kernel), doctest::Contains("uses range r1 outside the loops"), Error);
+  }
+  SUBCASE("an effect that is not END or STORE") {
+    CHECK_THROWS_WITH_AS(linearize(sink({i + j})), doctest::Contains("must be END or STORE, got ADD"), Error);
+  }
+  SUBCASE("a range opened twice") {
+    const auto kernel = sink({end(store(index(out, i), i), {i, i})});
+    CHECK_THROWS_WITH_AS(linearize(kernel), doctest::Contains("range r0 is opened twice"), Error);
+  }
+  SUBCASE("not a SINK") {
+    CHECK_THROWS_WITH_AS(linearize(i), doctest::Contains("a SINK of effects, got RANGE"), Error);
+  }
+}
+
+TEST_CASE("linearize: a 100000-deep expression does not exhaust the stack") {
+  auto out = global(0, DType::Int64);
+  auto i = make_range(4, 0);
+  UOpPtr value = i;
+  for (int n = 0; n < 100000; ++n) value = value + 1;
+  const auto lk = linearize(sink({end(store(index(out, i), value), {i})}));
+  CHECK(lk.insts.size() == 100000 + 5);  // global, loop, 100000 adds, index, store, endloop
+}

@@ -1,0 +1,175 @@
+// The JIT on hand-written LLVM IR (runtime/ does not know codegen/): compiles,
+// runs, isolates kernels that share a name, and reports every failure as a
+// loom::Error naming the kernel.
+#include "runtime/jit.hpp"
+
+#include <loom/error.hpp>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+using namespace loom;
+
+namespace {
+
+// out[i] = a[i] * factor + offset for i in [begin, end), with the kernel ABI;
+// bufs = {out, a} (int64), vars = {offset}.
+std::string scale_ir(const std::string& name, int factor) {
+  return fmt::format(R"(
+define void @{0}(ptr %bufs, ptr %vars, i64 %begin, i64 %end) nounwind {{
+entry:
+  %out = load ptr, ptr %bufs
+  %a.slot = getelementptr ptr, ptr %bufs, i64 1
+  %a = load ptr, ptr %a.slot
+  %offset = load i64, ptr %vars
+  br label %head
+head:
+  %i = phi i64 [ %begin, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %i, %end
+  br i1 %more, label %body, label %exit
+body:
+  %pa = getelementptr i64, ptr %a, i64 %i
+  %x = load i64, ptr %pa
+  %y = mul i64 %x, {1}
+  %z = add i64 %y, %offset
+  %po = getelementptr i64, ptr %out, i64 %i
+  store i64 %z, ptr %po
+  %next = add nsw i64 %i, 1
+  br label %head
+exit:
+  ret void
+}}
+)",
+                     name, factor);
+}
+
+std::vector<int64_t> run_scale(KernelFn fn, int64_t begin, int64_t end, int64_t offset) {
+  std::vector<int64_t> out(6, -1), a = {1, 2, 3, 4, 5, 6};
+  void* bufs[] = {out.data(), a.data()};
+  const int64_t vars[] = {offset};
+  fn(bufs, vars, begin, end);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Jit: compiles IR text and runs the function with the kernel ABI") {
+  const JitResult r = Jit::instance().compile(scale_ir("scale3", 3), "scale3");
+  REQUIRE((r.fn != nullptr));
+  CHECK(r.optimized_ir.empty());  // only printed when asked for
+  CHECK(run_scale(r.fn, 0, 6, 100) == std::vector<int64_t>{103, 106, 109, 112, 115, 118});
+  CHECK(run_scale(r.fn, 2, 4, 0) == std::vector<int64_t>{-1, -1, 9, 12, -1, -1});
+}
+
+TEST_CASE("Jit: two kernels with one name are two functions") {
+  const KernelFn twice = Jit::instance().compile(scale_ir("same_name", 2), "same_name").fn;
+  const KernelFn ten = Jit::instance().compile(scale_ir("same_name", 10), "same_name").fn;
+  CHECK((twice != ten));
+  CHECK(run_scale(twice, 0, 1, 0)[0] == 2);
+  CHECK(run_scale(ten, 0, 1, 0)[0] == 10);
+}
+
+TEST_CASE("Jit: the optimised IR is kept on request") {
+  const JitResult r =
+      Jit::instance().compile(scale_ir("kept", 4), "kept", JitOptions{.keep_optimized_ir = true});
+  CHECK(r.optimized_ir.find("define void @kept(") != std::string::npos);
+  CHECK(run_scale(r.fn, 0, 6, 0)[5] == 24);
+}
+
+TEST_CASE("Jit: calls into the C math library resolve (llvm.sin, llvm.pow)") {
+  const std::string ir = R"(
+declare float @llvm.sin.f32(float)
+declare double @llvm.pow.f64(double, double)
+define void @mathlib(ptr %bufs, ptr %vars, i64 %begin, i64 %end) nounwind {
+entry:
+  %f = load ptr, ptr %bufs
+  %d.slot = getelementptr ptr, ptr %bufs, i64 1
+  %d = load ptr, ptr %d.slot
+  %x = load float, ptr %f
+  %s = call float @llvm.sin.f32(float %x)
+  store float %s, ptr %f
+  %y = load double, ptr %d
+  %p = call double @llvm.pow.f64(double %y, double 0.5)
+  store double %p, ptr %d
+  ret void
+}
+)";
+  const KernelFn fn = Jit::instance().compile(ir, "mathlib").fn;
+  float f = 0.5f;
+  double d = 2.0;
+  void* bufs[] = {&f, &d};
+  fn(bufs, nullptr, 0, 1);
+  CHECK(f == doctest::Approx(std::sin(0.5)).epsilon(1e-6));
+  CHECK(d == doctest::Approx(std::sqrt(2.0)).epsilon(1e-12));
+}
+
+TEST_CASE("Jit: IR that does not parse is an error naming the kernel, and the next compile works") {
+  CHECK_THROWS_WITH_AS(Jit::instance().compile("define void @bad( {", "bad_kernel"),
+                       doctest::Contains("kernel 'bad_kernel': the LLVM IR does not parse"), Error);
+  CHECK(run_scale(Jit::instance().compile(scale_ir("after_bad", 5), "after_bad").fn, 0, 1, 0)[0] == 5);
+}
+
+TEST_CASE("Jit: every failure names the kernel") {
+  SUBCASE("IR that parses but does not verify") {
+    const std::string ir = R"(
+define void @unverified(ptr %bufs, ptr %vars, i64 %begin, i64 %end) {
+entry:
+  %a = add i64 %b, 1
+  %b = add i64 %a, 1
+  ret void
+}
+)";
+    CHECK_THROWS_WITH_AS(Jit::instance().compile(ir, "unverified"),
+                         doctest::Contains("kernel 'unverified': the LLVM IR does not verify"), Error);
+  }
+  SUBCASE("no function of the kernel's name") {
+    CHECK_THROWS_WITH_AS(Jit::instance().compile(scale_ir("other", 1), "wanted"),
+                         doctest::Contains("kernel 'wanted': the LLVM IR defines no function of that name"),
+                         Error);
+  }
+  SUBCASE("a symbol that cannot be linked") {
+    const std::string ir = R"(
+declare void @loom_no_such_function()
+define void @unlinked(ptr %bufs, ptr %vars, i64 %begin, i64 %end) {
+entry:
+  call void @loom_no_such_function()
+  ret void
+}
+)";
+    CHECK_THROWS_WITH_AS(Jit::instance().compile(ir, "unlinked"),
+                         doctest::Contains("kernel 'unlinked': compiling or linking failed"), Error);
+  }
+  CHECK(run_scale(Jit::instance().compile(scale_ir("after_errors", 7), "after_errors").fn, 0, 1, 0)[0] == 7);
+}
+
+TEST_CASE("Jit: threads compile at the same time") {
+  constexpr int kThreads = 4, kEach = 6;
+  std::vector<std::vector<KernelFn>> fns(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([t, &fns] {
+      for (int k = 0; k < kEach; ++k) {
+        const int factor = t * 100 + k;
+        fns[static_cast<size_t>(t)].push_back(
+            Jit::instance()
+                .compile(scale_ir(fmt::format("par_{}", factor), factor), fmt::format("par_{}", factor))
+                .fn);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t)
+    for (int k = 0; k < kEach; ++k)
+      CHECK(run_scale(fns[static_cast<size_t>(t)][static_cast<size_t>(k)], 0, 1, 0)[0] == t * 100 + k);
+}
+
+TEST_CASE("Jit: describes the host it compiles for") {
+  CHECK_FALSE(Jit::instance().host_cpu().empty());
+#if defined(__x86_64__)
+  CHECK(Jit::instance().host_features().find("+sse2") != std::string::npos);
+#endif
+}
