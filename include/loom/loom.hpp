@@ -1,0 +1,6 @@
+#pragma once
+// The umbrella header: everything a loom program uses.
+#include <loom/debug.hpp>
+#include <loom/dtype.hpp>
+#include <loom/error.hpp>
+#include <loom/tensor.hpp>

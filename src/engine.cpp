@@ -1,0 +1,83 @@
+#include "src/engine.hpp"
+
+#include "codegen/codegen.hpp"
+#include "ir/text.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "schedule/schedule.hpp"
+#include "src/env.hpp"
+
+#include <loom/debug.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace loom::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast) {
+  if (auto hit = kernel_cache().find(ast)) return hit;
+  const int debug = env().debug;
+  CompiledKernel k;
+  k.ast = ast;
+  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!env().noopt});
+  k.name = kernel_name(ast);
+  if (debug >= 3) spdlog::info("kernel {} after rangeify:\n{}", k.name, to_text(ast));
+  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name);
+  if (debug >= 4) spdlog::info("kernel {} LLVM IR:\n{}", k.name, k.llvm_ir);
+  JitResult jit = Jit::instance().compile(k.llvm_ir, k.name);
+  k.fn = jit.fn;
+  k.optimized_ir = std::move(jit.optimized_ir);
+  count_kernel_compiled();
+  return kernel_cache().insert(std::move(k));
+}
+
+void run(const ScheduledKernel& sk) {
+  const auto t0 = Clock::now();
+  auto k = compile(sk.ast);
+  std::vector<void*> bufs;
+  for (const auto& b : sk.buffers) bufs.push_back(buffer_data(b));
+  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  run_kernel(k->fn, bufs, vars, parallel_extent(k->optimized_ast, vars));
+  if (env().debug >= 2) spdlog::info("  {} {:.3f} ms ({} buffers)", k->name, ms_since(t0), bufs.size());
+}
+
+}  // namespace
+
+UOpPtr allocate_buffer(DType dtype, int64_t size) {
+  auto mem = Buffer::allocate(static_cast<size_t>(size) * dtype.itemsize());
+  return UOp::make_buffer(dtype, UOp::next_buffer_id(), size, std::move(mem));
+}
+
+void* buffer_data(const UOpPtr& buffer) {
+  if (buffer->op != Op::BUFFER || !buffer->storage())
+    throw Error("engine: " + std::string(op_name(buffer->op)) + " node has no device memory");
+  return static_cast<Buffer*>(buffer->storage().get())->data();
+}
+
+void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
+  std::vector<UOpPtr> targets;
+  std::vector<std::shared_ptr<TensorNode>> pending;
+  for (const auto& n : nodes)
+    if (!is_buffer_view(n->uop)) {
+      targets.push_back(n->uop);
+      pending.push_back(n);
+    }
+  if (targets.empty()) return;
+  const auto t0 = Clock::now();
+  Schedule schedule = create_schedule(targets, allocate_buffer);
+  count_schedule_built();
+  for (const auto& k : schedule.kernels) run(k);
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = schedule.results[i];
+  if (env().debug >= 1)
+    spdlog::info("realize: {} kernel{} in {:.3f} ms", schedule.kernels.size(),
+                 schedule.kernels.size() == 1 ? "" : "s", ms_since(t0));
+}
+
+}  // namespace loom::detail
