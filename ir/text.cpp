@@ -1,6 +1,7 @@
 #include "ir/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <bit>

@@ -50,9 +50,10 @@ TEST_CASE("upat: op sets, dtypes and args") {
 TEST_CASE("upat: named captures, and a repeated name binds one node") {
   const auto x = make_var("x", 0, 9), y = make_var("y", 0, 9), three = i64(3);
   const auto pat = (UPat::var("a") + UPat::cvar("c")).named("sum");
-  Captures caps;
-  REQUIRE(pat.match(x + three, caps));
-  const Match m(x + three, caps, nullptr);
+  const auto sum = x + three;
+  Captures caps;  // views of the pattern's names: the pattern must outlive them
+  REQUIRE(pat.match(sum, caps));
+  const Match m(sum, caps, nullptr);
   CHECK(m["a"] == x);
   CHECK(m["c"] == three);
   CHECK(m["sum"] == x + three);
@@ -77,8 +78,9 @@ TEST_CASE("upat: commutative ops match in any order, others only in order") {
   // The first order binds x to a*3 and then fails; its capture must not leak into
   // the second order, which binds x to a and succeeds.
   const auto a = make_var("a", 0, 9);
+  const auto x_plus_xc = UPat::var("x") + UPat::var("x") * UPat::cvar("c");
   caps.clear();
-  REQUIRE((UPat::var("x") + UPat::var("x") * UPat::cvar("c")).match(a * 3 + a, caps));
+  REQUIRE(x_plus_xc.match(a * 3 + a, caps));
   CHECK(caps.size() == 2);
   CHECK(Match(a, caps, nullptr)["x"] == a);
   CHECK(Match(a, caps, nullptr)["c"] == three);
@@ -89,8 +91,9 @@ TEST_CASE("upat: exact source count unless allow_more_src") {
   const auto red = UOp::make(Op::REDUCE, DType::Float32, {value, r}, ReduceArg{Op::ADD, {}});
   const auto just_value = UPat::op(Op::REDUCE, {UPat::var("v")});
   CHECK_FALSE(matches(just_value, red));
+  const auto prefix = just_value.allow_more_src();
   Captures caps;
-  REQUIRE(just_value.allow_more_src().match(red, caps));
+  REQUIRE(prefix.match(red, caps));
   CHECK(Match(red, caps, nullptr)["v"] == value);
   CHECK_FALSE(matches(UPat::op(Op::REDUCE, {UPat(), UPat(), UPat()}).allow_more_src(), red));  // too few
   CHECK_FALSE(matches(UPat::op(Op::NEG, {UPat(), UPat()}), -value));
