@@ -25,6 +25,7 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
   case Op::BUFFER: return Shape{std::get<std::vector<int64_t>>(arg).at(1)};
   case Op::CONST:
   case Op::DEFINE_VAR: return Shape{};
+  case Op::IOTA:
   case Op::RESHAPE:
   case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
   case Op::PERMUTE: {

@@ -17,6 +17,7 @@ namespace loom {
 enum class Op : uint8_t {
   // tensor level
   BUFFER, CONST, DEFINE_VAR,
+  IOTA,  // 1-D index tensor: element i is i; arg = {n}; the source of arange, eye, one_hot, random counters
   RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
   REDUCE_AXIS,
   // ALU: unary

@@ -119,6 +119,7 @@ struct Rangeifier {
     case Op::BUFFER: return read(u, idx, valid);
     case Op::CONST:
     case Op::DEFINE_VAR: return u;
+    case Op::IOTA: return cast(idx[0], u->dtype);
     case Op::RESHAPE: return at(u->src[0], reshape_index(idx, *u->shape(), in), valid);
     case Op::PERMUTE: {
       std::vector<UOpPtr> src_idx(idx.size());

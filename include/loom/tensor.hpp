@@ -1,11 +1,15 @@
 #pragma once
 // loom::Tensor: a cheap, lazy handle. Operations build a graph; realize() (or
-// reading the data) schedules, compiles and runs it. Copies share one tensor.
+// reading the data) schedules, compiles and runs it. Copies share one tensor,
+// like torch::Tensor. docs/api.md is the reference; docs/semantics.md the
+// promotion, division and cast rules and every deviation from PyTorch.
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
 
 #include <concepts>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -16,12 +20,13 @@ namespace detail {
 struct TensorNode;
 }
 
+// A C++ number usable beside a tensor (bool is not a number here).
 template <class T>
 concept Number = (std::integral<T> || std::floating_point<T>) && !std::same_as<T, bool>;
 
 class Tensor {
 public:
-  Tensor() = default;  // undefined: defined() == false
+  Tensor() = default;  // undefined: defined() == false; using it throws loom::Error
   bool defined() const { return node_ != nullptr; }
 
   // ---- creation ----
@@ -31,13 +36,23 @@ public:
   static Tensor full(Shape shape, double value, DType dtype = DType::Float32);
   static Tensor zeros(Shape shape, DType dtype = DType::Float32);
   static Tensor ones(Shape shape, DType dtype = DType::Float32);
-  static Tensor arange(int64_t stop);
-  static Tensor arange(int64_t start, int64_t stop, int64_t step = 1);
+  static Tensor arange(int64_t stop);                                  // Int32
+  static Tensor arange(int64_t start, int64_t stop, int64_t step = 1);  // Int32
+  static Tensor eye(int64_t n, DType dtype = DType::Float32);
+  static Tensor rand(Shape shape, DType dtype = DType::Float32);   // uniform [0, 1)
+  static Tensor randn(Shape shape, DType dtype = DType::Float32);  // standard normal
+  static Tensor randint(int64_t low, int64_t high, Shape shape);   // Int32 in [low, high)
+
+  // A copy of the data in a buffer of its own.
+  Tensor clone() const;
+  // Writes `value` (same shape and dtype) into this tensor's own buffer. Graphs
+  // built from this tensor before the assign keep seeing the old value.
+  Tensor& assign(const Tensor& value);
 
   // ---- properties ----
   const Shape& shape() const;
   DType dtype() const;
-  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t ndim() const;
   int64_t numel() const;
 
   // ---- elementwise ----
@@ -47,53 +62,102 @@ public:
   Tensor exp2() const;
   Tensor log2() const;
   Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
   Tensor relu() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor reciprocal() const;
+  Tensor square() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(double exponent) const;
   Tensor maximum(const Tensor& other) const;
   Tensor minimum(const Tensor& other) const;
+  Tensor clamp(double lo, double hi) const;
+  Tensor floor_div(const Tensor& other) const;  // floors like Python
   Tensor lt(const Tensor& other) const;
   Tensor le(const Tensor& other) const;
   Tensor gt(const Tensor& other) const;
   Tensor ge(const Tensor& other) const;
   Tensor eq(const Tensor& other) const;
   Tensor ne(const Tensor& other) const;
+  template <Number T> Tensor floor_div(T v) const { return floor_div(like_scalar(v)); }
+  template <Number T> Tensor maximum(T v) const { return maximum(like_scalar(v)); }
+  template <Number T> Tensor minimum(T v) const { return minimum(like_scalar(v)); }
   template <Number T> Tensor lt(T v) const { return lt(like_scalar(v)); }
   template <Number T> Tensor le(T v) const { return le(like_scalar(v)); }
   template <Number T> Tensor gt(T v) const { return gt(like_scalar(v)); }
   template <Number T> Tensor ge(T v) const { return ge(like_scalar(v)); }
   template <Number T> Tensor eq(T v) const { return eq(like_scalar(v)); }
   template <Number T> Tensor ne(T v) const { return ne(like_scalar(v)); }
+  Tensor logical_and(const Tensor& other) const;  // Bool only
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_not() const;
   Tensor where(const Tensor& a, const Tensor& b) const;  // this is the condition
   Tensor cast(DType dtype) const;
 
   // ---- reductions ----
+  // An empty axis list reduces all axes. keepdim is a bool: t.sum(1, 2) does not compile.
   Tensor sum() const { return sum(std::vector<int>{}, false); }
   Tensor sum(int axis, bool keepdim = false) const { return sum(std::vector<int>{axis}, keepdim); }
   Tensor sum(std::vector<int> axes, bool keepdim = false) const;
   Tensor max() const { return max(std::vector<int>{}, false); }
   Tensor max(int axis, bool keepdim = false) const { return max(std::vector<int>{axis}, keepdim); }
   Tensor max(std::vector<int> axes, bool keepdim = false) const;
-  template <class A, class B>
-    requires(!std::same_as<B, bool>)
-  Tensor sum(A, B) const = delete;  // keepdim is a bool: t.sum(1, 2) must not compile
-  template <class A, class B>
-    requires(!std::same_as<B, bool>)
-  Tensor max(A, B) const = delete;
+  Tensor min() const { return min(std::vector<int>{}, false); }
+  Tensor min(int axis, bool keepdim = false) const { return min(std::vector<int>{axis}, keepdim); }
+  Tensor min(std::vector<int> axes, bool keepdim = false) const;
+  Tensor mean() const { return mean(std::vector<int>{}, false); }
+  Tensor mean(int axis, bool keepdim = false) const { return mean(std::vector<int>{axis}, keepdim); }
+  Tensor mean(std::vector<int> axes, bool keepdim = false) const;
+  Tensor prod() const { return prod(std::vector<int>{}, false); }
+  Tensor prod(int axis, bool keepdim = false) const { return prod(std::vector<int>{axis}, keepdim); }
+  Tensor prod(std::vector<int> axes, bool keepdim = false) const;
+  Tensor argmax(int axis) const;  // Int32, first index on ties
+  Tensor argmin(int axis) const;
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
+  Tensor logsumexp(int axis) const;
+#define LOOM_NO_INT_KEEPDIM(name)            \
+  template <class A, class B>                \
+    requires(!std::same_as<B, bool>)         \
+  Tensor name(A, B) const = delete;
+  LOOM_NO_INT_KEEPDIM(sum)
+  LOOM_NO_INT_KEEPDIM(max)
+  LOOM_NO_INT_KEEPDIM(min)
+  LOOM_NO_INT_KEEPDIM(mean)
+  LOOM_NO_INT_KEEPDIM(prod)
+#undef LOOM_NO_INT_KEEPDIM
 
   // ---- movement ----
-  Tensor reshape(Shape shape) const;
+  Tensor reshape(Shape shape) const;  // one size may be -1
   Tensor permute(std::vector<int> order) const;
-  Tensor expand(Shape shape) const;
-  Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding) const;
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;
+  Tensor transpose(int a = -2, int b = -1) const;
+  Tensor expand(Shape shape) const;  // -1 keeps a size
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, double value = 0) const;  // (lo, hi) per axis
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;                 // [start, end) per axis
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
+  Tensor squeeze(int axis) const;  // a no-op on an axis whose size is not 1
+  Tensor unsqueeze(int axis) const;
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor slice(int axis, int64_t start, int64_t stop, int64_t step = 1) const;
+  Tensor gather(int axis, const Tensor& index) const;
+  Tensor index_select(int axis, const Tensor& index) const;
+  Tensor one_hot(int64_t num_classes) const;  // integer tensors; Int32 result
+
+  // numpy semantics: 1-D operands, broadcast batch dimensions.
+  Tensor matmul(const Tensor& other) const;
 
   // ---- realization and reading ----
   Tensor& realize() &;
   Tensor realize() &&;
   Tensor contiguous() const;
   template <class T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector() const;  // T must match dtype(); Bool reads as bool
   template <class T>
   T item() const;
 
@@ -109,9 +173,7 @@ private:
     return scalar_like(static_cast<double>(v), std::floating_point<T>);
   }
   Tensor scalar_like(double v, bool is_float) const;
-  Tensor reduce(int op, std::vector<int> axes, bool keepdim, const char* name) const;
   std::vector<unsigned char> read_bytes(DType expected, const char* op) const;
-  friend struct TensorAccess;
 };
 
 // ---- operators: tensors, and C++ numbers on either side ----
@@ -119,26 +181,66 @@ Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);  // true division
+Tensor operator%(const Tensor& a, const Tensor& b);  // floors like Python: the sign of the divisor
 Tensor operator-(const Tensor& a);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, const Tensor& b);  // Bool: logical; integers: bitwise
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator~(const Tensor& a);
+// == and != are not overloaded: use eq and ne.
 
 // A number takes the tensor's dtype within its category (shared/DESIGN.md §2).
 Tensor scalar_for(const Tensor& like, double v, bool is_float);
-template <Number T> Tensor operator+(const Tensor& a, T b) { return a + scalar_for(a, double(b), std::floating_point<T>); }
-template <Number T> Tensor operator+(T a, const Tensor& b) { return scalar_for(b, double(a), std::floating_point<T>) + b; }
-template <Number T> Tensor operator-(const Tensor& a, T b) { return a - scalar_for(a, double(b), std::floating_point<T>); }
-template <Number T> Tensor operator-(T a, const Tensor& b) { return scalar_for(b, double(a), std::floating_point<T>) - b; }
-template <Number T> Tensor operator*(const Tensor& a, T b) { return a * scalar_for(a, double(b), std::floating_point<T>); }
-template <Number T> Tensor operator*(T a, const Tensor& b) { return scalar_for(b, double(a), std::floating_point<T>) * b; }
-template <Number T> Tensor operator/(const Tensor& a, T b) { return a / scalar_for(a, double(b), std::floating_point<T>); }
-template <Number T> Tensor operator/(T a, const Tensor& b) { return scalar_for(b, double(a), std::floating_point<T>) / b; }
+#define LOOM_SCALAR_OPERATOR(op)                                                                     \
+  template <Number T> Tensor operator op(const Tensor& a, T b) {                                     \
+    return a op scalar_for(a, static_cast<double>(b), std::floating_point<T>);                       \
+  }                                                                                                  \
+  template <Number T> Tensor operator op(T a, const Tensor& b) {                                     \
+    return scalar_for(b, static_cast<double>(a), std::floating_point<T>) op b;                       \
+  }
+LOOM_SCALAR_OPERATOR(+)
+LOOM_SCALAR_OPERATOR(-)
+LOOM_SCALAR_OPERATOR(*)
+LOOM_SCALAR_OPERATOR(/)
+LOOM_SCALAR_OPERATOR(%)
+LOOM_SCALAR_OPERATOR(<)
+LOOM_SCALAR_OPERATOR(<=)
+LOOM_SCALAR_OPERATOR(>)
+LOOM_SCALAR_OPERATOR(>=)
+#undef LOOM_SCALAR_OPERATOR
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor exp(const Tensor& t);
 Tensor log(const Tensor& t);
 Tensor sqrt(const Tensor& t);
 Tensor relu(const Tensor& t);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int axis = 0);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
 
 // Realizes several tensors in one schedule.
 void realize(std::vector<Tensor> tensors);
 
+// Seeds the random generator: after it, the same program draws the same numbers
+// for every thread count.
+void manual_seed(uint64_t seed);
+// Threads the runtime uses (LOOM_THREADS sets the default: the cores available).
+void set_num_threads(int n);
+int get_num_threads();
+
+// Prints like PyTorch: values (elided when large), shape and dtype.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
 }  // namespace loom
+
+// Identity hash, as for torch::Tensor: copies of a handle hash alike.
+template <>
+struct std::hash<loom::Tensor> {
+  size_t operator()(const loom::Tensor& t) const noexcept { return std::hash<const void*>()(t.node().get()); }
+};

@@ -48,6 +48,15 @@ RefTensor load_buffer(const UOp& n, const BufferSource& buffers) {
   return RefTensor::from_bytes(n.dtype, {arg[1]}, bytes);
 }
 
+// IOTA: element i is i, in the node's integer dtype.
+RefTensor iota(const UOp& n) {
+  const auto& shape = std::get<std::vector<int64_t>>(n.arg);
+  if (shape.size() != 1 || n.dtype.is_float() || n.dtype.is_bool()) fail(n, "expected a 1-D integer shape");
+  RefTensor t = RefTensor::zeros(n.dtype, shape);
+  for (int64_t k = 0; k < shape[0]; ++k) t.i[k] = cast_int_to_int(n.dtype, k);
+  return t;
+}
+
 RefTensor constant(const UOp& n) {
   RefTensor t = RefTensor::zeros(n.dtype, {});
   if (const double* d = std::get_if<double>(&n.arg)) {
@@ -204,6 +213,7 @@ bool is_tensor_level(Op op) {
     case Op::BUFFER:
     case Op::CONST:
     case Op::DEFINE_VAR:
+    case Op::IOTA:
     case Op::REDUCE_AXIS:
     case Op::CAST:
     case Op::BITCAST:
@@ -229,7 +239,7 @@ RefTensor pass_through(const UOp& n, const RefTensor& value) {
 }
 
 RefTensor evaluate_node(const UOp& n, const std::vector<const RefTensor*>& in, const Environment& env) {
-  const size_t want = n.op == Op::BUFFER || n.op == Op::CONST || n.op == Op::DEFINE_VAR ? 0
+  const size_t want = n.op == Op::BUFFER || n.op == Op::CONST || n.op == Op::DEFINE_VAR || n.op == Op::IOTA ? 0
                       : is_alu(n.op)                                                    ? in.size()
                                                                                         : 1;
   if (in.size() != want) fail(n, fmt::format("expected {} sources, got {}", want, in.size()));
@@ -237,6 +247,7 @@ RefTensor evaluate_node(const UOp& n, const std::vector<const RefTensor*>& in, c
     case Op::BUFFER: return load_buffer(n, env.buffers);
     case Op::CONST: return constant(n);
     case Op::DEFINE_VAR: return variable(n, env.vars);
+    case Op::IOTA: return iota(n);
     case Op::RESHAPE: return reshape(*in[0], int_list_arg(n));
     case Op::PERMUTE: return permute(*in[0], int_list_arg(n));
     case Op::EXPAND: return expand(*in[0], int_list_arg(n));

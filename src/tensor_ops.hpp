@@ -1,0 +1,106 @@
+#pragma once
+// Helpers every Tensor op file shares: validation with messages that name the
+// op, broadcasting, and building tensor-level UOps. src/ only.
+#include "src/engine.hpp"
+#include "src/tensor_node.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+namespace loom::detail {
+
+inline std::string str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+inline int64_t count(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  else {
+    static_assert(std::is_same_v<T, bool>, "loom tensors hold float, double, int32_t, int64_t, uint8_t or bool");
+    return DType::Bool;
+  }
+}
+
+inline void check_shape(const Shape& s, const char* op) {
+  for (int64_t d : s)
+    if (d < 0) throw Error(fmt::format("{}: shape {} has a negative size", op, str(s)));
+}
+
+inline int norm_axis(int axis, size_t ndim, const char* op) {
+  const int n = static_cast<int>(ndim);
+  if (axis < -n || axis >= n || (n == 0 && axis != 0 && axis != -1))
+    throw Error(fmt::format("{}: axis {} is out of range for a tensor of {} dimension{} (expected {} to {})", op,
+                            axis, n, n == 1 ? "" : "s", -std::max(n, 1), std::max(n, 1) - 1));
+  return axis < 0 ? axis + std::max(n, 1) : axis;
+}
+
+inline UOpPtr reshape_uop(const UOpPtr& u, const Shape& shape) {
+  if (*u->shape() == shape) return u;
+  const UOpPtr& base = u->op == Op::RESHAPE ? u->src[0] : u;  // a reshape of a reshape is one reshape
+  if (*base->shape() == shape) return base;
+  return UOp::make(Op::RESHAPE, u->dtype, {base}, shape);
+}
+
+inline UOpPtr expand_uop(const UOpPtr& u, const Shape& shape) {
+  Shape padded(shape.size() - u->shape()->size(), 1);
+  padded.insert(padded.end(), u->shape()->begin(), u->shape()->end());
+  UOpPtr r = reshape_uop(u, padded);
+  return padded == shape ? r : UOp::make(Op::EXPAND, u->dtype, {r}, shape);
+}
+
+inline UOpPtr cast_uop(const UOpPtr& u, DType dt) { return u->dtype == dt ? u : UOp::make(Op::CAST, dt, {u}); }
+
+inline UOpPtr const_tensor(double v, DType dt, const Shape& shape) { return expand_uop(const_like(dt, v), shape); }
+
+inline Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", op, str(a),
+                              str(b), static_cast<int64_t>(i) - static_cast<int64_t>(out.size()), da, db));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+inline const UOpPtr& uop(const Tensor& t, const char* op) {
+  if (!t.defined()) throw Error(fmt::format("{}: the tensor is undefined (default-constructed)", op));
+  return t.node()->uop;
+}
+
+// Both operands broadcast to one shape and cast to `dt`.
+inline std::pair<UOpPtr, UOpPtr> operands(const Tensor& a, const Tensor& b, DType dt, const char* op) {
+  const UOpPtr &x = uop(a, op), &y = uop(b, op);
+  Shape s = broadcast_shape(*x->shape(), *y->shape(), op);
+  return {cast_uop(expand_uop(x, s), dt), cast_uop(expand_uop(y, s), dt)};
+}
+
+inline DType arithmetic_dtype(const Tensor& a, const Tensor& b) {
+  DType dt = promote(a.dtype(), b.dtype());
+  return dt.is_bool() ? DType::Int32 : dt;  // arithmetic on Bool computes as Int32
+}
+
+inline Tensor binary(Op op, const Tensor& a, const Tensor& b, DType dt, const char* name) {
+  auto [x, y] = operands(a, b, dt, name);
+  return make_tensor(alu(op, {x, y}));
+}
+
+inline DType float_dtype(DType dt) { return dt.is_float() ? dt : DType::Float32; }
+
+inline Tensor unary_float(const Tensor& t, const char* op, auto build) {
+  UOpPtr x = uop(t, op);
+  return make_tensor(build(cast_uop(x, float_dtype(x->dtype))));
+}
+
+
+}  // namespace loom::detail
