@@ -91,7 +91,7 @@ class RandomGraphs {
   }
 
   UOpPtr leaf() {
-    switch (pick(6)) {
+    switch (pick(7)) {
       case 0: return UOp::make(Op::CONST, DType::Float32, {}, special_float());
       case 1: return UOp::make(Op::CONST, dtype().base(), {}, any_int());
       case 2:
@@ -99,6 +99,9 @@ class RandomGraphs {
                          VarArg{name(), -static_cast<int64_t>(pick(5)), 16});
       case 3: return buffer(dtype().base(), pick(100), 1 + pick(64));
       case 4: return UOp::make(Op::DEFINE_GLOBAL, dtype().ptr_to(), {}, static_cast<int64_t>(pick(8)));
+      case 5:
+        return UOp::make(Op::IOTA, dtype().base(), {},
+                         std::vector<int64_t>{1 + static_cast<int64_t>(pick(16))});
       default: return make_range(1 + pick(32), pick(6), static_cast<AxisKind>(pick(5)));
     }
   }

@@ -131,6 +131,7 @@ TEST_CASE("uop: shapes are derived for every tensor-level op") {
   CHECK(shape(buf) == Shape{24});
   CHECK(shape(fconst(1.0)) == Shape{});
   CHECK(shape(make_var("n", 1, 4)) == Shape{});
+  CHECK(shape(UOp::make(Op::IOTA, DType::Int32, {}, std::vector<int64_t>{5})) == Shape{5});
   CHECK(shape(x) == Shape{2, 3, 4});
   CHECK(shape(movement(Op::PERMUTE, x, {2, 0, 1})) == Shape{4, 2, 3});
   CHECK(shape(movement(Op::EXPAND, movement(Op::RESHAPE, buf, {2, 1, 12}), {2, 5, 12})) == Shape{2, 5, 12});
