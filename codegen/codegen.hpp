@@ -11,9 +11,6 @@ namespace loom {
 struct OptimizerOptions {
   bool enabled = true;  // LOOM_NOOPT=1 turns the optimiser off
 };
-// The options the environment asks for: LOOM_NOOPT set to anything but "" or "0"
-// disables the optimiser.
-OptimizerOptions optimizer_options_from_env();
 
 // Chooses per kernel which output range runs across threads (kind `parallel`)
 // and, later, SIMD upcasts, unrolls and tiles. Records its choices as RANGE kinds.

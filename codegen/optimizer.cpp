@@ -7,16 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 
 namespace loom {
-
-OptimizerOptions optimizer_options_from_env() {
-  const char* noopt = std::getenv("LOOM_NOOPT");
-  const bool off = noopt != nullptr && *noopt != '\0' && std::string_view(noopt) != "0";
-  return OptimizerOptions{.enabled = !off};
-}
 
 namespace {
 

@@ -1,10 +1,18 @@
 #pragma once
-// Helpers for codegen tests: 64-byte aligned buffers (as the ABI promises) and
-// a kernel AST compiled by the emitter and the JIT.
+// Helpers for codegen tests: kernel AST builders, 64-byte aligned buffers (as
+// the ABI promises), and kernels compiled by the emitter and the JIT, each run
+// checked against the kernel-IR interpreter as well as the test's own values.
 #include "codegen/codegen.hpp"
 #include "runtime/jit.hpp"
+#include "support/kernel_interpreter.hpp"
 
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +59,7 @@ class Aligned {
     for (size_t i = 0; i < values.size(); ++i) data_.get()[i] = values[i];  // also from vector<bool>
   }
   T* data() const { return data_.get(); }
+  size_t size() const { return count_; }
   T& operator[](size_t i) const { return data_.get()[i]; }
   std::vector<T> values() const { return std::vector<T>(data_.get(), data_.get() + count_); }
 
@@ -64,10 +73,93 @@ inline KernelFn compile_kernel(const UOpPtr& kernel, const std::string& name) {
   return Jit::instance().compile(emit_llvm_ir(kernel, name), name).fn;
 }
 
-// Runs a kernel on whole buffers: [0, parallel extent), as the executor's one task would.
-inline void run_all(KernelFn fn, const UOpPtr& kernel, std::vector<void*> bufs,
-                    std::vector<int64_t> vars = {}) {
-  fn(bufs.data(), vars.data(), 0, parallel_extent(kernel, vars));
+// One kernel argument: a buffer's memory and its size in bytes.
+struct Slot {
+  void* data;
+  size_t bytes;
+  Slot(void* d, size_t b) : data(d), bytes(b) {}
+  template <class T>
+  Slot(const Aligned<T>& buffer) : data(buffer.data()), bytes(buffer.size() * sizeof(T)) {}
+};
+
+namespace detail {
+
+// Element types of the kernel's slots, from its DEFINE_GLOBALs.
+inline std::map<int64_t, DType> slot_dtypes(const UOpPtr& kernel) {
+  std::map<int64_t, DType> out;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::DEFINE_GLOBAL) out.emplace(n->arg_int(), n->dtype.base());
+  return out;
+}
+
+// libm's float functions may differ from the interpreter's double ones in the last place.
+inline bool uses_libm(const UOpPtr& kernel) {
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::SIN || n->op == Op::POW || n->op == Op::EXP2 || n->op == Op::LOG2) return true;
+  return false;
+}
+
+template <class F>
+void check_floats(const std::byte* got, const std::byte* want, size_t count, bool approx) {
+  for (size_t i = 0; i < count; ++i) {
+    F g, w;
+    std::memcpy(&g, got + i * sizeof(F), sizeof(F));
+    std::memcpy(&w, want + i * sizeof(F), sizeof(F));
+    INFO("element " << i << ": compiled " << g << ", interpreter " << w);
+    const F tolerance = sizeof(F) == 4 ? F(1e-6) : F(1e-14);
+    const bool exact = g == w && std::signbit(g) == std::signbit(w);
+    const bool close = approx && std::isfinite(w) && std::abs(g - w) <= tolerance * std::abs(w);
+    if (std::isnan(w))
+      CHECK(std::isnan(g));
+    else
+      CHECK((exact || close));
+  }
+}
+
+// Compiled and interpreted buffers agree element by element: floats exactly
+// (NaN matching NaN, -0 not matching +0), other types byte for byte.
+inline void check_slot_matches(int64_t slot, DType dt, const std::byte* got, const std::byte* want,
+                               size_t bytes, bool approx) {
+  INFO("slot " << slot << " (" << to_string(dt) << ")");
+  if (dt.scalar == Scalar::Float32) return check_floats<float>(got, want, bytes / 4, approx);
+  if (dt.scalar == Scalar::Float64) return check_floats<double>(got, want, bytes / 8, approx);
+  for (size_t i = 0; i < bytes; ++i) {
+    INFO("byte " << i);
+    CHECK(std::to_integer<int>(got[i]) == std::to_integer<int>(want[i]));
+  }
+}
+
+}  // namespace detail
+
+// Runs the compiled kernel on `slots` over [begin, end) of its parallel range,
+// and the kernel-IR interpreter (the oracle) on copies of the same inputs, then
+// checks every buffer came out the same.
+inline void run_slice(KernelFn fn, const UOpPtr& kernel, const std::vector<Slot>& slots,
+                      const std::vector<int64_t>& vars, int64_t begin, int64_t end) {
+  std::vector<std::vector<std::byte>> copies;
+  std::vector<void*> compiled_bufs, oracle_bufs;
+  for (const Slot& s : slots) {
+    const auto* bytes = static_cast<const std::byte*>(s.data);
+    copies.emplace_back(bytes, bytes + s.bytes);
+    compiled_bufs.push_back(s.data);
+  }
+  for (auto& c : copies) oracle_bufs.push_back(c.data());
+  fn(compiled_bufs.data(), vars.data(), begin, end);
+  interpret_kernel(kernel, oracle_bufs.data(), vars, begin, end);
+  const auto dtypes = detail::slot_dtypes(kernel);
+  const bool approx = detail::uses_libm(kernel);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const auto it = dtypes.find(static_cast<int64_t>(i));
+    detail::check_slot_matches(static_cast<int64_t>(i), it == dtypes.end() ? DType::UInt8 : it->second,
+                               static_cast<const std::byte*>(slots[i].data), copies[i].data(), slots[i].bytes,
+                               approx);
+  }
+}
+
+// The whole parallel range, as the executor's only task would run it.
+inline void run_all(KernelFn fn, const UOpPtr& kernel, const std::vector<Slot>& slots,
+                    const std::vector<int64_t>& vars = {}) {
+  run_slice(fn, kernel, slots, vars, 0, parallel_extent(kernel, vars));
 }
 
 }  // namespace loom::test

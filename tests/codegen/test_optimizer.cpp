@@ -3,8 +3,6 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
 using namespace loom;
 using namespace loom::test;
 
@@ -89,19 +87,4 @@ TEST_CASE("parallel_extent: evaluates a symbolic bound with the ABI's variable v
   const auto kernel = sink({end(store(index(out, i), i), {i})});
   CHECK(parallel_extent(kernel, {5, 7}) == 19);  // vars sorted by name: m = 5, n = 7
   CHECK_THROWS_WITH_AS(parallel_extent(kernel, {5}), doctest::Contains("2 variables but 1 values"), Error);
-}
-
-TEST_CASE("optimizer_options_from_env: LOOM_NOOPT turns the optimiser off") {
-  const char* saved = std::getenv("LOOM_NOOPT");
-  const std::string restore = saved ? saved : "";
-  ::unsetenv("LOOM_NOOPT");
-  CHECK(optimizer_options_from_env().enabled);
-  ::setenv("LOOM_NOOPT", "1", 1);
-  CHECK_FALSE(optimizer_options_from_env().enabled);
-  ::setenv("LOOM_NOOPT", "0", 1);
-  CHECK(optimizer_options_from_env().enabled);
-  if (saved)
-    ::setenv("LOOM_NOOPT", restore.c_str(), 1);
-  else
-    ::unsetenv("LOOM_NOOPT");
 }
