@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace loom {
 
@@ -95,12 +96,64 @@ UOpPtr renumber_ranges(const UOpPtr& kernel) {
   return substitute(kernel, renames);
 }
 
-Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer) {
+bool reads_output_only_in_place(const UOpPtr& kernel) {
+  UOpPtr stored;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::STORE) stored = n->src[0];
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::LOAD && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL && n->src[0]->src[0]->arg_int() == 0 &&
+        n->src[0]->src[1] != stored->src[1])
+      return false;
+  return true;
+}
+
+namespace {
+// Does the kernel of `bufferize` read `buffer` directly (not through another BUFFERIZE)?
+bool reads_buffer(const UOpPtr& bufferize, const UOpPtr& buffer) {
+  std::vector<const UOp*> stack{bufferize->src[0].get()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u == buffer.get()) return true;
+    if (u->op == Op::BUFFERIZE || !seen.insert(u).second) continue;
+    for (const auto& s : u->src) stack.push_back(s.get());
+  }
+  return false;
+}
+
+// Root i may be written into into[i] only if no other kernel reads that buffer:
+// kernels run in dependency order, and another reader might run after the write.
+std::unordered_map<const UOp*, UOpPtr> in_place_roots(const UOpPtr& sink, const std::vector<UOpPtr>& into) {
+  std::unordered_map<const UOp*, UOpPtr> out;
+  const auto nodes = toposort(sink);
+  for (size_t i = 0; i < into.size() && i < sink->src.size(); ++i) {
+    if (!into[i]) continue;
+    bool shared = false;
+    for (const auto& n : nodes)
+      shared |= n->op == Op::BUFFERIZE && n != sink->src[i] && reads_buffer(n, into[i]);
+    if (!shared) out[sink->src[i].get()] = into[i];
+  }
+  return out;
+}
+}  // namespace
+
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, const std::vector<UOpPtr>& into) {
+  const auto requested = in_place_roots(sink, into);  // root BUFFERIZE -> existing buffer
   Schedule schedule;
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
   for (const auto& n : toposort(sink)) {
     if (n->op != Op::BUFFERIZE) continue;
-    UOpPtr out = make_buffer(n->dtype, numel(n->get<std::vector<int64_t>>()));
+    const int64_t size = numel(n->get<std::vector<int64_t>>());
+    if (auto it = requested.find(n.get()); it != requested.end()) {
+      buffer_of[n.get()] = it->second;
+      ScheduledKernel k = build_kernel(n, it->second, buffer_of);
+      if (reads_output_only_in_place(k.ast)) {
+        schedule.kernels.push_back(std::move(k));
+        continue;
+      }
+    }
+    UOpPtr out = make_buffer(n->dtype, size);
     buffer_of[n.get()] = out;
     schedule.kernels.push_back(build_kernel(n, out, buffer_of));
   }

@@ -11,7 +11,12 @@ namespace loom {
 
 // `sink` is rangeify's output. Kernels come out in dependency order; results
 // hold one BUFFER view per BUFFERIZE root of `sink`, in order.
-Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer);
+// `into` as in create_schedule, per root of `sink`.
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, const std::vector<UOpPtr>& into = {});
+
+// True if every load from slot 0 reads the element the kernel stores (so the
+// output may be the same buffer as that input).
+bool reads_output_only_in_place(const UOpPtr& kernel);
 
 // Range ids renumbered 0, 1, ... in toposort order, so equal computations give
 // equal (hash-consed) kernels whatever ids rangeify handed out.

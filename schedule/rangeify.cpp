@@ -36,7 +36,9 @@ UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return a ? land(a, b) : b; 
 std::vector<UOpPtr> realization_points(const std::vector<UOpPtr>& targets) {
   std::unordered_set<const UOp*> targets_set;
   for (const auto& t : targets) targets_set.insert(t.get());
-  auto is_point = [&](const UOp* u) { return targets_set.count(u) || u->op == Op::CONTIGUOUS; };
+  auto is_point = [&](const UOp* u) {
+    return targets_set.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::ASSIGN;
+  };
 
   // Walk (node, under_expand) pairs from every target; a realization point
   // starts a fresh kernel, so the flag resets below it.
@@ -85,7 +87,9 @@ struct Rangeifier {
     const Shape& shape = *point->shape();
     std::vector<UOpPtr> idx;
     for (int64_t n : shape) idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis++, AxisKind::Loop));
-    UOpPtr value = point->op == Op::CONTIGUOUS ? at(point->src[0], idx, nullptr) : compute(point, idx, nullptr);
+    UOpPtr value = point->op == Op::CONTIGUOUS ? at(point->src[0], idx, nullptr)
+                   : point->op == Op::ASSIGN   ? at(point->src[1], idx, nullptr)
+                                               : compute(point, idx, nullptr);
     std::vector<UOpPtr> src{value};
     src.insert(src.end(), idx.begin(), idx.end());
     UOpPtr b = UOp::make(Op::BUFFERIZE, point->dtype, std::move(src), std::vector<int64_t>(shape));
@@ -140,6 +144,7 @@ struct Rangeifier {
     case Op::CONTIGUOUS:
     case Op::DETACH:
     case Op::COPY: return at(u->src[0], idx, valid);
+    case Op::ASSIGN: return at(u->src[1], idx, valid);  // ASSIGN(target, value) has value's value
     default: break;
     }
     if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) {

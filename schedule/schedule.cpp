@@ -12,8 +12,9 @@ bool is_buffer_view(const UOpPtr& u) {
 // The stages of seed 003 slot in here, in shared/DESIGN.md §5's order: split
 // reduceop before rangeify; reduce collapse, buffer removal and friends on the
 // BUFFERIZE graph; load collapse and range split/merge per kernel.
-Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer) {
-  return split_kernels(rangeify(targets), make_buffer);
+Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
+                         const std::vector<UOpPtr>& into) {
+  return split_kernels(rangeify(targets), make_buffer, into);
 }
 
 }  // namespace loom

@@ -25,6 +25,11 @@ struct Schedule {
 // Is `u` already realized: a BUFFER, or a RESHAPE of one (a contiguous view)?
 bool is_buffer_view(const UOpPtr& u);
 
-Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer);
+// `into[i]`, when given and not null, is an existing BUFFER that target i is
+// stored into (assign). It is used only where that is safe: where the kernel
+// reads that buffer, it reads exactly the element it writes; otherwise the
+// target gets a fresh buffer, as if `into[i]` were null.
+Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
+                         const std::vector<UOpPtr>& into = {});
 
 }  // namespace loom

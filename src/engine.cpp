@@ -61,6 +61,43 @@ void* buffer_data(const UOpPtr& buffer) {
   return static_cast<Buffer*>(buffer->storage().get())->data();
 }
 
+namespace {
+void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending, const std::vector<UOpPtr>& targets,
+                     const std::vector<UOpPtr>& into) {
+  const auto t0 = Clock::now();
+  Schedule schedule = create_schedule(targets, allocate_buffer, into);
+  count_schedule_built();
+  for (const auto& k : schedule.kernels) run(k);
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = schedule.results[i];
+  if (env().debug >= 1)
+    spdlog::info("realize: {} kernel{} in {:.3f} ms", schedule.kernels.size(),
+                 schedule.kernels.size() == 1 ? "" : "s", ms_since(t0));
+}
+}  // namespace
+
+namespace {
+// Is `u` referenced only from within `nodes` (a toposort, which itself holds one
+// reference to each node) and by `extra` more holders? use_count counts every
+// shared_ptr, so any graph or tensor outside `nodes` shows up.
+bool held_only_by(const UOpPtr& u, const std::vector<UOpPtr>& nodes, long extra) {
+  long refs = extra;
+  for (const auto& n : nodes) {
+    refs += n == u;
+    for (const auto& s : n->src) refs += s == u;
+  }
+  return u.use_count() == refs;
+}
+
+// The buffer an ASSIGN target may be written into in place, or null.
+UOpPtr in_place_buffer(const UOpPtr& assign, const std::vector<UOpPtr>& nodes) {
+  const UOpPtr& view = assign->src[0];
+  if (!is_buffer_view(view) || !held_only_by(view, nodes, 0)) return nullptr;
+  if (view->op == Op::BUFFER) return view;
+  const UOpPtr& buf = view->src[0];
+  return held_only_by(buf, nodes, 0) ? buf : nullptr;
+}
+}  // namespace
+
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
   std::vector<UOpPtr> targets;
   std::vector<std::shared_ptr<TensorNode>> pending;
@@ -70,14 +107,14 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
       pending.push_back(n);
     }
   if (targets.empty()) return;
-  const auto t0 = Clock::now();
-  Schedule schedule = create_schedule(targets, allocate_buffer);
-  count_schedule_built();
-  for (const auto& k : schedule.kernels) run(k);
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = schedule.results[i];
-  if (env().debug >= 1)
-    spdlog::info("realize: {} kernel{} in {:.3f} ms", schedule.kernels.size(),
-                 schedule.kernels.size() == 1 ? "" : "s", ms_since(t0));
+  std::vector<UOpPtr> into(targets.size());
+  {
+    const std::vector<UOpPtr> graph = toposort(targets);
+    for (size_t i = 0; i < targets.size(); ++i)
+      if (targets[i]->op == Op::ASSIGN) into[i] = in_place_buffer(targets[i], graph);
+  }
+  realize_targets(pending, targets, into);
 }
+
 
 }  // namespace loom::detail

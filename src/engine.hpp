@@ -9,6 +9,9 @@
 namespace loom::detail {
 
 // Realizes the nodes' graphs in one schedule and points each node at its buffer.
+// A node holding ASSIGN(view, value) gets `value` written into the view's own
+// buffer when no other graph can still observe that buffer (copy on write
+// otherwise), so graphs built before an assign keep seeing the old value.
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes);
 
 // A fresh BUFFER node owning zeroed memory of `size` elements of `dtype`.

@@ -4,6 +4,9 @@
 // the gradient and codegen need rules only for the primitives.
 #include "src/tensor_ops.hpp"
 
+#include "runtime/executor.hpp"
+#include "schedule/schedule.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -26,6 +29,47 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape) {
   else if (!data.empty()) std::memcpy(dst, data.data(), data.size() * sizeof(T));
   return make_tensor(reshape_uop(buf, shape));
 }
+
+Tensor Tensor::eye(int64_t n, DType dtype) {
+  if (n < 0) throw Error(fmt::format("eye: size {} is negative", n));
+  UOpPtr i = UOp::make(Op::IOTA, DType::Int32, {}, Shape{n});
+  UOpPtr rows = expand_uop(reshape_uop(i, {n, 1}), {n, n}), cols = expand_uop(reshape_uop(i, {1, n}), {n, n});
+  return make_tensor(cast_uop(loom::eq(rows, cols), dtype));
+}
+
+Tensor zeros_like(const Tensor& t) { return Tensor::zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return Tensor::ones(t.shape(), t.dtype()); }
+Tensor full_like(const Tensor& t, double value) { return Tensor::full(t.shape(), value, t.dtype()); }
+
+Tensor Tensor::clone() const {
+  const UOpPtr& x = uop(*this, "clone");
+  return make_tensor(UOp::make(Op::CONTIGUOUS, x->dtype, {x}));
+}
+
+// Lazy, like every op: the tensor now holds ASSIGN(its buffer, value), and the
+// engine writes into that buffer at realize when no other graph can observe it.
+Tensor& Tensor::assign(const Tensor& value) {
+  const UOpPtr& cur = uop(*this, "assign");
+  const UOpPtr& v = uop(value, "assign");
+  if (*cur->shape() != *v->shape() || !(cur->dtype == v->dtype))
+    throw Error(fmt::format("assign: value of shape {} and dtype {} cannot be assigned to a tensor of shape {} and "
+                            "dtype {} (expected the same shape and dtype)",
+                            str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()),
+                            scalar_name(cur->dtype.scalar)));
+  if (v == cur) return *this;
+  const UOpPtr target = cur->op == Op::ASSIGN ? cur->src[0] : cur;
+  if (!is_buffer_view(target)) {  // nothing realized yet: the tensor simply becomes the value
+    node_->uop = v;
+    return *this;
+  }
+  // A view of another buffer is copied, never aliased.
+  UOpPtr copy = is_buffer_view(v) ? UOp::make(Op::CONTIGUOUS, v->dtype, {v}) : v;
+  node_->uop = UOp::make(Op::ASSIGN, v->dtype, {target, copy});
+  return *this;
+}
+
+// loom::set_num_threads is the runtime's own (runtime/executor.cpp).
+int get_num_threads() { return num_threads(); }
 
 Tensor Tensor::scalar(double value, DType dtype) { return make_tensor(const_like(dtype, value)); }
 Tensor Tensor::full(Shape shape, double value, DType dtype) {
@@ -114,7 +158,11 @@ T Tensor::item() const {
   if (numel() != 1)
     throw Error(fmt::format("item: the tensor of shape {} has {} elements; item() needs exactly one", str(shape()),
                             numel()));
-  return to_vector<T>().at(0);
+  auto bytes = read_bytes(dtype_of<T>(), "item");
+  if constexpr (std::is_same_v<T, bool>) return bytes.at(0) != 0;
+  T v;
+  std::memcpy(&v, bytes.data(), sizeof(T));
+  return v;
 }
 
 #define LOOM_INSTANTIATE(T)                                              \

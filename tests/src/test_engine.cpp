@@ -1,0 +1,143 @@
+// The realize engine end to end: kernel cache, threads, errors from LLVM,
+// counters, and assign's copy-on-write ordering.
+#include "check.hpp"
+
+#include "codegen/codegen.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/buffer.hpp"
+#include "schedule/schedule.hpp"
+
+#include <cstring>
+#include <string>
+
+using namespace loom;
+using test::check_values;
+using test::iota;
+using test::make;
+
+namespace {
+const void* buffer_address(const Tensor& t) {
+  const UOpPtr& v = t.node()->uop;
+  return detail::buffer_data(v->op == Op::RESHAPE ? v->src[0] : v);
+}
+}  // namespace
+
+TEST_CASE("a fused expression runs as exactly one kernel") {
+  Tensor a = make(DType::Float32, iota(64), {8, 8}), b = make(DType::Float32, iota(64, -1), {8, 8}),
+         c = make(DType::Float32, iota(64, 0.5), {8, 8});
+  const auto before = counters();
+  Tensor y = ((a * b + c).relu() * 0.001f).exp();
+  y.realize();
+  CHECK(counters().kernels_executed - before.kernels_executed == 1);
+  CHECK(counters().schedules_built - before.schedules_built == 1);
+}
+
+TEST_CASE("the same computation rebuilt on fresh buffers with new data compiles nothing and gives the new values") {
+  auto run = [](float shift) {
+    Tensor a = make(DType::Float32, iota(12, 1, shift), {3, 4});
+    Tensor b = make(DType::Float32, iota(4, 2), {4});
+    return ((a * b).sum(1) + a.max()).to_vector<float>();
+  };
+  std::vector<float> first = run(0);
+  const auto compiled = counters().kernels_compiled;
+  const auto executed = counters().kernels_executed;
+  std::vector<float> second = run(100);
+  CHECK(counters().kernels_compiled == compiled);
+  CHECK(counters().kernels_executed > executed);
+  // row i: sum_j (4i+j+shift) * 2j + max; by hand for shift 100, row 0: 2*(0*100 + 1*101 + 2*102 + 3*103) + 111
+  CHECK(second[0] == doctest::Approx(2 * (101 + 204 + 309) + 111));
+  CHECK(first[0] == doctest::Approx(2 * (1 + 4 + 9) + 11));
+}
+
+TEST_CASE("LOOM_THREADS=2 splits a kernel's range across threads; results are bitwise those of 1 thread") {
+  const int saved = get_num_threads();
+  auto compute = [] {
+    Tensor x = make(DType::Float32, iota(512 * 1024, 1e-5, -2), {512, 1024});
+    Tensor y = (x.exp() * x + x.sum(1, true) / x.max()).sqrt() + x.flip(0);
+    return y.to_vector<float>();
+  };
+  set_num_threads(1);
+  std::vector<float> one = compute();
+  set_num_threads(2);
+  int threads_seen = 0;
+  std::vector<float> two;
+  for (int attempt = 0; attempt < 5 && threads_seen < 2; ++attempt) {
+    two = compute();
+    threads_seen = std::max(threads_seen, last_run_distinct_threads());
+  }
+  set_num_threads(saved);
+  CHECK(threads_seen == 2);
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  CHECK(slice_grain(512) < 512);  // the 512-row output range runs in more than one slice
+}
+
+TEST_CASE("a kernel that fails LLVM verification raises loom::Error naming the kernel; the next realize works") {
+  Tensor a = make(DType::Float32, {1, 2, 3}, {3});
+  codegen_testing_break_next_kernel();
+  std::string message;
+  try {
+    (a * 7.25f - 1).realize();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("k_") != std::string::npos);
+  check_values(a * 7.25f - 1, {6.25, 13.5, 20.75});
+}
+
+TEST_CASE("assign: a graph built before the assign sees the old value; clone keeps the old data") {
+  Tensor a = make(DType::Float32, {1, 2, 3}, {3});
+  Tensor doubled = a * 2;  // built before the assign, realized after it
+  Tensor copy = a.clone();
+  a.assign(a + 10);
+  check_values(a * 1, {11, 12, 13});
+  check_values(doubled, {2, 4, 6});
+  check_values(copy * 1, {1, 2, 3});
+  a.assign(a * 2);
+  check_values(a * 1, {22, 24, 26});
+}
+
+TEST_CASE("assign writes into the tensor's own buffer when nothing else can see it") {
+  Tensor w = make(DType::Float32, {1, 2, 3, 4}, {2, 2});
+  Tensor g = make(DType::Float32, {1, 1, 1, 1}, {2, 2});
+  const void* before = buffer_address(w);
+  w.assign(w - g * 0.5f);
+  w.realize();
+  CHECK(buffer_address(w) == before);
+  check_values(w * 1, {0.5, 1.5, 2.5, 3.5});
+}
+
+TEST_CASE("assign of a permuted self is computed out of place, and still right") {
+  Tensor w = make(DType::Int32, {1, 2, 3, 4}, {2, 2});
+  const void* before = buffer_address(w);
+  w.assign(w.permute({1, 0}) + 0);
+  w.realize();
+  CHECK(buffer_address(w) != before);
+  check_values(w * 1, {1, 3, 2, 4});
+}
+
+TEST_CASE("two assigns realized together each read the other's old value") {
+  Tensor a = make(DType::Float32, {1, 2}, {2}), b = make(DType::Float32, {10, 20}, {2});
+  Tensor na = a - b, nb = b + a;
+  a.assign(na);
+  b.assign(nb);
+  loom::realize({a, b});
+  check_values(a * 1, {-9, -18});
+  check_values(b * 1, {11, 22});
+}
+
+TEST_CASE("assign checks shape and dtype") {
+  Tensor a = make(DType::Float32, {1, 2}, {2});
+  CHECK_THROWS_WITH_AS(a.assign(make(DType::Float32, {1, 2, 3}, {3})), doctest::Contains("assign"), Error);
+  CHECK_THROWS_WITH_AS(a.assign(make(DType::Int32, {1, 2}, {2})), doctest::Contains("Int32"), Error);
+}
+
+TEST_CASE("memory is returned when tensors die") {
+  const auto start = live_buffer_bytes();
+  {
+    Tensor x = make(DType::Float32, iota(4096), {4096});
+    Tensor y = (x * 2).realize();
+    CHECK(live_buffer_bytes() > start);
+  }
+  CHECK(live_buffer_bytes() == start);
+}
