@@ -1,6 +1,7 @@
 #include "src/engine.hpp"
 
 #include "codegen/codegen.hpp"
+#include "codegen/linearizer.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
@@ -28,7 +29,9 @@ std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast) {
   k.ast = ast;
   k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!env().noopt});
   k.name = kernel_name(ast);
-  if (debug >= 3) spdlog::info("kernel {} after rangeify:\n{}", k.name, to_text(ast));
+  if (debug >= 3)
+    spdlog::info("kernel {} after rangeify:\n{}\nloops:\n{}", k.name, to_text(ast),
+                 linearize(k.optimized_ast).dump());
   k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name);
   if (debug >= 4) spdlog::info("kernel {} LLVM IR:\n{}", k.name, k.llvm_ir);
   JitResult jit = Jit::instance().compile(k.llvm_ir, k.name);
