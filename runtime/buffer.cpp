@@ -84,7 +84,7 @@ size_t buffer_size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes, Fill fill) {
   if (bytes > kMaxRequest)
     throw Error("Buffer::allocate: " + std::to_string(bytes) + " bytes requested, at most " +
                 std::to_string(kMaxRequest) + " supported");
@@ -92,7 +92,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
   void* data = Pool::get().take(capacity);
   if (!data) data = std::aligned_alloc(kAlignment, capacity);
   if (!data) throw Error("Buffer::allocate: out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(data, 0, bytes);
+  if (fill == Fill::Zeros) std::memset(data, 0, bytes);
   Buffer* buffer = nullptr;
   try {
     buffer = new Buffer(data, bytes, capacity);

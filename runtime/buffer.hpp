@@ -8,7 +8,10 @@ namespace loom {
 
 class Buffer {
  public:
-  static std::shared_ptr<Buffer> allocate(size_t bytes);  // contents zeroed
+  // Kernel outputs are written whole before anything reads them, so they skip
+  // zeroing (Fill::Uninitialized); everything else starts zeroed.
+  enum class Fill { Zeros, Uninitialized };
+  static std::shared_ptr<Buffer> allocate(size_t bytes, Fill fill = Fill::Zeros);
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   ~Buffer();

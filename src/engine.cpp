@@ -53,8 +53,9 @@ void run(const ScheduledKernel& sk) {
 
 }  // namespace
 
-UOpPtr allocate_buffer(DType dtype, int64_t size) {
-  auto mem = Buffer::allocate(static_cast<size_t>(size) * dtype.itemsize());
+UOpPtr allocate_buffer(DType dtype, int64_t size, bool zeroed) {
+  auto mem = Buffer::allocate(static_cast<size_t>(size) * dtype.itemsize(),
+                              zeroed ? Buffer::Fill::Zeros : Buffer::Fill::Uninitialized);
   return UOp::make_buffer(dtype, UOp::next_buffer_id(), size, std::move(mem));
 }
 
@@ -68,7 +69,9 @@ namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending, const std::vector<UOpPtr>& targets,
                      const std::vector<UOpPtr>& into) {
   const auto t0 = Clock::now();
-  Schedule schedule = create_schedule(targets, allocate_buffer, into);
+  // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
+  auto output = [](DType dt, int64_t size) { return allocate_buffer(dt, size, false); };
+  Schedule schedule = create_schedule(targets, output, into);
   count_schedule_built();
   for (const auto& k : schedule.kernels) run(k);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = schedule.results[i];

@@ -14,8 +14,9 @@ namespace loom::detail {
 // otherwise), so graphs built before an assign keep seeing the old value.
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes);
 
-// A fresh BUFFER node owning zeroed memory of `size` elements of `dtype`.
-UOpPtr allocate_buffer(DType dtype, int64_t size);
+// A fresh BUFFER node owning memory of `size` elements of `dtype`: zeroed, or
+// left as it is for a kernel output that the kernel writes whole.
+UOpPtr allocate_buffer(DType dtype, int64_t size, bool zeroed = true);
 
 // Base address of a BUFFER node's memory.
 void* buffer_data(const UOpPtr& buffer);
