@@ -1,0 +1,141 @@
+// Comparisons of integer expressions with constants. The sum is brought to
+// the form  n = sign*g*S + k  (g the gcd of its coefficients, S's first
+// coefficient positive) and the constant moves to the other side, rounded the
+// way integer inequalities allow: g*S < t  <=>  S < ceil(t/g). Every rule asks
+// exact_bounds first: only a sum that cannot wrap obeys these identities.
+#include "ir/linear_form.hpp"
+#include "ir/symbolic.hpp"
+
+#include <numeric>
+
+namespace loom {
+
+namespace {
+bool is_int_scalar(const UOpPtr& u) { return u->dtype.is_int() && u->dtype.lanes == 1 && !u->dtype.ptr; }
+int64_t const_of(const UOpPtr& c) { return wrap_int(c->dtype, static_cast<uint64_t>(c->const_int())); }
+Wide floor_div(Wide a, Wide b) { return a / b - (a % b != 0 && a < 0); }  // b > 0
+Wide ceil_div(Wide a, Wide b) { return -floor_div(-a, b); }               // b > 0
+
+struct Scaled {  // n = sign * g * s + k, exactly
+  LinearForm s;
+  Wide g;
+  int sign;
+  int64_t k;
+};
+
+std::optional<Scaled> scaled_form(const UOpPtr& n) {
+  const LinearForm f = linear_form(n);
+  if (f.terms.empty() || !exact_bounds(f)) return std::nullopt;
+  uint64_t g = 0;
+  for (const auto& t : f.terms) g = std::gcd(g, static_cast<uint64_t>(t.coef < 0 ? -Wide{t.coef} : t.coef));
+  const int sign = f.terms[0].coef < 0 ? -1 : 1;
+  LinearForm s{f.dtype, {}, 0};
+  for (const auto& t : f.terms)
+    s.terms.push_back({t.base, static_cast<int64_t>(Wide{t.coef} / (Wide{g} * sign))});
+  if (!exact_bounds(s)) return std::nullopt;
+  return Scaled{s, Wide{g}, sign, f.constant};
+}
+
+UOpPtr cmp(Op op, const UOpPtr& a, const UOpPtr& b) { return UOp::make(op, DType::Bool, {a, b}); }
+// `s < c` (const_right) or `c < s`; nullptr when c does not fit the dtype.
+UOpPtr lt(const LinearForm& s, Wide c, bool const_right) {
+  if (!fits(s.dtype, c)) return nullptr;
+  const UOpPtr cn = const_int(s.dtype, static_cast<int64_t>(c));
+  return const_right ? cmp(Op::CMPLT, build(s), cn) : cmp(Op::CMPLT, cn, build(s));
+}
+
+// n < c  <=>  sign*g*S < c - k
+UOpPtr fold_lt_const_right(const UOpPtr& n, int64_t c) {
+  const auto f = scaled_form(n);
+  if (!f) return nullptr;
+  const Wide t = Wide{c} - f->k;
+  return f->sign > 0 ? lt(f->s, ceil_div(t, f->g), true) : lt(f->s, floor_div(-t, f->g), false);
+}
+
+// c < n  <=>  c - k < sign*g*S
+UOpPtr fold_lt_const_left(int64_t c, const UOpPtr& n) {
+  const auto f = scaled_form(n);
+  if (!f) return nullptr;
+  const Wide t = Wide{c} - f->k;
+  return f->sign > 0 ? lt(f->s, floor_div(t, f->g), false) : lt(f->s, ceil_div(-t, f->g), true);
+}
+
+// n == c  <=>  S == (c - k) / (sign*g), never when g does not divide c - k.
+UOpPtr fold_eq_const(Op op, const UOpPtr& n, int64_t c) {
+  const auto f = scaled_form(n);
+  if (!f) return nullptr;
+  const Wide t = Wide{c} - f->k;
+  if (t % f->g != 0) return const_int(DType::Bool, op == Op::CMPNE);
+  const Wide v = t / (f->g * f->sign);
+  if (!fits(f->s.dtype, v)) return nullptr;
+  return cmp(op, build(f->s), const_int(f->s.dtype, static_cast<int64_t>(v)));
+}
+
+// Truncating x/d (d > 0) against c: x/d < c <=> x < c*d (c > 0), x < (c-1)*d + 1 (c <= 0).
+Wide div_lt_bound(Wide c, Wide d) { return c > 0 ? c * d : (c - 1) * d + 1; }
+
+UOpPtr fold_div_lt(const UOpPtr& x, const UOpPtr& d, int64_t c) {
+  const int64_t dv = const_of(d);
+  if (dv <= 0) return nullptr;
+  const Wide b = div_lt_bound(c, dv);
+  if (!fits(x->dtype, b)) return nullptr;
+  return cmp(Op::CMPLT, x, const_int(x->dtype, static_cast<int64_t>(b)));
+}
+
+// c < x/d  <=>  !(x/d < c+1)  <=>  bound(c+1) - 1 < x
+UOpPtr fold_lt_div(int64_t c, const UOpPtr& x, const UOpPtr& d) {
+  const int64_t dv = const_of(d);
+  if (dv <= 0) return nullptr;
+  const Wide b = div_lt_bound(Wide{c} + 1, dv) - 1;
+  if (!fits(x->dtype, b)) return nullptr;
+  return cmp(Op::CMPLT, const_int(x->dtype, static_cast<int64_t>(b)), x);
+}
+
+// !(x < c) <=> c-1 < x, !(c < x) <=> x < c+1
+UOpPtr fold_not_lt(const UOpPtr& lt_node) {
+  const UOpPtr &a = lt_node->src[0], &b = lt_node->src[1];
+  if (!is_int_scalar(a)) return nullptr;
+  if (b->op == Op::CONST && fits(a->dtype, Wide{const_of(b)} - 1))
+    return cmp(Op::CMPLT, const_int(a->dtype, const_of(b) - 1), a);
+  if (a->op == Op::CONST && fits(b->dtype, Wide{const_of(a)} + 1))
+    return cmp(Op::CMPLT, b, const_int(b->dtype, const_of(a) + 1));
+  return nullptr;
+}
+}  // namespace
+
+const PatternMatcher& comparison_folding() {
+  using P = UPat;
+  static const PatternMatcher pm(
+      "comparison_folding",
+      {
+          {(P::var("x") / P::cvar("d")) < P::cvar("c"),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_div_lt(m["x"], m["d"], const_of(m["c"])) : nullptr;
+           }},
+          {P::cvar("c") < (P::var("x") / P::cvar("d")),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_lt_div(const_of(m["c"]), m["x"], m["d"]) : nullptr;
+           }},
+          {P::var("x") < P::cvar("c"),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_lt_const_right(m["x"], const_of(m["c"])) : nullptr;
+           }},
+          {P::cvar("c") < P::var("x"),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_lt_const_left(const_of(m["c"]), m["x"]) : nullptr;
+           }},
+          {P::op(Op::CMPEQ, {P::var("x"), P::cvar("c")}),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_eq_const(Op::CMPEQ, m["x"], const_of(m["c"])) : nullptr;
+           }},
+          {P::op(Op::CMPNE, {P::var("x"), P::cvar("c")}),
+           [](const Match& m) {
+             return is_int_scalar(m["x"]) ? fold_eq_const(Op::CMPNE, m["x"], const_of(m["c"])) : nullptr;
+           }},
+          {P::op(Op::CMPNE, {P::ops({Op::CMPLT}, "lt"), P::cnst(1)}),
+           [](const Match& m) { return fold_not_lt(m["lt"]); }},
+      });
+  return pm;
+}
+
+}  // namespace loom

@@ -1,0 +1,49 @@
+#pragma once
+// The symbolic simplifier: constant folding, algebraic identities, a canonical
+// form for integer index arithmetic, and folds proven by range analysis
+// (UOp::vmin/vmax, ir/bounds.cpp). Rangeify and codegen run it on index math.
+//
+// Integer rules follow docs/kernel-ir.md ("ALU semantics"): two's-complement
+// wrapping, IDIV/MOD truncating like LLVM's sdiv/srem. Every division/modulo
+// rule carries the sign guard that truncation needs; rules that are only true
+// for integers (x*0 -> 0, reassociation, x+0 -> x) never touch floats.
+//
+// Canonical form of an integer sum (see ir/linear_form.hpp): a left-leaning
+// chain ((t0 + t1) + t2) + c of terms `base` or `base * coef`, bases distinct
+// and sorted by structural_compare, the constant last and omitted when 0.
+// Operands of other commutative ops are ordered the same way, constants last,
+// so equal expressions hash-cons to one node.
+#include "ir/pattern.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace loom {
+
+// Constant folding and cheap identities (x+0, x*1, where(true, a, b), ...).
+const PatternMatcher& symbolic_simple();
+// symbolic_simple + canonical order and reassociation, range-analysis folds,
+// comparison folds and divmod_folding.
+const PatternMatcher& symbolic();
+// Division and modulo by constants (and a few by variables), each with its sign guard.
+const PatternMatcher& divmod_folding();
+// Integer comparisons with a constant: the sum's constant and gcd move to the
+// constant's side (x + 3 < 7 -> x < 4, 4*x < 10 -> x < 3), x/d < c -> x < c*d.
+const PatternMatcher& comparison_folding();
+// graph_rewrite(root, symbolic()).
+UOpPtr simplify(const UOpPtr& root);
+
+// The value of `op` applied to constant sources, as a CONST of `dtype` (the
+// result dtype: Bool for comparisons; the target for CAST and BITCAST).
+// nullopt where folding is refused: integer division or modulo by zero, a shift
+// by a negative count or by the bit width or more, an op the dtype does not
+// have (AND on floats, EXP2 on ints), vector dtypes. Throws loom::Error when the
+// sources are not constants or their number does not fit the op.
+std::optional<UOpPtr> fold_constant(Op op, DType dtype, const std::vector<UOpPtr>& consts);
+
+// A strict, deterministic, structural order on nodes (never by address): <0 when
+// `a` sorts before `b`, 0 only for the same node. Variables by name, then
+// ranges by axis id, then other ops, constants last.
+int structural_compare(const UOpPtr& a, const UOpPtr& b);
+
+}  // namespace loom
