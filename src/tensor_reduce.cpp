@@ -1,8 +1,9 @@
 // Reductions: REDUCE_AXIS with the dtype rules of shared/DESIGN.md §2, and the
-// composites built on it.
+// composites built on it (min, mean, argmax, softmax, logsumexp).
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace loom {
 
@@ -10,37 +11,145 @@ using namespace detail;
 
 // ---- reductions ---------------------------------------------------------------------------------
 namespace {
-// REDUCE_AXIS over `axes` (all when empty), then a reshape that drops them unless keepdim.
-Tensor reduce(const Tensor& t, Op op, std::vector<int> axes, bool keepdim, const char* name) {
-  UOpPtr x = uop(t, name);
-  const Shape& in = *x->shape();
+// The axes to reduce: normalised, sorted, unique; every axis when `axes` is empty; none for a 0-d tensor.
+std::vector<int64_t> reduce_axes(const Shape& in, const std::vector<int>& axes, const char* name) {
   std::vector<int64_t> ax;
   for (int a : axes) ax.push_back(norm_axis(a, in.size(), name));
+  if (in.empty()) return {};
   if (axes.empty())
     for (size_t i = 0; i < in.size(); ++i) ax.push_back(static_cast<int64_t>(i));
   std::sort(ax.begin(), ax.end());
   ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
-  if (in.empty()) return make_tensor(x);  // a 0-d tensor reduces to itself
-  for (int64_t a : ax)
-    if (in[a] == 0 && op == Op::MAX)
-      throw Error(fmt::format("{}: cannot reduce axis {} of size 0 in shape {} (the reduction has no identity)",
-                              name, a, str(in)));
-  UOpPtr r = UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{op, ax});
-  if (keepdim) return make_tensor(r);
+  return ax;
+}
+
+Shape without_axes(const Shape& in, const std::vector<int64_t>& ax) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
     if (!std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(i))) out.push_back(in[i]);
-  return make_tensor(reshape_uop(r, out));
+  return out;
 }
+
+// MAX has no identity a user could expect, so reducing nothing is an error (as in PyTorch).
+void check_not_empty(const Shape& in, const std::vector<int64_t>& ax, const char* name) {
+  for (int64_t a : ax)
+    if (in[a] == 0)
+      throw Error(fmt::format("{}: cannot reduce axis {} of size 0 in shape {} (the reduction has no identity)",
+                              name, a, str(in)));
+}
+
+// REDUCE_AXIS over `axes` (all when empty), then a reshape that drops them unless keepdim.
+Tensor reduce(const Tensor& t, Op op, const std::vector<int>& axes, bool keepdim, const char* name) {
+  const UOpPtr& x = uop(t, name);
+  const Shape& in = *x->shape();
+  const std::vector<int64_t> ax = reduce_axes(in, axes, name);
+  if (in.empty()) return t;  // a 0-d tensor reduces to itself
+  if (op == Op::MAX) check_not_empty(in, ax, name);
+  UOpPtr r = UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{op, ax});
+  return make_tensor(keepdim ? r : reshape_uop(r, without_axes(in, ax)));
+}
+
+// An order-reversing involution, so min(x) = r(max(r(x))) and argmin(x) = argmax(r(x)). Floats
+// negate (NaN stays NaN and still wins); integers and Bool flip every bit (~x = -1 - x), which,
+// unlike negation, cannot overflow at INT_MIN.
+UOpPtr reverse_order(const UOpPtr& x) {
+  if (x->dtype.is_float()) return alu(Op::NEG, {x});
+  const double ones = x->dtype.is_bool() ? 1 : x->dtype == DType::UInt8 ? 255 : -1;
+  return alu(Op::XOR, {x, const_tensor(ones, x->dtype, *x->shape())});
+}
+
+// Small integer products widen like sums (PyTorch widens them to Int64; loom to Int32, as for sum).
+Tensor widened(const Tensor& t) {
+  const DType dt = t.dtype();
+  return dt.is_bool() || dt == DType::UInt8 ? t.cast(DType::Int32) : t;
+}
+
+// The first index of the maximum along `axis`, NaN counting as the maximum (as in PyTorch):
+// max(where(x is the max, n - i, 0)) is n - (first such i).
+Tensor first_argmax(const UOpPtr& x, int axis, const char* name) {
+  const Shape& in = *x->shape();
+  const int a = norm_axis(axis, in.size(), name);
+  if (in.empty()) return make_tensor(const_like(DType::Int32, 0));
+  const int64_t n = in[a];
+  const UOpPtr m = expand_uop(uop(reduce(make_tensor(x), Op::MAX, {a}, true, name), name), in);
+  UOpPtr is_max = eq(x, m);
+  if (x->dtype.is_float()) is_max = alu(Op::OR, {is_max, ne(x, x)});  // x != x: NaN
+  Shape along(in.size(), 1);
+  along[a] = n;
+  const UOpPtr i = expand_uop(reshape_uop(UOp::make(Op::IOTA, DType::Int32, {}, Shape{n}), along), in);
+  const UOpPtr n_in = const_tensor(static_cast<double>(n), DType::Int32, in);
+  const UOpPtr score = where(is_max, n_in - i, const_tensor(0, DType::Int32, in));
+  const UOpPtr best = uop(reduce(make_tensor(score), Op::MAX, {a}, false, name), name);
+  return make_tensor(const_tensor(static_cast<double>(n), DType::Int32, *best->shape()) - best);
+}
+
+// A float copy of `t` (integers compute in Float32, as exp and log do) and its normalised axis.
+std::pair<Tensor, int> float_along(const Tensor& t, int axis, const char* name) {
+  const UOpPtr& x = uop(t, name);
+  return {make_tensor(cast_uop(x, float_dtype(x->dtype))), norm_axis(axis, x->shape()->size(), name)};
+}
+
+bool empty_along(const Tensor& t, int axis) { return t.ndim() > 0 && t.shape()[axis] == 0; }
 }  // namespace
 
 Tensor Tensor::sum(std::vector<int> axes, bool keepdim) const {
-  DType dt = dtype();
-  Tensor x = dt.is_bool() || dt == DType::UInt8 ? cast(DType::Int32) : *this;  // PyTorch: sums of small ints are wider
-  return reduce(x, Op::ADD, std::move(axes), keepdim, "sum");
+  uop(*this, "sum");
+  return reduce(widened(*this), Op::ADD, axes, keepdim, "sum");
 }
-Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
-  return reduce(*this, Op::MAX, std::move(axes), keepdim, "max");
+Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
+  uop(*this, "prod");
+  return reduce(widened(*this), Op::MUL, axes, keepdim, "prod");
+}
+Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(*this, Op::MAX, axes, keepdim, "max"); }
+Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
+  const Tensor m = reduce(make_tensor(reverse_order(uop(*this, "min"))), Op::MAX, axes, keepdim, "min");
+  return make_tensor(reverse_order(m.node()->uop));
+}
+
+// sum / n in the float dtype; an empty axis gives 0 / 0 = NaN, as in PyTorch.
+Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
+  const UOpPtr& x = uop(*this, "mean");
+  const Shape& in = *x->shape();
+  int64_t n = 1;
+  for (int64_t a : reduce_axes(in, axes, "mean")) n *= in[a];
+  const Tensor s = reduce(make_tensor(cast_uop(x, float_dtype(x->dtype))), Op::ADD, axes, keepdim, "mean");
+  return s / Tensor::scalar(static_cast<double>(n), s.dtype());
+}
+
+Tensor Tensor::argmax(int axis) const { return first_argmax(uop(*this, "argmax"), axis, "argmax"); }
+Tensor Tensor::argmin(int axis) const { return first_argmax(reverse_order(uop(*this, "argmin")), axis, "argmin"); }
+
+// Subtracting the row's max keeps exp's argument <= 0: no overflow for any finite input.
+Tensor Tensor::softmax(int axis) const {
+  auto [x, a] = float_along(*this, axis, "softmax");
+  if (empty_along(x, a)) return x;
+  const Tensor e = (x - x.max(a, true)).exp();
+  return e / e.sum(a, true);
+}
+Tensor Tensor::log_softmax(int axis) const {
+  auto [x, a] = float_along(*this, axis, "log_softmax");
+  if (empty_along(x, a)) return x;
+  const Tensor shifted = x - x.max(a, true);
+  return shifted - shifted.exp().sum(a, true).log();
+}
+
+// As PyTorch: an infinite max is replaced by 0 before the shift, so a row of -inf gives -inf
+// (log 0) and a row holding +inf gives +inf, instead of inf - inf = NaN.
+Tensor Tensor::logsumexp(int axis) const {
+  auto [x, a] = float_along(*this, axis, "logsumexp");
+  const DType dt = x.dtype();
+  if (empty_along(x, a)) {
+    Shape out = x.shape();
+    out.erase(out.begin() + a);
+    return Tensor::full(out, -std::numeric_limits<double>::infinity(), dt);
+  }
+  const UOpPtr m = uop(x.max(a, true), "logsumexp");
+  const double inf = std::numeric_limits<double>::infinity();
+  const Shape& ms = *m->shape();
+  const UOpPtr is_inf = alu(Op::OR, {loom::eq(m, const_tensor(inf, dt, ms)), loom::eq(m, const_tensor(-inf, dt, ms))});
+  const Tensor shift = make_tensor(loom::where(is_inf, const_tensor(0, dt, ms), m));
+  const Tensor r = (x - shift).exp().sum(a, true).log() + shift;
+  return x.ndim() == 0 ? r : r.squeeze(a);
 }
 
 }  // namespace loom
