@@ -1,11 +1,66 @@
-// Movement ops: validated, then one tensor-level movement UOp each.
+// Movement ops: validated, then tensor-level movement UOps. The composites
+// (slice with a step, cat, stack, gather, index_select, one_hot) are built from
+// movement ops, IOTA and compares only, so each fuses into its consumer's kernel.
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
+#include <optional>
 
 namespace loom {
 
 using namespace detail;
+
+namespace {
+// An axis where a new one is inserted: [-ndim-1, ndim], as for unsqueeze and stack.
+int norm_insert_axis(int axis, size_t ndim, const char* op) {
+  const int n = static_cast<int>(ndim);
+  if (axis < -n - 1 || axis > n)
+    throw Error(
+        fmt::format("{}: axis {} is out of range for inserting into a tensor of {} dimension{} (expected {} "
+                    "to {})",
+                    op, axis, n, n == 1 ? "" : "s", -n - 1, n));
+  return axis < 0 ? axis + n + 1 : axis;
+}
+
+Shape inserted(Shape s, int axis, int64_t size) {
+  s.insert(s.begin() + axis, size);
+  return s;
+}
+
+// PyTorch's clamping of a slice bound: negative counts from the end, then into [0, size].
+int64_t clamp_bound(int64_t b, int64_t size) {
+  if (b < 0) b += size;
+  return std::clamp<int64_t>(b, 0, size);
+}
+
+// gather and index_select index with integers; Bool and floats are refused as in PyTorch.
+void check_index(const UOpPtr& index, const char* op) {
+  if (!index->dtype.is_int())
+    throw Error(fmt::format("{}: index has dtype {}; expected an integer dtype (Int64, Int32 or UInt8)", op,
+                            to_string(index->dtype)));
+}
+
+// 0, 1, ..., n-1 along `axis` of `shape` (which has n there), broadcast over the other axes.
+UOpPtr iota_along(const Shape& shape, size_t axis) {
+  Shape along(shape.size(), 1);
+  along[axis] = shape[axis];
+  return expand_uop(reshape_uop(UOp::make(Op::IOTA, DType::Int32, {}, Shape{shape[axis]}), along), shape);
+}
+
+// The integer dtype of the same width whose bits carry a value exactly through a masked sum.
+DType bits_dtype(DType dt) {
+  if (dt == DType::Float32) return DType::Int32;
+  if (dt == DType::Float64) return DType::Int64;
+  return dt.is_bool() ? DType::UInt8 : dt;
+}
+UOpPtr to_bits(const UOpPtr& x) {
+  const DType b = bits_dtype(x->dtype);
+  return x->dtype.is_float() ? UOp::make(Op::BITCAST, b, {x}) : cast_uop(x, b);
+}
+UOpPtr from_bits(const UOpPtr& x, DType dt) {
+  return dt.is_float() ? UOp::make(Op::BITCAST, dt, {x}) : cast_uop(x, dt);
+}
+}  // namespace
 
 // ---- movement ----------------------------------------------------------------------------------------
 Tensor Tensor::reshape(Shape shape) const {
@@ -17,8 +72,8 @@ Tensor Tensor::reshape(Shape shape) const {
       throw Error(fmt::format("reshape: only one size may be -1, got {}", str(shape)));
     int64_t known = -count(shape);
     if (known == 0 || n % known != 0)
-      throw Error(fmt::format("reshape: cannot infer the -1 in {} for a tensor of shape {} ({} elements)", str(shape),
-                              str(*x->shape()), n));
+      throw Error(fmt::format("reshape: cannot infer the -1 in {} for a tensor of shape {} ({} elements)",
+                              str(shape), str(*x->shape()), n));
     *infer = n / known;
   }
   check_shape(shape, "reshape");
@@ -59,8 +114,8 @@ Tensor Tensor::expand(Shape shape) const {
     const int64_t from = i < lead ? 1 : in[i - lead];
     if (shape[i] == -1 && i >= lead) shape[i] = from;
     if (shape[i] < 0 || (from != 1 && from != shape[i]))
-      throw Error(fmt::format("expand: cannot expand shape {} to {} (axis {}: size {} is neither 1 nor {})", str(in),
-                              str(shape), i, from, shape[i]));
+      throw Error(fmt::format("expand: cannot expand shape {} to {} (axis {}: size {} is neither 1 nor {})",
+                              str(in), str(shape), i, from, shape[i]));
   }
   return make_tensor(expand_uop(x, shape));
 }
@@ -69,13 +124,14 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
   const UOpPtr& x = uop(*this, "pad");
   const Shape& in = *x->shape();
   if (padding.size() != in.size())
-    throw Error(fmt::format("pad: {} (lo, hi) pairs given for a tensor of shape {} ({} dimensions); expected one per axis",
-                            padding.size(), str(in), in.size()));
+    throw Error(fmt::format(
+        "pad: {} (lo, hi) pairs given for a tensor of shape {} ({} dimensions); expected one per axis",
+        padding.size(), str(in), in.size()));
   std::vector<int64_t> flat;
   for (size_t i = 0; i < in.size(); ++i) {
     if (padding[i].first < 0 || padding[i].second < 0)
-      throw Error(fmt::format("pad: axis {} padding ({}, {}) is negative (use shrink to cut)", i, padding[i].first,
-                              padding[i].second));
+      throw Error(fmt::format("pad: axis {} padding ({}, {}) is negative (use shrink to cut)", i,
+                              padding[i].first, padding[i].second));
     flat.push_back(padding[i].first);
     flat.push_back(padding[i].second);
   }
@@ -91,16 +147,18 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
   const UOpPtr& x = uop(*this, "shrink");
   const Shape& in = *x->shape();
   if (bounds.size() != in.size())
-    throw Error(fmt::format("shrink: {} (start, end) pairs given for a tensor of shape {}; expected one per axis",
-                            bounds.size(), str(in)));
+    throw Error(
+        fmt::format("shrink: {} (start, end) pairs given for a tensor of shape {}; expected one per axis",
+                    bounds.size(), str(in)));
   std::vector<int64_t> flat;
   bool identity = true;
   for (size_t i = 0; i < in.size(); ++i) {
     auto [lo, hi] = bounds[i];
     if (lo < 0 || hi < lo || hi > in[i])
-      throw Error(fmt::format("shrink: axis {} bounds ({}, {}) are out of range for size {} in shape {} (expected 0 <= "
-                              "start <= end <= {})",
-                              i, lo, hi, in[i], str(in), in[i]));
+      throw Error(fmt::format(
+          "shrink: axis {} bounds ({}, {}) are out of range for size {} in shape {} (expected 0 <= "
+          "start <= end <= {})",
+          i, lo, hi, in[i], str(in), in[i]));
     identity &= lo == 0 && hi == in[i];
     flat.push_back(lo);
     flat.push_back(hi);
@@ -116,6 +174,202 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   if (ax.empty() || x->shape()->empty()) return *this;
   return make_tensor(UOp::make(Op::FLIP, x->dtype, {x}, ax));
+}
+
+Tensor Tensor::transpose(int a, int b) const {
+  const size_t nd = uop(*this, "transpose")->shape()->size();
+  const int i = norm_axis(a, nd, "transpose"), j = norm_axis(b, nd, "transpose");
+  if (nd == 0) return *this;
+  std::vector<int> order(nd);
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[i], order[j]);
+  return permute(order);
+}
+
+Tensor Tensor::squeeze(int axis) const {
+  const UOpPtr& x = uop(*this, "squeeze");
+  const Shape& in = *x->shape();
+  const int a = norm_axis(axis, in.size(), "squeeze");
+  if (in.empty() || in[a] != 1) return *this;
+  Shape out = in;
+  out.erase(out.begin() + a);
+  return make_tensor(reshape_uop(x, out));
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+  const UOpPtr& x = uop(*this, "unsqueeze");
+  const Shape& in = *x->shape();
+  return make_tensor(reshape_uop(x, inserted(in, norm_insert_axis(axis, in.size(), "unsqueeze"), 1)));
+}
+
+Tensor Tensor::flatten(int start, int end) const {
+  const UOpPtr& x = uop(*this, "flatten");
+  const Shape& in = *x->shape();
+  const int s = norm_axis(start, in.size(), "flatten"), e = norm_axis(end, in.size(), "flatten");
+  if (s > e)
+    throw Error(
+        fmt::format("flatten: start axis {} comes after end axis {} (normalised {} > {}) for shape {}", start,
+                    end, s, e, str(in)));
+  if (in.empty()) return make_tensor(reshape_uop(x, {1}));  // PyTorch: a 0-d tensor flattens to [1]
+  Shape out(in.begin(), in.begin() + s);
+  out.push_back(std::accumulate(in.begin() + s, in.begin() + e + 1, int64_t{1}, std::multiplies<>()));
+  out.insert(out.end(), in.begin() + e + 1, in.end());
+  return make_tensor(reshape_uop(x, out));
+}
+
+// Every step-th element of [start, stop): shrink to the range, pad it to len*step, view it as
+// [len, step] and keep column 0. The padding is never read.
+Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
+  const UOpPtr& x = uop(*this, "slice");
+  const Shape& in = *x->shape();
+  if (in.empty()) throw Error("slice: cannot slice a 0-d tensor (it has no axes)");
+  const int a = norm_axis(axis, in.size(), "slice");
+  if (step <= 0)
+    throw Error(fmt::format("slice: step must be positive, got {} (axis {}, shape {})", step, a, str(in)));
+  const int64_t lo = clamp_bound(start, in[a]), hi = std::max(lo, clamp_bound(stop, in[a]));
+  const int64_t len = (hi - lo + step - 1) / step;
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  for (int64_t d : in) bounds.emplace_back(0, d);
+  bounds[a] = {lo, hi};
+  const Tensor range = shrink(bounds);
+  if (step == 1 || len == 0) return range;
+  std::vector<std::pair<int64_t, int64_t>> padding(in.size(), {0, 0});
+  padding[a].second = len * step - (hi - lo);
+  Shape grouped = in;
+  grouped[a] = len;
+  grouped.insert(grouped.begin() + a + 1, step);
+  bounds[a] = {0, len};
+  bounds.insert(bounds.begin() + a + 1, std::pair<int64_t, int64_t>{0, 1});
+  Shape out = in;
+  out[a] = len;
+  return range.pad(padding).reshape(grouped).shrink(bounds).reshape(out);
+}
+
+// Every piece padded to the full length, selected by where its own rows are: one kernel, and
+// exact (adding zeros would turn -0.0 into +0.0).
+Tensor cat(const std::vector<Tensor>& tensors, int axis) {
+  if (tensors.empty()) throw Error("cat: expected at least one tensor, got an empty list");
+  const Shape first = *uop(tensors[0], "cat")->shape();
+  if (first.empty()) throw Error("cat: tensor 0 is 0-d; expected tensors of at least one dimension");
+  const int a = norm_axis(axis, first.size(), "cat");
+  DType dt = tensors[0].dtype();
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Shape& s = *uop(tensors[i], "cat")->shape();
+    Shape want = first;
+    if (s.size() == first.size()) want[a] = s[a];
+    if (s != want)
+      throw Error(
+          fmt::format("cat: tensor {} has shape {} but tensor 0 has shape {}; shapes must match except on "
+                      "axis {}",
+                      i, str(s), str(first), a));
+    dt = promote(dt, tensors[i].dtype());
+    total += s[a];
+  }
+  Shape out = first;
+  out[a] = total;
+  std::optional<Tensor> acc;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const int64_t n = t.shape()[a];
+    if (n == 0) continue;
+    std::vector<std::pair<int64_t, int64_t>> padding(out.size(), {0, 0});
+    padding[a] = {offset, total - offset - n};
+    offset += n;
+    const Tensor piece = t.cast(dt).pad(padding);
+    acc = acc ? loom::where(Tensor::ones(t.shape(), DType::Bool).pad(padding), piece, *acc) : piece;
+  }
+  return acc ? *acc : Tensor::zeros(out, dt);
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int axis) {
+  if (tensors.empty()) throw Error("stack: expected at least one tensor, got an empty list");
+  const Shape first = *uop(tensors[0], "stack")->shape();
+  const int a = norm_insert_axis(axis, first.size(), "stack");
+  std::vector<Tensor> pieces;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Shape& s = *uop(tensors[i], "stack")->shape();
+    if (s != first)
+      throw Error(
+          fmt::format("stack: tensor {} has shape {} but tensor 0 has shape {}; expected equal shapes", i,
+                      str(s), str(first)));
+    pieces.push_back(tensors[i].unsqueeze(a));
+  }
+  return cat(pieces, a);
+}
+
+// out[.., j, ..] = x[.., index[.., j, ..], ..] as a one-hot compare against IOTA over a new axis
+// beside `axis`, summed away: O(n*k) work, fused into one kernel. The sum runs on the value's bits
+// (a same-width integer), so the one selected value passes exactly (-0.0 and NaN payloads too).
+// An index outside [0, n) selects nothing and gives 0 (PyTorch raises an error).
+Tensor Tensor::gather(int axis, const Tensor& index) const {
+  const UOpPtr &x = uop(*this, "gather"), &idx = uop(index, "gather");
+  const Shape &xs = *x->shape(), &is = *idx->shape();
+  check_index(idx, "gather");
+  if (is.size() != xs.size())
+    throw Error(
+        fmt::format("gather: index of shape {} has {} dimensions but the input of shape {} has {}; expected "
+                    "the same number",
+                    str(is), is.size(), str(xs), xs.size()));
+  const int a = norm_axis(axis, xs.size(), "gather");
+  if (xs.empty()) return reshape({1}).gather(0, index.reshape({1})).reshape({});
+  std::vector<std::pair<int64_t, int64_t>> bounds;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (static_cast<int>(d) != a && is[d] > xs[d])
+      throw Error(
+          fmt::format("gather: index of shape {} is larger than the input of shape {} on axis {} ({} > {}); "
+                      "only the gathered axis {} may be larger",
+                      str(is), str(xs), d, is[d], xs[d], a));
+    bounds.emplace_back(0, static_cast<int>(d) == a ? xs[d] : is[d]);
+  }
+  const int64_t n = xs[a];
+  const Shape wide =
+      inserted(is, a + 1, n);  // [.., k, n, ..]: the compare of every index with every position
+  const UOpPtr source = to_bits(uop(shrink(bounds), "gather"));  // the index's shape with n on the axis
+  const UOpPtr values = expand_uop(reshape_uop(source, inserted(*source->shape(), a, 1)), wide);
+  const DType cmp = promote(idx->dtype, DType::Int32);
+  const UOpPtr hit = loom::eq(cast_uop(expand_uop(reshape_uop(idx, inserted(is, a + 1, 1)), wide), cmp),
+                              cast_uop(iota_along(wide, a + 1), cmp));
+  const UOpPtr picked = loom::where(hit, values, const_tensor(0, values->dtype, wide));
+  const UOpPtr sum = UOp::make(Op::REDUCE_AXIS, picked->dtype, {picked}, ReduceArg{Op::ADD, {a + 1}});
+  return make_tensor(from_bits(reshape_uop(sum, is), x->dtype));
+}
+
+// gather with the 1-D index broadcast over the other axes.
+Tensor Tensor::index_select(int axis, const Tensor& index) const {
+  const UOpPtr &x = uop(*this, "index_select"), &idx = uop(index, "index_select");
+  const Shape &xs = *x->shape(), &is = *idx->shape();
+  check_index(idx, "index_select");
+  if (is.size() > 1)
+    throw Error(
+        fmt::format("index_select: index of shape {} has {} dimensions; expected a 1-D (or 0-d) index",
+                    str(is), is.size()));
+  const int a = norm_axis(axis, xs.size(), "index_select");
+  if (xs.empty()) return reshape({1}).index_select(0, index).reshape(is.empty() ? Shape{} : Shape{count(is)});
+  Shape along(xs.size(), 1), out = xs;
+  along[a] = out[a] = count(is);
+  return gather(a, make_tensor(expand_uop(reshape_uop(idx, along), out)));
+}
+
+// x[..., None] == arange(num_classes). A value outside [0, num_classes) gives an all-zero row
+// (PyTorch raises an error; a lazy graph cannot inspect the data).
+Tensor Tensor::one_hot(int64_t num_classes) const {
+  const UOpPtr& x = uop(*this, "one_hot");
+  if (!x->dtype.is_int())
+    throw Error(
+        fmt::format("one_hot: the tensor has dtype {}; expected an integer dtype (Int64, Int32 or UInt8)",
+                    to_string(x->dtype)));
+  if (num_classes < 0)
+    throw Error(
+        fmt::format("one_hot: num_classes is {}; expected a count >= 0 (loom cannot infer it from the data "
+                    "lazily)",
+                    num_classes));
+  const Shape& in = *x->shape();
+  const Shape out = inserted(in, static_cast<int>(in.size()), num_classes);
+  const DType cmp = promote(x->dtype, DType::Int32);
+  const UOpPtr values =
+      cast_uop(expand_uop(reshape_uop(x, inserted(in, static_cast<int>(in.size()), 1)), out), cmp);
+  return make_tensor(cast_uop(loom::eq(values, cast_uop(iota_along(out, in.size()), cmp)), DType::Int32));
 }
 
 }  // namespace loom

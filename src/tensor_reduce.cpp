@@ -34,8 +34,9 @@ Shape without_axes(const Shape& in, const std::vector<int64_t>& ax) {
 void check_not_empty(const Shape& in, const std::vector<int64_t>& ax, const char* name) {
   for (int64_t a : ax)
     if (in[a] == 0)
-      throw Error(fmt::format("{}: cannot reduce axis {} of size 0 in shape {} (the reduction has no identity)",
-                              name, a, str(in)));
+      throw Error(
+          fmt::format("{}: cannot reduce axis {} of size 0 in shape {} (the reduction has no identity)", name,
+                      a, str(in)));
 }
 
 // REDUCE_AXIS over `axes` (all when empty), then a reshape that drops them unless keepdim.
@@ -100,7 +101,9 @@ Tensor Tensor::prod(std::vector<int> axes, bool keepdim) const {
   uop(*this, "prod");
   return reduce(widened(*this), Op::MUL, axes, keepdim, "prod");
 }
-Tensor Tensor::max(std::vector<int> axes, bool keepdim) const { return reduce(*this, Op::MAX, axes, keepdim, "max"); }
+Tensor Tensor::max(std::vector<int> axes, bool keepdim) const {
+  return reduce(*this, Op::MAX, axes, keepdim, "max");
+}
 Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
   const Tensor m = reduce(make_tensor(reverse_order(uop(*this, "min"))), Op::MAX, axes, keepdim, "min");
   return make_tensor(reverse_order(m.node()->uop));
@@ -117,7 +120,9 @@ Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
 }
 
 Tensor Tensor::argmax(int axis) const { return first_argmax(uop(*this, "argmax"), axis, "argmax"); }
-Tensor Tensor::argmin(int axis) const { return first_argmax(reverse_order(uop(*this, "argmin")), axis, "argmin"); }
+Tensor Tensor::argmin(int axis) const {
+  return first_argmax(reverse_order(uop(*this, "argmin")), axis, "argmin");
+}
 
 // Subtracting the row's max keeps exp's argument <= 0: no overflow for any finite input.
 Tensor Tensor::softmax(int axis) const {
@@ -146,7 +151,8 @@ Tensor Tensor::logsumexp(int axis) const {
   const UOpPtr m = uop(x.max(a, true), "logsumexp");
   const double inf = std::numeric_limits<double>::infinity();
   const Shape& ms = *m->shape();
-  const UOpPtr is_inf = alu(Op::OR, {loom::eq(m, const_tensor(inf, dt, ms)), loom::eq(m, const_tensor(-inf, dt, ms))});
+  const UOpPtr is_inf =
+      alu(Op::OR, {loom::eq(m, const_tensor(inf, dt, ms)), loom::eq(m, const_tensor(-inf, dt, ms))});
   const Tensor shift = make_tensor(loom::where(is_inf, const_tensor(0, dt, ms), m));
   const Tensor r = (x - shift).exp().sum(a, true).log() + shift;
   return x.ndim() == 0 ? r : r.squeeze(a);

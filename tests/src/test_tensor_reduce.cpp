@@ -24,8 +24,10 @@ TEST_CASE("sum and max over every axis subset of a 4-D tensor, with and without 
       Shape want;
       for (int i = 0; i < 4; ++i) {
         bool reduced = axes.empty() || (mask & (1 << i));
-        if (!reduced) want.push_back(s[i]);
-        else if (keep) want.push_back(1);
+        if (!reduced)
+          want.push_back(s[i]);
+        else if (keep)
+          want.push_back(1);
       }
       CHECK(a.sum(axes, keep).shape() == want);
     }
@@ -164,8 +166,10 @@ TEST_CASE("mean: axis subsets and keepdim, Float64 keeps its dtype, integers giv
 
 TEST_CASE("an empty max, min or argmax is an error naming the op, the axis and the shape") {
   Tensor empty = Tensor::zeros({3, 0});
-  CHECK_THROWS_WITH_AS(empty.min(1), doctest::Contains("min: cannot reduce axis 1 of size 0 in shape [3, 0]"), Error);
-  CHECK_THROWS_WITH_AS(empty.max(), doctest::Contains("max: cannot reduce axis 1 of size 0 in shape [3, 0]"), Error);
+  CHECK_THROWS_WITH_AS(empty.min(1), doctest::Contains("min: cannot reduce axis 1 of size 0 in shape [3, 0]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(empty.max(), doctest::Contains("max: cannot reduce axis 1 of size 0 in shape [3, 0]"),
+                       Error);
   CHECK_THROWS_WITH_AS(empty.argmax(1), doctest::Contains("argmax: cannot reduce axis 1 of size 0"), Error);
   CHECK_THROWS_WITH_AS(empty.argmin(-1), doctest::Contains("argmin: cannot reduce axis 1 of size 0"), Error);
   CHECK_THROWS_WITH_AS(empty.min(2), doctest::Contains("min: axis 2 is out of range"), Error);
@@ -291,12 +295,30 @@ TEST_CASE("logsumexp: hand values, infinities as in PyTorch, an empty axis, inte
 
 namespace {
 // True when `t.op(1, 2)` compiles; the header deletes every overload whose second argument is not bool.
-template <class T> constexpr bool sum_int_keepdim = requires(const T& t) { t.sum(1, 2); };
-template <class T> constexpr bool max_int_keepdim = requires(const T& t) { t.max(1, 2); };
-template <class T> constexpr bool min_int_keepdim = requires(const T& t) { t.min(1, 2); };
-template <class T> constexpr bool mean_int_keepdim = requires(const T& t) { t.mean(1, 2); };
-template <class T> constexpr bool prod_int_keepdim = requires(const T& t) { t.prod(1, 2); };
-template <class T> constexpr bool vector_int_keepdim = requires(const T& t) { t.sum(std::vector<int>{1}, 2); };
+template <class T>
+constexpr bool sum_int_keepdim = requires(const T& t) {
+  t.sum(1, 2);
+};
+template <class T>
+constexpr bool max_int_keepdim = requires(const T& t) {
+  t.max(1, 2);
+};
+template <class T>
+constexpr bool min_int_keepdim = requires(const T& t) {
+  t.min(1, 2);
+};
+template <class T>
+constexpr bool mean_int_keepdim = requires(const T& t) {
+  t.mean(1, 2);
+};
+template <class T>
+constexpr bool prod_int_keepdim = requires(const T& t) {
+  t.prod(1, 2);
+};
+template <class T>
+constexpr bool vector_int_keepdim = requires(const T& t) {
+  t.sum(std::vector<int>{1}, 2);
+};
 // Controls: the bool forms compile, so the checks above fail for the deleted overload alone.
 template <class T>
 constexpr bool bool_keepdim = requires(const T& t) {
