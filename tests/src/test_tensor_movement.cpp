@@ -249,7 +249,9 @@ TEST_CASE("gather follows torch.gather on both axes and every dtype") {
   }
   Tensor t = make(DType::Float32, iota(24, 0.5), {2, 3, 4});
   Tensor idx = make(DType::Int64, {2, 0, 1, 1, 0, 2, 2, 2, 1, 0, 0, 1}, {2, 2, 3});
+  const auto before = counters().kernels_executed;
   check_values(t.gather(1, idx), {4, 0.5, 3, 2, 0.5, 5, 10, 10.5, 9, 6, 6.5, 9});
+  CHECK(counters().kernels_executed == before + 1);
 }
 
 TEST_CASE("gather and index_select pass values bit-exactly; indices outside [0, n) give 0") {
