@@ -146,6 +146,45 @@ UOpPtr build(const LinearForm& f) {
   return constant->const_int() == 0 ? acc : UOp::make(Op::ADD, dt, {acc, constant});
 }
 
+namespace {
+// A canonical term: base (not linear, not a constant) or base * c with c != 0, 1.
+const UOp* term_base(const UOpPtr& t) {
+  if (t->op == Op::CONST) return nullptr;
+  if (!is_linear(t)) return t.get();
+  if (t->op != Op::MUL || t->src[1]->op != Op::CONST || t->src[0]->op == Op::CONST || is_linear(t->src[0]))
+    return nullptr;
+  const int64_t c = const_of(t->dtype, t->src[1]);
+  return c == 0 || c == 1 ? nullptr : t->src[0].get();
+}
+
+// u = a + b, a canonical: the O(1) cases, or nullptr to take the general path.
+UOpPtr append(const UOpPtr& u) {
+  const DType dt = u->dtype;
+  const UOpPtr &a = u->src[0], &b = u->src[1];
+  if (u->op != Op::ADD || a->dtype != dt || a->op == Op::CONST) return nullptr;
+  const bool has_k = a->op == Op::ADD && is_const_of(a->src[1], dt);
+  const UOpPtr& body = has_k ? a->src[0] : a;  // the terms of a
+  const int64_t k = has_k ? const_of(dt, a->src[1]) : 0;
+  if (is_const_of(b, dt)) {  // merge the constants
+    const int64_t sum = wrap_add(dt, k, const_of(dt, b));
+    if (!has_k) return sum == 0 ? a : u;
+    return sum == 0 ? body : UOp::make(Op::ADD, dt, {body, const_int(dt, sum)});
+  }
+  const UOp* last = term_base(body->op == Op::ADD ? body->src[1] : body);
+  const UOp* next = term_base(b);
+  // a new base after every base of a cannot merge with one; IDIV/MOD may recombine
+  if (!last || !next || next->op == Op::IDIV || next->op == Op::MOD ||
+      structural_compare(last->ptr(), next->ptr()) >= 0)
+    return nullptr;
+  return has_k ? UOp::make(Op::ADD, dt, {UOp::make(Op::ADD, dt, {body, b}), a->src[1]}) : u;
+}
+}  // namespace
+
+UOpPtr canonical_sum(const UOpPtr& u) {
+  if (UOpPtr r = append(u)) return r;
+  return build(linear_form(u));
+}
+
 LinearForm scaled(const LinearForm& f, int64_t k) {
   LinearForm out{f.dtype, {}, wrap_mul(f.dtype, f.constant, k)};
   for (const auto& t : f.terms)

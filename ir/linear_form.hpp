@@ -33,6 +33,12 @@ LinearForm linear_form(const UOpPtr& u);
 // The canonical node: ((t0 + t1) + ...) + constant, each term `base` or `base*coef`.
 UOpPtr build(const LinearForm& f);
 
+// build(linear_form(u)) for a linear `u`, in O(1) when u = a + t with `a` already
+// canonical and t a constant or a term that sorts after all of a's terms (the
+// common case in a bottom-up rewrite, whose sources are canonical). With other
+// sources the result is still equal in value, only perhaps not canonical.
+UOpPtr canonical_sum(const UOpPtr& u);
+
 // The form times k (k exact; coefficients wrap), and the form of one term.
 LinearForm scaled(const LinearForm& f, int64_t k);
 LinearForm single_term(DType dt, const UOpPtr& base, int64_t coef, int64_t constant = 0);

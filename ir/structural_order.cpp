@@ -4,6 +4,7 @@
 #include "ir/symbolic.hpp"
 
 #include <bit>
+#include <type_traits>
 
 namespace loom {
 
@@ -22,31 +23,36 @@ int rank(Op op) {
   return 2 + static_cast<int>(op);
 }
 
-int const_compare(const UOp& a, const UOp& b) {
-  const auto* x = std::get_if<int64_t>(&a.arg);
-  const auto* y = std::get_if<int64_t>(&b.arg);
-  if (x && y) return three_way(*x, *y);
-  if (int c = three_way(a.const_value(), b.const_value())) return c;
-  return three_way(std::bit_cast<uint64_t>(a.const_value()), std::bit_cast<uint64_t>(b.const_value()));
+int double_compare(double a, double b) {
+  if (int c = three_way(a, b)) return c;
+  return three_way(std::bit_cast<uint64_t>(a), std::bit_cast<uint64_t>(b));  // -0.0 and 0.0, NaNs
 }
 
-// Readable order among leaves of one op: variables by name, ranges by axis id.
-int leaf_compare(const UOp& a, const UOp& b) {
-  switch (a.op) {
-    case Op::DEFINE_VAR: {
-      const auto &x = a.get<VarArg>(), &y = b.get<VarArg>();
-      if (int c = three_way(x.name, y.name)) return c;
-      if (int c = three_way(x.min, y.min)) return c;
-      return three_way(x.max, y.max);
-    }
-    case Op::RANGE: {
-      const auto &x = a.get<AxisArg>(), &y = b.get<AxisArg>();
-      if (int c = three_way(x.id, y.id)) return c;
-      return three_way(static_cast<int>(x.kind), static_cast<int>(y.kind));
-    }
-    case Op::CONST: return const_compare(a, b);
-    default: return 0;
-  }
+// Args compared by value: variables by name, ranges by axis id, buffers by slot.
+int arg_compare(const Arg& a, const Arg& b) {
+  if (int c = three_way(a.index(), b.index())) return c;
+  return std::visit(
+      [&b](const auto& x) -> int {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return 0;
+        else if constexpr (std::is_same_v<T, double>)
+          return double_compare(x, y);
+        else if constexpr (std::is_same_v<T, AxisArg>) {
+          if (int c = three_way(x.id, y.id)) return c;
+          return three_way(static_cast<int>(x.kind), static_cast<int>(y.kind));
+        } else if constexpr (std::is_same_v<T, VarArg>) {
+          if (int c = three_way(x.name, y.name)) return c;
+          if (int c = three_way(x.min, y.min)) return c;
+          return three_way(x.max, y.max);
+        } else if constexpr (std::is_same_v<T, ReduceArg>) {
+          if (int c = three_way(static_cast<int>(x.op), static_cast<int>(y.op))) return c;
+          return three_way(x.axes, y.axes);
+        } else
+          return three_way(x, y);  // int64, list of ints, string
+      },
+      a);
 }
 
 int dtype_compare(DType a, DType b) {
@@ -64,13 +70,13 @@ constexpr int kReadableDepth = 6;
 int compare(const UOp* a, const UOp* b, int depth) {
   if (a == b) return 0;
   if (int c = three_way(rank(a->op), rank(b->op))) return c;
-  if (int c = leaf_compare(*a, *b)) return c;
+  if (int c = arg_compare(a->arg, b->arg)) return c;
   if (int c = dtype_compare(a->dtype, b->dtype)) return c;
   if (int c = three_way(a->src.size(), b->src.size())) return c;
   if (depth >= kReadableDepth && a->hash() != b->hash()) return three_way(a->hash(), b->hash());
   for (size_t i = 0; i < a->src.size(); ++i)
     if (int c = compare(a->src[i].get(), b->src[i].get(), depth + 1)) return c;
-  return three_way(arg_hash(a->arg), arg_hash(b->arg));
+  return 0;  // same op, arg, dtype and sources: interning made them one node
 }
 }  // namespace
 

@@ -164,9 +164,7 @@ std::vector<Rule> simple_rules() {
   return rules;
 }
 
-UOpPtr normalize_linear(const Match& m) {
-  return is_linear(m.root()) ? build(linear_form(m.root())) : nullptr;
-}
+UOpPtr normalize_linear(const Match& m) { return is_linear(m.root()) ? canonical_sum(m.root()) : nullptr; }
 
 // (x*c)*y -> (x*y)*c: constants move out of products, where the linear form sees them.
 UOpPtr constant_out_of_product(const Match& m) {

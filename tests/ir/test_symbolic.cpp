@@ -283,6 +283,15 @@ TEST_CASE("identities on bitwise ops, shifts, bools and casts") {
   simplifies(un(Op::TRUNC, x), x);
 }
 
+TEST_CASE("cast chains collapse when the middle dtype holds every value") {
+  const auto x = var("x", 0, 100), big = var("big", 0, 300);
+  simplifies(cast(cast(x, i32), i64), x);
+  simplifies(cast(cast(x, u8), f32), cast(x, f32));
+  simplifies(cast(cast(x, i32), b1), cast(x, b1));
+  unchanged(cast(cast(big, u8), i32));         // 300 wraps to 44 in UInt8
+  unchanged(cast(cast(fvar("f"), i32), f32));  // truncates
+}
+
 TEST_CASE("where: constant conditions, equal branches, bool selects, negated conditions") {
   const auto a = var("a", 0, 9), b = var("b", 0, 9), p = bvar("p");
   simplifies(where(T, a, b), a);
@@ -392,6 +401,19 @@ TEST_CASE("divmod: sums split into multiples of c and a remainder within [0, c)"
   // x % c -> x % c with coefficients reduced mod c, for non-negative numerators: 5e = e (mod 4)
   simplifies((e * 5) % 4, e % 4);
   unchanged((var("s", -4, 4) * 5) % 4);
+  // a nested mod whose modulus c divides drops out of a non-negative sum: a%8 = a (mod 4)
+  simplifies((e % 8 + a) % 4, (a + e) % 4);
+  unchanged((a + e % 6) % 4);  // 4 does not divide 6
+}
+
+TEST_CASE("divmod: a coefficient that divides c splits the division in two") {
+  // s0*4 + s1 with s1 in [0, 4): /4 is s0 and %4 is s1, so /12 is s0/3 and %12 is (s0%3)*4 + s1
+  const auto s0 = make_range(6, 0), s1 = make_range(4, 1);
+  simplifies((s0 * 4 + s1) / 12, s0 / 3);
+  simplifies((s0 * 4 + s1) % 12, s1 + (s0 % 3) * 4);  // a range sorts before a MOD
+  // with s1 in [0, 5) neither /4 nor %4 folds: no split
+  const auto t1 = make_range(5, 1);
+  unchanged((s0 * 4 + t1) / 12);
 }
 
 TEST_CASE("divmod: x % c -> x and x / c -> 0 within (-c, c), with truncation") {
@@ -559,4 +581,18 @@ TEST_CASE("simplify reaches a fixpoint: a second run changes nothing") {
   for (const auto& e : {((r / 1) % 4) * 6 + ((r / 4) % 6) * 1, (x * 6 + 4) % 4, (x / 4 + 2) / 2,
                         where(x < 3, r % 5, r / 5) + x})
     CHECK(simplify(simplify(e)) == simplify(e));
+}
+
+TEST_CASE("a long integer sum in canonical order is kept as it is, its constant merged at the end") {
+  // Sums over buffers in slot order are canonical as built: each node is checked
+  // against its (canonical) prefix only, so this is linear, not quadratic, work.
+  UOpPtr sum;
+  for (int64_t slot = 0; slot < 5000; ++slot) {
+    const auto buf = UOp::make(Op::DEFINE_GLOBAL, i32.ptr_to(), {}, slot);
+    const auto x = UOp::make(Op::LOAD, i32, {UOp::make(Op::INDEX, i32.ptr_to(), {buf, c64(0)})});
+    sum = sum ? sum + x : x;
+  }
+  simplifies(sum, sum);
+  simplifies((sum + 5) + 7, sum + 12);
+  simplifies((sum + 5) + -5, sum);
 }
