@@ -1,5 +1,4 @@
 #include "check.hpp"
-#include "runtime/executor.hpp"
 #include "src/random.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -111,7 +110,7 @@ std::string error_of(auto f) {
 
 // Restores the thread count a test changes.
 struct ThreadsGuard {
-  int saved = num_threads();
+  int saved = get_num_threads();
   ~ThreadsGuard() { set_num_threads(saved); }
 };
 
