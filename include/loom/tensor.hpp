@@ -240,7 +240,13 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 }  // namespace loom
 
 // Identity hash, as for torch::Tensor: copies of a handle hash alike.
+// Identity hash and equality, as for torch::Tensor: copies of a handle are the
+// same key, so tensors work in unordered containers (== itself is not overloaded).
 template <>
 struct std::hash<loom::Tensor> {
   size_t operator()(const loom::Tensor& t) const noexcept { return std::hash<const void*>()(t.node().get()); }
+};
+template <>
+struct std::equal_to<loom::Tensor> {
+  bool operator()(const loom::Tensor& a, const loom::Tensor& b) const noexcept { return a.node() == b.node(); }
 };
