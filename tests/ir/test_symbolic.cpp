@@ -596,3 +596,22 @@ TEST_CASE("a long integer sum in canonical order is kept as it is, its constant 
   simplifies((sum + 5) + 7, sum + 12);
   simplifies((sum + 5) + -5, sum);
 }
+
+TEST_CASE("a whole kernel: index math folds, loops, loads, stores and float math stay") {
+  const auto out = UOp::make(Op::DEFINE_GLOBAL, f32.ptr_to(), {}, int64_t{0});
+  const auto in = UOp::make(Op::DEFINE_GLOBAL, f32.ptr_to(), {}, int64_t{1});
+  const auto r0 = make_range(3, 0), r1 = make_range(4, 1);
+  const auto k = UOp::make(Op::RANGE, i64, {c64(5)}, AxisArg{2, AxisKind::Reduce});
+  auto kernel = [&](const UOpPtr& in_idx, const UOpPtr& out_idx, const UOpPtr& scale) {
+    const auto x = UOp::make(Op::LOAD, f32, {UOp::make(Op::INDEX, f32.ptr_to(), {in, in_idx})});
+    const auto acc = UOp::make(Op::REDUCE, f32, {x * scale, k}, ReduceArg{Op::ADD, {}});
+    const auto st = UOp::make(Op::STORE, f32, {UOp::make(Op::INDEX, f32.ptr_to(), {out, out_idx}), acc});
+    return UOp::make(Op::SINK, i64, {UOp::make(Op::END, f32, {st, r0, r1})});
+  };
+  const auto lin = r0 * 4 + r1;
+  const auto messy_in = (((lin / 4) * 4 + lin % 4) * 5 + k) * 1;
+  const auto messy_out = (lin / 12) * 12 + lin % 12 + 0;
+  const auto messy = kernel(messy_in, messy_out, cf(f32, 0.5) * cf(f32, 4.0));
+  const auto want = kernel(r0 * 20 + r1 * 5 + k, r0 * 4 + r1, cf(f32, 2.0));
+  simplifies(messy, want);
+}
