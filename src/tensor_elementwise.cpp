@@ -1,17 +1,61 @@
-// Elementwise ops: arithmetic with PyTorch's promotion, comparisons, transcendentals
-// built from EXP2/LOG2/SIN/SQRT, where and cast.
+// Elementwise arithmetic with PyTorch's promotion, comparisons, logic and bitwise
+// ops, and the selections built on them (abs, sign, clamp, where). Transcendentals
+// are in tensor_elementwise_math.cpp, floor division and % in tensor_elementwise_division.cpp.
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace loom {
 
 using namespace detail;
 
-// ---- elementwise ----------------------------------------------------------------------------
-Tensor operator+(const Tensor& a, const Tensor& b) { return binary(Op::ADD, a, b, arithmetic_dtype(a, b), "add"); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return binary(Op::SUB, a, b, arithmetic_dtype(a, b), "sub"); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return binary(Op::MUL, a, b, arithmetic_dtype(a, b), "mul"); }
+namespace {
+// Rejects a dtype an op does not take, naming the op and what it expected.
+void refuse_bool(const UOpPtr& x, const char* op, const char* instead) {
+  if (x->dtype.is_bool()) throw Error(fmt::format("{}: not defined for a Bool tensor ({})", op, instead));
+}
+
+void require_bool(const Tensor& t, const char* op) {
+  if (!uop(t, op)->dtype.is_bool())
+    throw Error(fmt::format("{}: expected a Bool tensor, got {} (compare first, e.g. t.ne(0))", op,
+                            scalar_name(t.dtype().scalar)));
+}
+
+// Bool: logical; integers: bitwise; floats have no bits to combine.
+Tensor bitwise(Op op, const Tensor& a, const Tensor& b, const char* name) {
+  const DType dt = promote(uop(a, name)->dtype, uop(b, name)->dtype);
+  if (dt.is_float())
+    throw Error(fmt::format("{}: expected Bool or integer tensors, got {} and {}", name,
+                            scalar_name(a.dtype().scalar), scalar_name(b.dtype().scalar)));
+  return binary(op, a, b, dt, name);
+}
+
+// Float minimum keeps NaN: -max(-x, -y) (llvm.maximum propagates it); integers select,
+// since negation wraps at INT_MIN.
+UOpPtr min_of(const UOpPtr& x, const UOpPtr& y) {
+  return x->dtype.is_float() ? -umax(-x, -y) : where(x < y, x, y);
+}
+
+// An integer clamp bound: rounded inward (lo up, hi down), then saturated to dt's range.
+double int_bound(double v, DType dt, bool is_lo) {
+  const double r = is_lo ? std::ceil(v) : std::floor(v);
+  const double lo = dt == DType::UInt8 ? 0 : dt == DType::Int32 ? -2147483648.0 : -0x1p63;
+  const double hi = dt == DType::UInt8 ? 255 : dt == DType::Int32 ? 2147483647.0 : 0x1p63 - 1024;
+  return std::clamp(r, lo, hi);
+}
+}  // namespace
+
+// ---- arithmetic ---------------------------------------------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return binary(Op::ADD, a, b, arithmetic_dtype(a, b), "add");
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return binary(Op::SUB, a, b, arithmetic_dtype(a, b), "sub");
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return binary(Op::MUL, a, b, arithmetic_dtype(a, b), "mul");
+}
 Tensor operator/(const Tensor& a, const Tensor& b) {
   return binary(Op::FDIV, a, b, float_dtype(promote(a.dtype(), b.dtype())), "div");
 }
@@ -19,38 +63,69 @@ Tensor operator-(const Tensor& a) { return a.neg(); }
 
 Tensor Tensor::neg() const {
   const UOpPtr& x = uop(*this, "neg");
-  if (x->dtype.is_bool()) throw Error("neg: negation of a Bool tensor is not supported (use logical_not)");
+  refuse_bool(x, "neg", "use logical_not");
   return make_tensor(alu(Op::NEG, {x}));
 }
-// exp(x) = 2^(x*log2(e)), log(x) = log2(x)*ln(2): codegen needs only EXP2 and LOG2.
-Tensor Tensor::exp() const {
-  return unary_float(*this, "exp", [](const UOpPtr& x) { return alu(Op::EXP2, {x * const_tensor(1.0 / std::log(2.0), x->dtype, *x->shape())}); });
+Tensor Tensor::square() const { return *this * *this; }
+
+// max(x, -x): +0 for -0, NaN stays NaN, and INT_MIN stays INT_MIN (it wraps, as in PyTorch).
+Tensor Tensor::abs() const {
+  const UOpPtr& x = uop(*this, "abs");
+  refuse_bool(x, "abs", "as in PyTorch on the CPU");
+  return make_tensor(x->dtype.is_unsigned() ? x : umax(x, -x));
 }
-Tensor Tensor::log() const {
-  return unary_float(*this, "log", [](const UOpPtr& x) { return alu(Op::LOG2, {x}) * const_tensor(std::log(2.0), x->dtype, *x->shape()); });
+
+// PyTorch's (0 < x) - (x < 0): sign(-0) = 0 and sign(NaN) = 0 (NumPy would give NaN); Bool is itself.
+Tensor Tensor::sign() const {
+  const UOpPtr& x = uop(*this, "sign");
+  if (x->dtype.is_bool()) return make_tensor(x);
+  const UOpPtr zero = const_as(x, 0);
+  const UOpPtr positive = cast_uop(zero < x, x->dtype);
+  return make_tensor(x->dtype.is_unsigned() ? positive : positive - cast_uop(x < zero, x->dtype));
 }
-Tensor Tensor::exp2() const { return unary_float(*this, "exp2", [](const UOpPtr& x) { return alu(Op::EXP2, {x}); }); }
-Tensor Tensor::log2() const { return unary_float(*this, "log2", [](const UOpPtr& x) { return alu(Op::LOG2, {x}); }); }
-Tensor Tensor::sqrt() const { return unary_float(*this, "sqrt", [](const UOpPtr& x) { return alu(Op::SQRT, {x}); }); }
+
 Tensor Tensor::relu() const {
   const UOpPtr& x = uop(*this, "relu");
-  if (x->dtype.is_bool()) throw Error("relu: not defined for a Bool tensor");
-  return make_tensor(umax(x, const_tensor(0, x->dtype, *x->shape())));
+  refuse_bool(x, "relu", "cast it to a number first");
+  return make_tensor(umax(x, const_as(x, 0)));
 }
+
 Tensor Tensor::maximum(const Tensor& other) const {
   return binary(Op::MAX, *this, other, promote(dtype(), other.dtype()), "maximum");
 }
 Tensor Tensor::minimum(const Tensor& other) const {
-  DType dt = promote(dtype(), other.dtype());
-  auto [x, y] = operands(*this, other, dt, "minimum");
-  // -max(-x, -y) keeps NaN propagation on floats; on integers negation wraps, so select.
-  if (dt.is_float()) return make_tensor(-umax(-x, -y));
-  return make_tensor(loom::where(x < y, x, y));
+  auto [x, y] = operands(*this, other, promote(dtype(), other.dtype()), "minimum");
+  return make_tensor(min_of(x, y));
 }
-Tensor Tensor::lt(const Tensor& o) const { return binary(Op::CMPLT, *this, o, promote(dtype(), o.dtype()), "lt"); }
-Tensor Tensor::gt(const Tensor& o) const { return binary(Op::CMPLT, o, *this, promote(dtype(), o.dtype()), "gt"); }
-Tensor Tensor::eq(const Tensor& o) const { return binary(Op::CMPEQ, *this, o, promote(dtype(), o.dtype()), "eq"); }
-Tensor Tensor::ne(const Tensor& o) const { return binary(Op::CMPNE, *this, o, promote(dtype(), o.dtype()), "ne"); }
+
+// min(max(x, lo), hi), as torch.clamp: a NaN in x stays NaN, and lo > hi gives hi everywhere.
+// Integer tensors keep their dtype: the bounds round inward and saturate to its range.
+Tensor Tensor::clamp(double lo, double hi) const {
+  const UOpPtr& x = uop(*this, "clamp");
+  refuse_bool(x, "clamp", "cast it to a number first");
+  if (!x->dtype.is_float()) {
+    if (std::isnan(lo) || std::isnan(hi))
+      throw Error(fmt::format("clamp: a NaN bound ({}, {}) cannot apply to a {} tensor", lo, hi,
+                              scalar_name(x->dtype.scalar)));
+    lo = int_bound(lo, x->dtype, true);
+    hi = int_bound(hi, x->dtype, false);
+  }
+  return make_tensor(min_of(umax(x, const_as(x, lo)), const_as(x, hi)));
+}
+
+// ---- comparisons --------------------------------------------------------------------------------
+Tensor Tensor::lt(const Tensor& o) const {
+  return binary(Op::CMPLT, *this, o, promote(dtype(), o.dtype()), "lt");
+}
+Tensor Tensor::gt(const Tensor& o) const {
+  return binary(Op::CMPLT, o, *this, promote(dtype(), o.dtype()), "gt");
+}
+Tensor Tensor::eq(const Tensor& o) const {
+  return binary(Op::CMPEQ, *this, o, promote(dtype(), o.dtype()), "eq");
+}
+Tensor Tensor::ne(const Tensor& o) const {
+  return binary(Op::CMPNE, *this, o, promote(dtype(), o.dtype()), "ne");
+}
 // a <= b is (a < b) | (a == b), not !(b < a), which would be true for NaN.
 Tensor Tensor::le(const Tensor& o) const {
   auto [x, y] = operands(*this, o, promote(dtype(), o.dtype()), "le");
@@ -58,19 +133,53 @@ Tensor Tensor::le(const Tensor& o) const {
 }
 Tensor Tensor::ge(const Tensor& o) const { return o.le(*this); }
 
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+
+// ---- logic and bits -----------------------------------------------------------------------------
+Tensor Tensor::logical_and(const Tensor& other) const {
+  require_bool(*this, "logical_and");
+  require_bool(other, "logical_and");
+  return binary(Op::AND, *this, other, DType::Bool, "logical_and");
+}
+Tensor Tensor::logical_or(const Tensor& other) const {
+  require_bool(*this, "logical_or");
+  require_bool(other, "logical_or");
+  return binary(Op::OR, *this, other, DType::Bool, "logical_or");
+}
+// x != true: the simplifier's canonical Bool negation.
+Tensor Tensor::logical_not() const {
+  require_bool(*this, "logical_not");
+  const UOpPtr& x = uop(*this, "logical_not");
+  return make_tensor(loom::ne(x, const_as(x, 1)));
+}
+
+Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise(Op::AND, a, b, "bitwise_and (&)"); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise(Op::OR, a, b, "bitwise_or (|)"); }
+// Bool: logical not; integers: every bit flipped (x ^ all ones).
+Tensor operator~(const Tensor& a) {
+  const UOpPtr& x = uop(a, "bitwise_not (~)");
+  if (x->dtype.is_bool()) return a.logical_not();
+  if (x->dtype.is_float())
+    throw Error(fmt::format("bitwise_not (~): expected a Bool or integer tensor, got {}",
+                            scalar_name(x->dtype.scalar)));
+  return make_tensor(alu(Op::XOR, {x, const_as(x, x->dtype.is_unsigned() ? 255 : -1)}));
+}
+
+// ---- selection and conversion -------------------------------------------------------------------
 Tensor Tensor::where(const Tensor& a, const Tensor& b) const { return loom::where(*this, a, b); }
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const UOpPtr &c = uop(cond, "where"), &x = uop(a, "where"), &y = uop(b, "where");
   Shape s = broadcast_shape(broadcast_shape(*c->shape(), *x->shape(), "where"), *y->shape(), "where");
   DType dt = promote(x->dtype, y->dtype);
-  UOpPtr cb = c->dtype.is_bool() ? c : ne(c, const_tensor(0, c->dtype, *c->shape()));
-  return make_tensor(loom::where(expand_uop(cb, s), cast_uop(expand_uop(x, s), dt), cast_uop(expand_uop(y, s), dt)));
+  UOpPtr cb = c->dtype.is_bool() ? c : ne(c, const_as(c, 0));
+  return make_tensor(
+      loom::where(expand_uop(cb, s), cast_uop(expand_uop(x, s), dt), cast_uop(expand_uop(y, s), dt)));
 }
 Tensor Tensor::cast(DType dt) const { return make_tensor(cast_uop(uop(*this, "cast"), dt.base())); }
 
-Tensor exp(const Tensor& t) { return t.exp(); }
-Tensor log(const Tensor& t) { return t.log(); }
-Tensor sqrt(const Tensor& t) { return t.sqrt(); }
 Tensor relu(const Tensor& t) { return t.relu(); }
 
 }  // namespace loom

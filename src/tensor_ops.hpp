@@ -36,7 +36,8 @@ inline void check_shape(const Shape& s, const char* op) {
 
 inline int norm_axis(int axis, size_t ndim, const char* op) {
   const int n = static_cast<int>(ndim);
-  if (axis < -n || axis >= n || (n == 0 && axis != 0 && axis != -1))
+  const int m = std::max(n, 1);  // a 0-d tensor takes axis 0 or -1, as in PyTorch
+  if (axis < -m || axis >= m)
     throw Error(fmt::format("{}: axis {} is out of range for a tensor of {} dimension{} (expected {} to {})", op,
                             axis, n, n == 1 ? "" : "s", -std::max(n, 1), std::max(n, 1) - 1));
   return axis < 0 ? axis + std::max(n, 1) : axis;
@@ -59,6 +60,8 @@ inline UOpPtr expand_uop(const UOpPtr& u, const Shape& shape) {
 inline UOpPtr cast_uop(const UOpPtr& u, DType dt) { return u->dtype == dt ? u : UOp::make(Op::CAST, dt, {u}); }
 
 inline UOpPtr const_tensor(double v, DType dt, const Shape& shape) { return expand_uop(const_like(dt, v), shape); }
+// `v` as a constant of u's dtype and shape.
+inline UOpPtr const_as(const UOpPtr& u, double v) { return const_tensor(v, u->dtype, *u->shape()); }
 
 inline Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
   Shape out(std::max(a.size(), b.size()));

@@ -134,3 +134,160 @@ TEST_CASE("a fused chain over odd sizes 1, 7 and 1023") {
     check_ref(((a * b + a) / (b * b + 1)).relu().sqrt(), 2);
   }
 }
+
+TEST_CASE("abs on every number dtype: INT_MIN wraps, -0 gives +0, NaN stays") {
+  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    CAPTURE(to_string(dt));
+    check_values(make(dt, {-3, 0, 5, -1}, {4}).abs(), {3, 0, 5, 1});
+  }
+  check_values(make(DType::Int32, {-2147483648.0, 2147483647}, {2}).abs(), {-2147483648.0, 2147483647});
+  const auto i64 = make(DType::Int64, {-0x1p63}, {1}).abs().to_vector<int64_t>();
+  CHECK(i64[0] == std::numeric_limits<int64_t>::min());
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const auto f = make(DType::Float32, {-0.0, nan, -inf}, {3}).abs().to_vector<float>();
+  CHECK(!std::signbit(f[0]));
+  CHECK(std::isnan(f[1]));
+  CHECK(f[2] == std::numeric_limits<float>::infinity());
+  Tensor u = make(DType::UInt8, {200, 3}, {2});
+  check_values((u + u).abs(), {144, 6});  // 400 wraps to 144; unsigned values are their own abs
+  CHECK_THROWS_WITH_AS(make(DType::Bool, {1}, {1}).abs(), doctest::Contains("abs: not defined for a Bool"),
+                       Error);
+}
+
+TEST_CASE("sign follows PyTorch: -1, 0, 1, with sign(NaN) = 0 and Bool unchanged") {
+  for (DType dt : {DType::Int32, DType::Int64, DType::Float32, DType::Float64}) {
+    CAPTURE(to_string(dt));
+    Tensor s = make(dt, {-7, 0, 3, -2147483648.0}, {4}).sign();
+    CHECK(s.dtype() == dt);
+    check_values(s, {-1, 0, 1, -1});
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  check_values(make(DType::Float64, {nan, -inf, inf, -0.0, 1e-300}, {5}).sign(), {0, -1, 1, 0, 1});
+  check_values(make(DType::UInt8, {0, 1, 255}, {3}).sign(), {0, 1, 1});
+  Tensor b = make(DType::Bool, {1, 0}, {2});
+  CHECK(b.sign().dtype() == DType::Bool);
+  check_values(b.logical_not().sign(), {0, 1});
+}
+
+TEST_CASE("square keeps the dtype (Bool computes as Int32) and wraps on integers") {
+  for (DType dt : test::number_dtypes()) {
+    CAPTURE(to_string(dt));
+    Tensor s = make(dt, {0, 3, 11}, {3}).square();
+    CHECK(s.dtype() == dt);
+    check_values(s, {0, 9, 121});
+  }
+  check_values(make(DType::UInt8, {16, 17}, {2}).square(), {0, 33});  // 256 and 289 wrap
+  check_values(make(DType::Int32, {65536, -3}, {2}).square(), {0, 9});
+  check_values(make(DType::Bool, {1, 0}, {2}).square(), {1, 0});
+  CHECK(make(DType::Bool, {1}, {1}).square().dtype() == DType::Int32);
+}
+
+TEST_CASE("clamp like torch.clamp: NaN stays, lo > hi gives hi, integers keep their dtype") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {-5, -1, 0.25, 2, 9, nan, -inf, inf}, {8});
+    check_values(x.clamp(-1.5, 2.5), {-1.5, -1, 0.25, 2, 2.5, nan, -1.5, 2.5});
+    check_values(x.clamp(3, 1), {1, 1, 1, 1, 1, nan, 1, 1});
+    check_values(x.clamp(-inf, 0), {-5, -1, 0, 0, 0, nan, -inf, 0});
+  }
+  for (DType dt : {DType::Int32, DType::Int64, DType::UInt8}) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {0, 1, 2, 3, 4, 200}, {6});
+    Tensor c = x.clamp(1, 3);
+    CHECK(c.dtype() == dt);
+    check_values(c, {1, 1, 2, 3, 3, 3});
+    check_values(x.clamp(0.5, 3.5), {1, 1, 2, 3, 3, 3});       // fractional bounds round inward
+    check_values(x.clamp(-1000, 1000), {0, 1, 2, 3, 4, 200});  // bounds saturate to the dtype's range
+  }
+  check_values(make(DType::Int32, {-2147483648.0, 5}, {2}).clamp(-inf, 4), {-2147483648.0, 4});
+  check_values(make(DType::Int32, {-7, 7}, {2}).clamp(5, -5), {-5, -5});
+  CHECK_THROWS_WITH_AS(make(DType::Int32, {1}, {1}).clamp(nan, 1), doctest::Contains("clamp: a NaN bound"),
+                       Error);
+  CHECK_THROWS_WITH_AS(make(DType::Bool, {1}, {1}).clamp(0, 1),
+                       doctest::Contains("clamp: not defined for a Bool"), Error);
+}
+
+TEST_CASE("logical_and, logical_or, logical_not on Bool; other dtypes are refused") {
+  Tensor a = make(DType::Bool, {0, 0, 1, 1}, {4}), b = make(DType::Bool, {0, 1, 0, 1}, {4});
+  check_values(a.logical_and(b), {0, 0, 0, 1});
+  check_values(a.logical_or(b), {0, 1, 1, 1});
+  check_values(a.logical_not(), {1, 1, 0, 0});
+  check_values(a.logical_and(make(DType::Bool, {1}, {1})), {0, 0, 1, 1});  // broadcasts
+  CHECK(a.logical_or(b).dtype() == DType::Bool);
+  Tensor i = make(DType::Int32, {1, 0, 1, 0}, {4});
+  CHECK_THROWS_WITH_AS(a.logical_and(i), doctest::Contains("logical_and: expected a Bool tensor, got Int32"),
+                       Error);
+  CHECK_THROWS_WITH_AS(i.logical_or(a), doctest::Contains("logical_or: expected a Bool tensor, got Int32"),
+                       Error);
+  CHECK_THROWS_WITH_AS(make(DType::Float64, {1}, {1}).logical_not(),
+                       doctest::Contains("logical_not: expected a Bool tensor, got Float64"), Error);
+}
+
+TEST_CASE("& | ~: logical on Bool, bitwise on integers, refused on floats") {
+  Tensor a = make(DType::Bool, {0, 0, 1, 1}, {4}), b = make(DType::Bool, {0, 1, 0, 1}, {4});
+  check_values(a & b, {0, 0, 0, 1});
+  check_values(a | b, {0, 1, 1, 1});
+  check_values(~a, {1, 1, 0, 0});
+  CHECK((a & b).dtype() == DType::Bool);
+  for (DType dt : {DType::Int32, DType::Int64}) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {12, -1, 5, -8}, {4}), y = make(dt, {10, 7, 0, 3}, {4});
+    check_values(x & y, {8, 7, 0, 0});
+    check_values(x | y, {14, -1, 5, -5});
+    check_values(~x, {-13, 0, -6, 7});
+  }
+  Tensor u = make(DType::UInt8, {12, 255, 0}, {3}), v = make(DType::UInt8, {10, 15, 1}, {3});
+  check_values(u & v, {8, 15, 0});
+  check_values(u | v, {14, 255, 1});
+  check_values(~u, {243, 0, 255});
+  Tensor i = make(DType::Int32, {6, 3}, {2});
+  CHECK((i & a.shrink({{0, 2}})).dtype() == DType::Int32);  // Bool promotes to the integer
+  check_values(i | make(DType::Bool, {1, 0}, {2}), {7, 3});
+  Tensor f = make(DType::Float32, {1}, {1});
+  CHECK_THROWS_WITH_AS(
+      f & i, doctest::Contains("bitwise_and (&): expected Bool or integer tensors, got Float32 and Int32"),
+      Error);
+  CHECK_THROWS_WITH_AS(i | f, doctest::Contains("bitwise_or (|)"), Error);
+  CHECK_THROWS_WITH_AS(
+      ~f, doctest::Contains("bitwise_not (~): expected a Bool or integer tensor, got Float32"), Error);
+}
+
+TEST_CASE("< <= > >= give Bool, with tensors or C++ numbers on either side") {
+  for (DType dt : test::number_dtypes()) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {1, 2, 3}, {3}), y = make(dt, {3, 2, 1}, {3});
+    check_values(x < y, {1, 0, 0});
+    check_values(x <= y, {1, 1, 0});
+    check_values(x > y, {0, 0, 1});
+    check_values(x >= y, {0, 1, 1});
+    check_values(x < 2, {1, 0, 0});
+    check_values(2 < x, {0, 0, 1});
+    check_values(x <= 2, {1, 1, 0});
+    check_values(2 >= x, {1, 1, 0});
+    check_values(x > 1.5, {0, 1, 1});
+    check_values(2.5f > x, {1, 1, 0});
+    CHECK((x >= 2).dtype() == DType::Bool);
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor n = make(DType::Float32, {nan, 1}, {2});
+  check_values(n >= 0, {0, 1});
+  check_values(0 > n, {0, 0});
+}
+
+TEST_CASE("maximum and minimum on every number dtype, NaN propagating on floats") {
+  for (DType dt : test::number_dtypes()) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {1, 5, 3}, {3}), y = make(dt, {4, 2, 3}, {3});
+    check_values(x.maximum(y), {4, 5, 3});
+    check_values(x.minimum(y), {1, 2, 3});
+    check_values(x.maximum(2), {2, 5, 3});
+    check_values(x.minimum(2), {1, 2, 2});
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = make(DType::Float64, {nan, 1}, {2}), b = make(DType::Float64, {0, nan}, {2});
+  check_values(a.maximum(b), {nan, nan});
+  check_values(a.minimum(b), {nan, nan});
+  check_values(make(DType::Int32, {-2147483648.0}, {1}).minimum(make(DType::Int32, {5}, {1})),
+               {-2147483648.0});
+}

@@ -1,0 +1,312 @@
+// Transcendentals and powers (src/tensor_elementwise_math.cpp): each function over a
+// sweep of a few thousand inputs in one tensor (one kernel), compiled result against
+// the reference interpreter, and against long-double libm within a stated ulp bound.
+// The reference interpreter evaluates loom's own decomposition, so the long-double
+// comparison is what checks the decomposition itself.
+#include "check.hpp"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+using namespace loom;
+using test::check_ref;
+using test::check_values;
+using test::make;
+using test::values;
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// `v` rounded to dt, as the tensor will hold it.
+double rounded(double v, DType dt) {
+  return dt == DType::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
+}
+
+// n points spread over [lo, hi] by the golden-ratio sequence (deterministic, no clumps),
+// rounded to dt; `log_scale` spreads them over exponents: the points are 2^u.
+std::vector<double> sweep(int n, double lo, double hi, DType dt, bool log_scale = false) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) {
+    const double f = std::fmod(0.5 + i * 0.6180339887498949, 1.0);
+    const double u = lo + (hi - lo) * f;
+    v.push_back(rounded(log_scale ? std::exp2(u) : u, dt));
+  }
+  return v;
+}
+
+std::vector<double> negated(std::vector<double> v) {
+  for (double& x : v) x = -x;
+  return v;
+}
+std::vector<double> joined(std::vector<double> a, const std::vector<double>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The error of `got` in units in the last place of dt at the exact value `want` (long
+// double: 11 bits beyond double, so it stands for the exact value). An ulp is
+// 2^(e - p + 1) with 2^e <= |want| < 2^(e+1), e no lower than dt's smallest normal
+// exponent (subnormals have the fixed spacing), p = 24 or 53. A NaN matching a NaN and an
+// infinity matching the rounded-to-dt reference are 0; any other mismatch is infinite.
+double ulp_error(double got, long double want, DType dt) {
+  const bool f32 = dt == DType::Float32;
+  const long double want_dt = f32 ? static_cast<long double>(static_cast<float>(want))
+                                  : static_cast<long double>(static_cast<double>(want));
+  if (std::isnan(want)) return std::isnan(got) ? 0 : kInf;
+  if (std::isinf(want_dt) || std::isinf(got) || std::isnan(got)) return got == want_dt ? 0 : kInf;
+  const int p = f32 ? 24 : 53, emin = f32 ? -126 : -1022;
+  const int e = want == 0 ? emin : std::max(std::ilogb(want), emin);
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - want) / std::ldexp(1.0L, e - p + 1));
+}
+
+using Exact = std::function<long double(long double)>;
+
+// Runs `result` (a function of `xs`), checks it against the reference interpreter and
+// returns the largest ulp error against `exact`, reporting the worst input on failure.
+double max_ulp_error(const Tensor& result, const std::vector<double>& xs, DType dt, const Exact& exact) {
+  const std::vector<double> got = check_ref(result);
+  REQUIRE(got.size() == xs.size());
+  double worst = 0, worst_x = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = ulp_error(got[i], exact(xs[i]), dt);
+    if (e > worst) worst = e, worst_x = xs[i];
+  }
+  INFO("worst input " << worst_x << " (" << to_string(dt) << ")");
+  CHECK(std::isfinite(worst));
+  return worst;
+}
+
+const std::vector<DType>& float_dtypes() {
+  static const std::vector<DType> d{DType::Float32, DType::Float64};
+  return d;
+}
+}  // namespace
+
+// Bounds below: the error each decomposition keeps (argued in the source's comments) plus
+// libm's own (glibc: below 1 ulp for exp2, log2, sin, pow and their float versions). A correctly
+// rounded result is within 1/2 ulp; the long-double reference is itself off by up to 2^-11 of a
+// Float64 ulp, so that is checked as 0.501. Each further rounding adds up to 1/2 ulp of its own
+// value, which is up to 1 ulp of a result in the binade below.
+
+TEST_CASE("exp over its whole range, subnormal results and overflow included") {
+  // 2^r' * 2^n with r' small (Cody-Waite): libm exp2's < 1 ulp plus ~0.3 ulp from r' (0.81 seen).
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    const auto xs = joined(sweep(3000, f32 ? -104 : -746, f32 ? 89 : 710, dt), sweep(500, -1e-3, 1e-3, dt));
+    const Tensor x = make(dt, xs, {static_cast<int64_t>(xs.size())});
+    CHECK(max_ulp_error(x.exp(), xs, dt, [](long double v) { return std::exp(v); }) <= 1.5);
+  }
+}
+
+TEST_CASE("logarithms, exp2, sqrt, rsqrt and reciprocal over many binades") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    const auto pos = joined(sweep(3000, f32 ? -149 : -1074, f32 ? 127.9 : 1023.9, dt, true),
+                            sweep(500, 1 - 1e-3, 1 + 1e-3, dt));
+    const Tensor x = make(dt, pos, {static_cast<int64_t>(pos.size())});
+    // log2 * ln2: libm log2 (< 1 ulp) and two roundings, the constant's and the product's (1.38 seen).
+    CHECK(max_ulp_error(x.log(), pos, dt, [](long double v) { return std::log(v); }) <= 2);
+    CHECK(max_ulp_error(x.log2(), pos, dt, [](long double v) { return std::log2(v); }) <= 1);
+    CHECK(max_ulp_error(x.sqrt(), pos, dt, [](long double v) { return std::sqrt(v); }) <= 0.501);
+    // Two correctly rounded steps, sqrt then 1/y (1.44 seen).
+    CHECK(max_ulp_error(x.rsqrt(), pos, dt, [](long double v) { return 1 / std::sqrt(v); }) <= 2);
+    CHECK(max_ulp_error(x.reciprocal(), pos, dt, [](long double v) { return 1 / v; }) <= 0.501);
+    const auto xs = sweep(3000, f32 ? -151 : -1076, f32 ? 129 : 1025, dt);
+    const Tensor e = make(dt, xs, {static_cast<int64_t>(xs.size())});
+    CHECK(max_ulp_error(e.exp2(), xs, dt, [](long double v) { return std::exp2(v); }) <= 1);
+  }
+}
+
+TEST_CASE("sin and cos over every binade, near the zeros of cos too") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    const double top = f32 ? 127.99 : 1022.99;  // below the top binade (checked apart below)
+    auto xs = joined(sweep(1500, -10, 10, dt), sweep(1000, -30, top, dt, true));
+    xs = joined(xs, negated(sweep(500, -30, top, dt, true)));
+    for (int k = -40; k <= 40; ++k) xs.push_back(rounded(k * std::numbers::pi / 2, dt));  // cos(x) ~ 1e-17
+    for (int k = 1; k <= 20; ++k)
+      xs.push_back(rounded(k * 5e6 * std::numbers::pi + std::numbers::pi / 2, dt));
+    const Tensor x = make(dt, xs, {static_cast<int64_t>(xs.size())});
+    CHECK(max_ulp_error(x.sin(), xs, dt, [](long double v) { return std::sin(v); }) <= 1);  // libm
+    // sin(2x) / (2 sin(x)): three roundings of up to 1/2 ulp each plus the binade effect (2.24
+    // seen over wider sweeps); Float32 computes in Float64 and rounds once: 1/2 ulp plus 2^-27.
+    CHECK(max_ulp_error(x.cos(), xs, dt, [](long double v) { return std::cos(v); }) <= (f32 ? 0.501 : 2.5));
+  }
+  // The top binade of Float64, where 2x overflows: 1 - 2 sin(x/2)^2, within 2 ulps of 1 absolutely.
+  const auto huge = sweep(200, 1023, 1023.999, DType::Float64, true);
+  const auto got = check_ref(make(DType::Float64, joined(huge, negated(huge)), {400}).cos());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(std::abs(got[i] - static_cast<double>(std::cos(
+                                static_cast<long double>(i < 200 ? huge[i] : -huge[i - 200])))) <= 0x1p-51);
+}
+
+TEST_CASE("tanh and sigmoid accurate near 0 and saturating without NaN") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    auto xs = joined(sweep(2000, -25, 25, dt), sweep(800, f32 ? -140 : -1070, 4, dt, true));
+    xs = joined(xs, negated(sweep(800, f32 ? -140 : -1070, 4, dt, true)));
+    xs = joined(xs, sweep(400, -800, 800, dt));
+    const Tensor x = make(dt, xs, {static_cast<int64_t>(xs.size())});
+    // Near 0, -t/(t+2): expm1's series (~1 ulp, amplified up to 1.6 by the quotient) and two
+    // roundings, about 2.6 ulps at worst with the binade effect; beyond 0.55, 1 - 2u/(1+u) is
+    // within ~1 ulp (1.82 seen).
+    CHECK(max_ulp_error(x.tanh(), xs, dt, [](long double v) { return std::tanh(v); }) <= 3);
+    // exp (1.5 ulps) then one add and one division (1.95 seen).
+    CHECK(max_ulp_error(x.sigmoid(), xs, dt, [](long double v) { return 1 / (1 + std::exp(-v)); }) <= 2.5);
+  }
+}
+
+TEST_CASE("pow of two tensors and of a tensor and a number") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    const auto bases = sweep(3000, -20, 20, dt, true);
+    const auto exps = sweep(3000, f32 ? -6 : -50, f32 ? 6 : 50, dt);
+    const int64_t n = static_cast<int64_t>(bases.size());
+    const Tensor b = make(dt, bases, {n}), e = make(dt, exps, {n});
+    const std::vector<double> got = check_ref(b.pow(e));
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+      worst = std::max(worst, ulp_error(got[i], std::pow(static_cast<long double>(bases[i]), exps[i]), dt));
+    CHECK(worst <= 1);  // libm pow
+    // PyTorch's shortcuts: x*x and sqrt(x) and 1/x round once; x*x*x, 1/sqrt(x) and 1/(x*x)
+    // twice; any other exponent is libm's pow.
+    for (auto [p, bound] : {std::pair{2.0, 0.501},
+                            {3.0, 2.0},
+                            {0.5, 0.501},
+                            {-0.5, 2.0},
+                            {-1.0, 0.501},
+                            {-2.0, 2.0},
+                            {1.7, 1.0},
+                            {-3.0, 1.0}}) {
+      CAPTURE(p);
+      const long double held = rounded(p, dt);  // the exponent as the tensor's dtype holds it
+      CHECK(max_ulp_error(b.pow(p), bases, dt, [held](long double v) { return std::pow(v, held); }) <= bound);
+    }
+  }
+}
+
+TEST_CASE("hand-computed values and special inputs of the float functions") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const double pi = std::numbers::pi;
+    Tensor x = make(dt, {0, 1, -1, kInf, -kInf, kNaN}, {6});
+    check_values(x.exp(), {1, std::numbers::e, 1 / std::numbers::e, kInf, 0, kNaN}, 1);
+    check_values(x.tanh(), {0, std::tanh(1.0), -std::tanh(1.0), 1, -1, kNaN}, 2);
+    check_values(x.sigmoid(), {0.5, 1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(1.0)), 1, 0, kNaN}, 2);
+    check_values(x.sin(), {0, std::sin(1.0), -std::sin(1.0), kNaN, kNaN, kNaN}, 1);
+    check_values(x.cos(), {1, std::cos(1.0), std::cos(1.0), kNaN, kNaN, kNaN}, 1);
+    check_values(make(dt, {pi, pi / 3, 2 * pi, -pi / 2}, {4}).cos(),
+                 {-1, 0.5, 1, std::cos(rounded(-pi / 2, dt))}, 2);
+    // Saturation without NaN, and the subnormal tail of sigmoid for very negative x.
+    Tensor big = make(dt, {30, -30, 800, -800, 90}, {5});
+    check_values(big.tanh(), {1, -1, 1, -1, 1});
+    check_values(big.sigmoid(), {1 / (1 + std::exp(-30.0)), std::exp(-30.0) / (1 + std::exp(-30.0)), 1, 0, 1},
+                 2);
+    Tensor p = make(dt, {4, 0.25, 0, -0.0, -1}, {5});
+    check_values(p.rsqrt(), {0.5, 2, kInf, -kInf, kNaN});
+    check_values(p.reciprocal(), {0.25, 4, kInf, -kInf, -1});
+    check_values(p.log(), {std::log(4.0), std::log(0.25), -kInf, -kInf, kNaN}, 2);
+    check_values(p.log2(), {2, -2, -kInf, -kInf, kNaN});
+    check_values(p.exp2(), {16, std::exp2(0.25), 1, 1, 0.5}, 1);
+  }
+  // Signed zeros: tanh(-0) = -0, sin(-0) = -0; exp of a Float64 subnormal result.
+  const auto z = make(DType::Float64, {-0.0}, {1}).tanh().to_vector<double>();
+  CHECK(std::signbit(z[0]));
+  CHECK(make(DType::Float64, {-740}, {1}).exp().item<double>() == std::exp(-740.0));
+  CHECK(make(DType::Float32, {-100}, {1}).exp().item<float>() == std::exp(-100.0f));
+  CHECK(make(DType::Float64, {709.78}, {1}).exp().item<double>() == std::exp(709.78));
+}
+
+TEST_CASE("transcendentals of Bool and integer tensors compute in Float32") {
+  for (DType dt : {DType::Bool, DType::UInt8, DType::Int32, DType::Int64}) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {0, 1}, {2});
+    for (const Tensor& r : {x.exp(), x.log(), x.exp2(), x.log2(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(),
+                            x.tanh(), x.sigmoid(), x.reciprocal(), x.pow(0.5)})
+      CHECK(r.dtype() == DType::Float32);
+    check_values(x.exp(), {1, std::numbers::e}, 1);
+    check_values(x.cos(), {1, std::cos(1.0)}, 1);
+    check_values(x.sigmoid(), {0.5, 1 / (1 + std::exp(-1.0))}, 2);
+    check_values(x.reciprocal(), {kInf, 1});
+  }
+}
+
+TEST_CASE("integer pow: integer results that wrap, and PyTorch's negative exponents") {
+  for (DType dt : {DType::Int32, DType::Int64}) {
+    CAPTURE(to_string(dt));
+    Tensor a = make(dt, {2, -2, 3, 0, 0, 1, -1, -1, 2, 5, -3}, {11});
+    Tensor e = make(dt, {10, 3, 0, 0, 5, -7, -3, -2, -1, 1, 4}, {11});
+    Tensor p = a.pow(e);
+    CHECK(p.dtype() == dt);
+    // Negative exponents: 1 for a = 1, ±1 for a = -1 (odd/even), else 0.
+    check_values(p, {1024, -8, 1, 1, 0, 1, -1, 1, 0, 5, 81});
+  }
+  // Wrapping: 3^21 = 10460353203 is 1870418611 mod 2^32; 2^31 is INT_MIN; 3^39 fits Int64,
+  // 3^40 = 12157665459056928801 wraps (and 3^41 is three times that, mod 2^64).
+  check_values(make(DType::Int32, {3, 2, -2}, {3}).pow(make(DType::Int32, {21, 31, 31}, {3})),
+               {1870418611, -2147483648.0, -2147483648.0});
+  const auto big =
+      make(DType::Int64, {3, 3, 3}, {3}).pow(make(DType::Int64, {39, 40, 41}, {3})).to_vector<int64_t>();
+  CHECK(big[0] == 4052555153018976267LL);
+  CHECK(static_cast<uint64_t>(big[1]) == 12157665459056928801ULL);
+  CHECK(static_cast<uint64_t>(big[2]) == 12157665459056928801ULL * 3ULL);  // unsigned wrap is defined
+  // UInt8: 3^5 = 243, 2^8 = 256 -> 0, 3^6 = 729 -> 217.
+  Tensor u = make(DType::UInt8, {3, 2, 3, 7}, {4});
+  check_values(u.pow(make(DType::UInt8, {5, 8, 6, 0}, {4})), {243, 0, 217, 1});
+  // Bool computes as Int32; an integer base and a float exponent give a float.
+  Tensor b = make(DType::Bool, {1, 0}, {2});
+  CHECK(b.pow(b).dtype() == DType::Int32);
+  check_values(b.pow(b), {1, 1});
+  Tensor mixed = make(DType::Int32, {4, 9}, {2}).pow(make(DType::Float32, {0.5, -0.5}, {2}));
+  CHECK(mixed.dtype() == DType::Float32);
+  check_values(mixed, {2, 1.0 / 3}, 1);
+}
+
+TEST_CASE("pow with a number: whole powers keep integer dtypes, fractional give Float32") {
+  for (DType dt : {DType::UInt8, DType::Int32, DType::Int64}) {
+    CAPTURE(to_string(dt));
+    Tensor a = make(dt, {0, 1, 2, 3, 5}, {5});
+    CHECK(a.pow(3).dtype() == dt);
+    check_values(a.pow(3), {0, 1, 8, 27, 125});
+    // a itself and a constant, so no kernel runs; 0^0 = 1, as in PyTorch.
+    CHECK(values(a.pow(1)) == std::vector<double>{0, 1, 2, 3, 5});
+    CHECK(values(a.pow(0)) == std::vector<double>{1, 1, 1, 1, 1});
+    CHECK(a.pow(0.5).dtype() == DType::Float32);
+    check_values(a.pow(0.5), {0, 1, std::sqrt(2.0), std::sqrt(3.0), std::sqrt(5.0)});
+    CHECK_THROWS_WITH_AS(a.pow(-1), doctest::Contains("to the negative integer power -1 is not allowed"),
+                         Error);
+  }
+  check_values(make(DType::Int32, {-3, 46341}, {2}).pow(2), {9, -2147479015});  // 46341^2 wraps
+  check_values(make(DType::UInt8, {3}, {1}).pow(6), {217});
+  check_values(make(DType::Bool, {1, 0}, {2}).pow(2), {1, 0});
+  CHECK(make(DType::Bool, {1}, {1}).pow(2).dtype() == DType::Int32);
+  CHECK_THROWS_WITH_AS(make(DType::Int64, {2}, {1}).pow(1e30), doctest::Contains("out of range"), Error);
+}
+
+TEST_CASE("float pow: libm's special values, and PyTorch's shortcuts for 2, 3, 0.5, -0.5, -1, -2") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    Tensor x = make(dt, {-8, 0, -0.0, kNaN, 1, -kInf, 4}, {7});
+    Tensor y = make(dt, {1.0 / 3, -1, -1, 0, kNaN, 0.5, -0.5}, {7});
+    check_values(x.pow(y), {kNaN, kInf, -kInf, 1, 1, kInf, 0.5});
+    Tensor v = make(dt, {-2, 0.5, 4, kInf}, {4});
+    check_values(v.pow(2), {4, 0.25, 16, kInf});
+    check_values(v.pow(3), {-8, 0.125, 64, kInf});
+    check_values(v.pow(0.5), {kNaN, std::sqrt(0.5), 2, kInf}, 1);
+    check_values(v.pow(-0.5), {kNaN, std::sqrt(2.0), 0.5, 0}, 1);
+    check_values(v.pow(-1), {-0.5, 2, 0.25, 0});
+    check_values(v.pow(-2), {0.25, 4, 0.0625, 0});
+    check_values(v.pow(0), {1, 1, 1, 1});
+    check_values(v.pow(1.5), {kNaN, std::pow(0.5, 1.5), 8, kInf}, 1);
+    // pow(-inf, 0.5) is +inf in libm but sqrt(-inf) = NaN: the shortcut follows PyTorch.
+    check_values(make(dt, {-kInf}, {1}).pow(0.5), {kNaN});
+  }
+}
