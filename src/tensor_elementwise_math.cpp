@@ -92,8 +92,8 @@ UOpPtr sigmoid_of(const UOpPtr& x) {
 // both sines keep their relative accuracy for all x, near the zeros of cos too (where
 // sin(x + pi/2) loses it to the rounding of the sum): three roundings, within 2.5 ulps. x = ±0
 // (0/0) gives 1. In the top binade, where 2x overflows, 1 - 2 sin(x/2)^2 instead (x/2 is exact;
-// ~1 ulp of 1 absolute). Two SIN calls. Float32 computes in Float64 (so within 0.5 ulp plus
-// a trace, for every float).
+// within 4 ulps of 1 absolutely, so not relatively near the zeros of cos). Two SIN calls.
+// Float32 computes in Float64 (so within 0.5 ulp plus a trace, for every float).
 UOpPtr cos_of(const UOpPtr& x) {
   const UOpPtr one = c(x, 1), a = umax(x, -x);
   const UOpPtr huge = eq(a + a, c(x, std::numeric_limits<double>::infinity()));
