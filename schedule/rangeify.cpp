@@ -69,6 +69,19 @@ struct Rangeifier {
   std::unordered_map<const UOp*, UOpPtr> bufferized;
   int64_t next_axis = 0;
 
+  // One value to find: tensor-level `u` at `idx`, needed only where `valid` holds.
+  struct Request {
+    UOpPtr u;
+    std::vector<UOpPtr> idx;
+    UOpPtr valid;  // null: always
+  };
+  // What a request needs from its sources, and what build() needs besides them.
+  struct Plan {
+    std::vector<Request> needs;
+    std::vector<UOpPtr> ranges;  // REDUCE_AXIS: its fresh reduce ranges
+    UOpPtr inside;               // PAD: where the source is read
+  };
+
   struct Key {
     std::vector<UOpPtr> parts;  // node, indices..., valid (held: keys are compared by address)
     bool operator==(const Key& o) const { return parts == o.parts; }
@@ -82,14 +95,20 @@ struct Rangeifier {
   };
   std::unordered_map<Key, UOpPtr, KeyHash> memo;
 
+  static Key key_of(const Request& r) {
+    Key key{{r.u}};
+    key.parts.insert(key.parts.end(), r.idx.begin(), r.idx.end());
+    key.parts.push_back(r.valid);
+    return key;
+  }
+
   UOpPtr bufferize(const UOpPtr& point) {
     if (auto it = bufferized.find(point.get()); it != bufferized.end()) return it->second;
     const Shape& shape = *point->shape();
     std::vector<UOpPtr> idx;
     for (int64_t n : shape) idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis++, AxisKind::Loop));
-    UOpPtr value = point->op == Op::CONTIGUOUS ? at(point->src[0], idx, nullptr)
-                   : point->op == Op::ASSIGN   ? at(point->src[1], idx, nullptr)
-                                               : compute(point, idx, nullptr);
+    const UOpPtr& body = point->op == Op::CONTIGUOUS ? point->src[0] : point->op == Op::ASSIGN ? point->src[1] : point;
+    UOpPtr value = evaluate({body, idx, nullptr}, body == point);
     std::vector<UOpPtr> src{value};
     src.insert(src.end(), idx.begin(), idx.end());
     UOpPtr b = UOp::make(Op::BUFFERIZE, point->dtype, std::move(src), std::vector<int64_t>(shape));
@@ -97,16 +116,45 @@ struct Rangeifier {
     return b;
   }
 
-  // The value of tensor-level `u` at `idx`, needed only where `valid` holds.
-  UOpPtr at(const UOpPtr& u, const std::vector<UOpPtr>& idx, const UOpPtr& valid) {
-    if (points.count(u.get())) return read(bufferize(u), idx, valid);
-    Key key{{u}};
-    key.parts.insert(key.parts.end(), idx.begin(), idx.end());
-    key.parts.push_back(valid);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
-    UOpPtr v = compute(u, idx, valid);
-    memo.emplace(std::move(key), v);
-    return v;
+  // A value already known: memoised, or a read of another realization point.
+  // `own` marks the point being bufferized, which is computed, not read.
+  UOpPtr known(const Request& r, bool own) {
+    if (!own && points.count(r.u.get())) return read(bufferize(r.u), r.idx, r.valid);
+    auto it = memo.find(key_of(r));
+    return it == memo.end() ? nullptr : it->second;
+  }
+
+  // Iterative (an explicit stack), so graphs thousands of ops deep do not
+  // overflow the C++ stack: plan a request's needs, find them, then build it.
+  UOpPtr evaluate(const Request& root, bool own_point) {
+    if (UOpPtr v = known(root, own_point)) return v;
+    struct Frame {
+      Request req;
+      Plan plan;
+      std::vector<UOpPtr> parts;
+    };
+    std::vector<Frame> stack;
+    stack.push_back({root, plan(root), {}});
+    UOpPtr result;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.parts.size() < f.plan.needs.size()) {
+        const Request& need = f.plan.needs[f.parts.size()];
+        if (UOpPtr v = known(need, false)) {
+          f.parts.push_back(v);
+        } else {
+          Request copy = need;  // `f` may move when the stack grows
+          Plan p = plan(copy);
+          stack.push_back({std::move(copy), std::move(p), {}});
+        }
+        continue;
+      }
+      result = build(f.req, f.plan, f.parts);
+      memo.emplace(key_of(f.req), result);
+      stack.pop_back();
+      if (!stack.empty()) stack.back().parts.push_back(result);
+    }
+    return result;
   }
 
   static UOpPtr read(const UOpPtr& source, std::vector<UOpPtr> idx, const UOpPtr& valid) {
@@ -117,42 +165,75 @@ struct Rangeifier {
     return UOp::make(Op::LOAD, source->dtype, {index});
   }
 
-  UOpPtr compute(const UOpPtr& u, const std::vector<UOpPtr>& idx, const UOpPtr& valid) {
+  Plan plan(const Request& r) {
+    const UOpPtr& u = r.u;
     const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape().value_or(Shape{});
+    auto one = [&](std::vector<UOpPtr> idx, UOpPtr valid) { return Plan{{{u->src[0], std::move(idx), std::move(valid)}}, {}, {}}; };
     switch (u->op) {
-    case Op::BUFFER: return read(u, idx, valid);
+    case Op::BUFFER:
     case Op::CONST:
-    case Op::DEFINE_VAR: return u;
-    case Op::IOTA: return cast(idx[0], u->dtype);
-    case Op::RESHAPE: return at(u->src[0], reshape_index(idx, *u->shape(), in), valid);
+    case Op::DEFINE_VAR:
+    case Op::IOTA: return {};
+    case Op::RESHAPE: return one(reshape_index(r.idx, *u->shape(), in), r.valid);
     case Op::PERMUTE: {
-      std::vector<UOpPtr> src_idx(idx.size());
+      std::vector<UOpPtr> src_idx(r.idx.size());
       const auto& order = u->get<std::vector<int64_t>>();
-      for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = idx[i];
-      return at(u->src[0], src_idx, valid);
+      for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = r.idx[i];
+      return one(src_idx, r.valid);
     }
     case Op::EXPAND: {
-      std::vector<UOpPtr> src_idx(idx);
+      std::vector<UOpPtr> src_idx(r.idx);
       for (size_t i = 0; i < in.size(); ++i)
         if (in[i] == 1) src_idx[i] = idx_const(0);
-      return at(u->src[0], src_idx, valid);
+      return one(src_idx, r.valid);
     }
-    case Op::SHRINK:
-    case Op::PAD:
-    case Op::FLIP: return offset_op(u, idx, valid, in);
-    case Op::REDUCE_AXIS: return reduce(u, idx, valid, in);
+    case Op::FLIP: {
+      std::vector<UOpPtr> src_idx(r.idx);
+      for (int64_t a : u->get<std::vector<int64_t>>()) src_idx[a] = idx_const(in[a] - 1) - r.idx[a];
+      return one(src_idx, r.valid);
+    }
+    case Op::SHRINK: {
+      std::vector<UOpPtr> src_idx(r.idx);
+      const auto& b = u->get<std::vector<int64_t>>();
+      for (size_t i = 0; i < in.size(); ++i)
+        if (b[2 * i]) src_idx[i] = r.idx[i] + b[2 * i];
+      return one(src_idx, r.valid);
+    }
+    case Op::PAD: return plan_pad(r, in);
+    case Op::REDUCE_AXIS: return plan_reduce(r, in);
     case Op::CONTIGUOUS:
     case Op::DETACH:
-    case Op::COPY: return at(u->src[0], idx, valid);
-    case Op::ASSIGN: return at(u->src[1], idx, valid);  // ASSIGN(target, value) has value's value
+    case Op::COPY: return one(r.idx, r.valid);
+    case Op::ASSIGN: return {{{u->src[1], r.idx, r.valid}}, {}, {}};  // ASSIGN(target, value) has value's value
     default: break;
     }
     if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) {
-      std::vector<UOpPtr> src;
-      for (const auto& s : u->src) src.push_back(at(s, idx, valid));
-      return UOp::make(u->op, u->dtype, std::move(src), u->arg);
+      Plan p;
+      for (const auto& s : u->src) p.needs.push_back({s, r.idx, r.valid});
+      return p;
     }
     throw Error("rangeify: cannot index " + std::string(op_name(u->op)) + " (no rule for this op)");
+  }
+
+  static UOpPtr build(const Request& r, const Plan& p, const std::vector<UOpPtr>& parts) {
+    const UOpPtr& u = r.u;
+    switch (u->op) {
+    case Op::BUFFER: return read(u, r.idx, r.valid);
+    case Op::CONST:
+    case Op::DEFINE_VAR: return u;
+    case Op::IOTA: return cast(r.idx[0], u->dtype);
+    case Op::PAD:
+      return p.inside ? where(p.inside, parts[0], const_like(u->dtype, 0)) : parts[0];  // outside the source: 0
+    case Op::REDUCE_AXIS: {
+      if (p.ranges.empty()) return parts[0];
+      std::vector<UOpPtr> src{parts[0]};
+      src.insert(src.end(), p.ranges.begin(), p.ranges.end());
+      return UOp::make(Op::REDUCE, u->dtype, std::move(src), ReduceArg{u->get<ReduceArg>().op, {}});
+    }
+    default: break;
+    }
+    if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) return UOp::make(u->op, u->dtype, parts, u->arg);
+    return parts.at(0);  // movement ops and pass-throughs
   }
 
   // reshape: the linear index in the output shape, unravelled in the input shape.
@@ -168,44 +249,30 @@ struct Rangeifier {
     return src_idx;
   }
 
-  UOpPtr offset_op(const UOpPtr& u, const std::vector<UOpPtr>& idx, const UOpPtr& valid, const Shape& in) {
-    std::vector<UOpPtr> src_idx(idx);
-    if (u->op == Op::FLIP) {
-      for (int64_t a : u->get<std::vector<int64_t>>()) src_idx[a] = idx_const(in[a] - 1) - idx[a];
-      return at(u->src[0], src_idx, valid);
-    }
-    const auto& b = u->get<std::vector<int64_t>>();
-    if (u->op == Op::SHRINK) {
-      for (size_t i = 0; i < in.size(); ++i)
-        if (b[2 * i]) src_idx[i] = idx[i] + b[2 * i];
-      return at(u->src[0], src_idx, valid);
-    }
-    UOpPtr inside;  // PAD: the source is read only inside its bounds; outside is 0
+  // PAD: the source is read only inside its bounds.
+  static Plan plan_pad(const Request& r, const Shape& in) {
+    const auto& b = r.u->get<std::vector<int64_t>>();
+    std::vector<UOpPtr> src_idx(r.idx);
+    UOpPtr inside;
     for (size_t i = 0; i < in.size(); ++i) {
       const int64_t lo = b[2 * i], hi = b[2 * i + 1];
       if (lo == 0 && hi == 0) continue;
-      src_idx[i] = idx[i] - lo;
-      UOpPtr cond = land(idx_const(lo - 1) < idx[i], idx[i] < lo + in[i]);
-      inside = and_valid(inside, cond);
+      src_idx[i] = r.idx[i] - lo;
+      inside = and_valid(inside, land(idx_const(lo - 1) < r.idx[i], r.idx[i] < lo + in[i]));
     }
-    if (!inside) return at(u->src[0], src_idx, valid);
-    return where(inside, at(u->src[0], src_idx, and_valid(valid, inside)), const_like(u->dtype, 0));
+    UOpPtr valid = inside ? and_valid(r.valid, inside) : r.valid;
+    return Plan{{{r.u->src[0], std::move(src_idx), std::move(valid)}}, {}, inside};
   }
 
-  UOpPtr reduce(const UOpPtr& u, const std::vector<UOpPtr>& idx, const UOpPtr& valid, const Shape& in) {
-    const auto& ra = u->get<ReduceArg>();
-    std::vector<UOpPtr> src_idx(idx), ranges;
-    for (int64_t a : ra.axes) {
+  Plan plan_reduce(const Request& r, const Shape& in) {
+    std::vector<UOpPtr> src_idx(r.idx), ranges;
+    for (int64_t a : r.u->get<ReduceArg>().axes) {
       if (in[a] == 1) continue;  // the output index there is already 0
-      UOpPtr r = make_range(in[a], next_axis++, AxisKind::Reduce);
-      src_idx[a] = r;
-      ranges.push_back(r);
+      UOpPtr range = make_range(in[a], next_axis++, AxisKind::Reduce);
+      src_idx[a] = range;
+      ranges.push_back(range);
     }
-    UOpPtr body = at(u->src[0], src_idx, valid);
-    if (ranges.empty()) return body;
-    std::vector<UOpPtr> src{body};
-    src.insert(src.end(), ranges.begin(), ranges.end());
-    return UOp::make(Op::REDUCE, u->dtype, std::move(src), ReduceArg{ra.op, {}});
+    return Plan{{{r.u->src[0], std::move(src_idx), r.valid}}, std::move(ranges), {}};
   }
 };
 
