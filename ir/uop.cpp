@@ -231,9 +231,16 @@ int64_t UOp::const_int() const {
 }
 
 // ---- builders ------------------------------------------------------------------------
+// Integers wrap to the dtype's width, as a C++ integral conversion (and
+// PyTorch, for an out-of-range scalar) would: a UInt8 300 is 44.
 UOpPtr const_int(DType dt, int64_t v) {
-  if (dt.is_float()) return UOp::make(Op::CONST, dt, {}, static_cast<double>(v));
-  if (dt.is_bool()) v = v != 0;
+  if (dt.is_float()) return const_float(dt, static_cast<double>(v));
+  switch (dt.scalar) {
+  case Scalar::Bool: v = v != 0; break;
+  case Scalar::UInt8: v = static_cast<uint8_t>(static_cast<uint64_t>(v)); break;
+  case Scalar::Int32: v = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); break;
+  default: break;
+  }
   return UOp::make(Op::CONST, dt, {}, v);
 }
 UOpPtr const_float(DType dt, double v) {
@@ -241,10 +248,19 @@ UOpPtr const_float(DType dt, double v) {
   if (dt.scalar == Scalar::Float32) v = static_cast<double>(static_cast<float>(v));
   return UOp::make(Op::CONST, dt, {}, v);
 }
+// A whole number within int64 converts like an integer (wrapping); anything
+// else like a float-to-integer cast: truncated, saturated, NaN gives 0.
 UOpPtr const_like(DType dt, double v) {
   if (dt.is_float()) return const_float(dt, v);
   if (dt.is_bool()) return const_int(dt, v != 0.0);
-  return const_int(dt, static_cast<int64_t>(v));
+  if (std::isnan(v)) return const_int(dt, 0);
+  const double t = std::trunc(v);
+  if (t == v && t >= -0x1p63 && t < 0x1p63) return const_int(dt, static_cast<int64_t>(t));
+  const double lo = dt.scalar == Scalar::UInt8 ? 0.0 : dt.scalar == Scalar::Int32 ? -0x1p31 : -0x1p63;
+  const double hi = dt.scalar == Scalar::UInt8 ? 255.0 : dt.scalar == Scalar::Int32 ? 0x1p31 - 1 : 0x1p63;
+  if (t >= hi) return const_int(dt, dt.scalar == Scalar::Int64 ? INT64_MAX : static_cast<int64_t>(hi));
+  if (t <= lo) return const_int(dt, static_cast<int64_t>(lo));
+  return const_int(dt, static_cast<int64_t>(t));
 }
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind) {
   return UOp::make(Op::RANGE, DType::Int64, {const_int(DType::Int64, end)}, AxisArg{axis_id, kind});

@@ -291,3 +291,13 @@ TEST_CASE("maximum and minimum on every number dtype, NaN propagating on floats"
   check_values(make(DType::Int32, {-2147483648.0}, {1}).minimum(make(DType::Int32, {5}, {1})),
                {-2147483648.0});
 }
+
+TEST_CASE("an out-of-range integer scalar wraps into the tensor's dtype; a huge float saturates") {
+  Tensor u = make(DType::UInt8, {200, 100, 44}, {3});
+  check_values(u + 300, {244, 144, 88});  // 300 is 44 in UInt8
+  check_values(u.lt(300), {0, 0, 0});     // compared with 44
+  check_values(u.eq(300), {0, 0, 1});
+  check_values(u.lt(Tensor::full({3}, -1, DType::UInt8)), {1, 1, 1});  // -1 is 255
+  check_values(Tensor::full({2}, 1e300, DType::Int32) + 0, {2147483647, 2147483647});
+  check_values(Tensor::full({2}, -1e300, DType::Int64) + 0, {-9223372036854775808.0, -9223372036854775808.0});
+}
