@@ -1,6 +1,7 @@
 // The reference interpreter (tests/support) against hand-derived values: it is the
 // oracle every op test of the Tensor API compares with, so it is checked here
 // directly against arithmetic done by hand from docs/kernel-ir.md "ALU semantics".
+#include "support/error_message.hpp"
 #include "support/reference_interpreter.hpp"
 
 #include <doctest/doctest.h>
@@ -96,16 +97,7 @@ void check_ints(const RefTensor& t, const std::vector<int64_t>& expected) {
   check_ints(t, Shape{static_cast<int64_t>(expected.size())}, expected);
 }
 
-// The message of the loom::Error `f` throws ("" if it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 bool mentions(const std::string& message, std::initializer_list<std::string_view> words) {
   for (std::string_view w : words)
     if (message.find(w) == std::string::npos) return false;

@@ -1,24 +1,15 @@
 // Bad input: every case throws loom::Error whose message names the op and the
 // shapes, axes or dtypes involved. Nothing aborts.
+#include "support/error_message.hpp"
 #include "check.hpp"
 
 #include <string>
 
 using namespace loom;
+using test::error_of;
 using test::make;
 
 namespace {
-// The message of the loom::Error `f` throws ("" if none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 void check_message(const std::string& msg, std::initializer_list<const char*> parts) {
   CHECK_MESSAGE(!msg.empty(), "no loom::Error was thrown");
   for (const char* p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "'" << p << "' missing from: " << msg);

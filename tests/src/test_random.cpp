@@ -1,3 +1,4 @@
+#include "support/error_message.hpp"
 #include "check.hpp"
 #include "src/random.hpp"
 #include "src/tensor_ops.hpp"
@@ -99,14 +100,7 @@ void check_moments(const std::vector<T>& v, double mu, double sigma2, double mu4
   CHECK(std::abs(m.var - sigma2) < 4 * std::sqrt((mu4 - sigma2 * sigma2) / n));
 }
 
-std::string error_of(auto f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 // Restores the thread count a test changes.
 struct ThreadsGuard {
