@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 using namespace loom;
 using test::check_values;
@@ -140,4 +141,23 @@ TEST_CASE("memory is returned when tensors die") {
     CHECK(live_buffer_bytes() > start);
   }
   CHECK(live_buffer_bytes() == start);
+}
+
+TEST_CASE("different tensors realized from several threads at once give the right values") {
+  std::vector<std::vector<float>> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t, &results] {
+      for (int round = 0; round < 5; ++round) {
+        Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}) * static_cast<float>(t + 1);
+        results[t] = (x / x.sum(1, true) + x.max()).to_vector<float>();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) {
+    const float k = static_cast<float>(t + 1);
+    // row 0 sums to 6k, row 1 to 15k; the max is 6k
+    CHECK(results[t][0] == doctest::Approx(1.0 / 6 + 6 * k));
+    CHECK(results[t][5] == doctest::Approx(6.0 / 15 + 6 * k));
+  }
 }
