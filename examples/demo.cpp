@@ -8,7 +8,7 @@ int main() {
   auto a = Tensor::from_vector<float>({1, -2, 3, 0.5f, -1, 2}, {2, 3});
   auto b = Tensor::from_vector<float>({2, 1, -1, 4, 0.5f, 1}, {2, 3});
 
-  Tensor fused = (a * b + 1.0f).relu().exp();  // one kernel
+  Tensor fused = (a * b + 1.0f).relu().exp();    // one kernel
   Tensor norm = a.exp() / a.exp().sum(1, true);  // softmax rows: reduce once, then divide
   Tensor moved = a.permute({1, 0}).flip(0).pad({{1, 0}, {0, 1}});
   loom::realize({fused, norm, moved});
@@ -24,6 +24,6 @@ int main() {
   print("softmax(a, axis 1)  ", norm);
   print("pad(flip(a.T))      ", moved);
   auto c = loom::counters();
-  std::cout << "kernels compiled " << c.kernels_compiled << ", executed " << c.kernels_executed << ", schedules "
-            << c.schedules_built << '\n';
+  std::cout << "kernels compiled " << c.kernels_compiled << ", executed " << c.kernels_executed
+            << ", schedules " << c.schedules_built << '\n';
 }

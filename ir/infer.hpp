@@ -8,7 +8,6 @@
 namespace loom {
 
 std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Arg& arg);
-std::pair<int64_t, int64_t> infer_bounds(Op op, DType dtype, const std::vector<UOpPtr>& src,
-                                         const Arg& arg);
+std::pair<int64_t, int64_t> infer_bounds(Op op, DType dtype, const std::vector<UOpPtr>& src, const Arg& arg);
 
 }  // namespace loom

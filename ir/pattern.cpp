@@ -61,8 +61,7 @@ using Captures = std::vector<std::pair<std::string_view, UOpPtr>>;
 
 bool UPat::match(const UOpPtr& u, Captures& caps) const {
   if (op_mask_ && !(op_mask_ & (1ULL << static_cast<int>(u->op)))) return false;
-  if (!dtypes_.empty() && std::find(dtypes_.begin(), dtypes_.end(), u->dtype) == dtypes_.end())
-    return false;
+  if (!dtypes_.empty() && std::find(dtypes_.begin(), dtypes_.end(), u->dtype) == dtypes_.end()) return false;
   if (arg_ && !arg_equal(*arg_, u->arg)) return false;
   if (const_value_ && !(u->op == Op::CONST && u->const_value() == *const_value_)) return false;
   const size_t mark = caps.size();
@@ -193,9 +192,12 @@ struct Rewriter {
       Frame f = std::move(stack.back());
       stack.pop_back();
       if (f.stage != 2 && done.count(f.n.get())) continue;
-      if (f.stage == 0) visit(f);
-      else if (f.stage == 1) rebuild(f);
-      else finish(f.n, result_of(f.cur.get()));
+      if (f.stage == 0)
+        visit(f);
+      else if (f.stage == 1)
+        rebuild(f);
+      else
+        finish(f.n, result_of(f.cur.get()));
     }
     return result_of(root.get());
   }

@@ -20,7 +20,7 @@
 namespace loom {
 
 class UPat {
-public:
+ public:
   UPat() = default;  // matches any node
 
   // Any node, captured as `name`; optionally restricted to dtypes.
@@ -43,7 +43,7 @@ public:
   bool match(const UOpPtr& u, std::vector<std::pair<std::string_view, UOpPtr>>& caps) const;
   uint64_t op_mask() const { return op_mask_; }  // 0: any op
 
-private:
+ private:
   uint64_t op_mask_ = 0;
   std::vector<DType> dtypes_;
   std::shared_ptr<const std::vector<UPat>> src_;  // null: sources unconstrained
@@ -73,7 +73,7 @@ UPat operator<(const UPat& a, double c);
 
 // What a rewrite function sees: the matched node, the captures, the context.
 class Match {
-public:
+ public:
   Match(const UOpPtr& root, const std::vector<std::pair<std::string_view, UOpPtr>>& caps, void* ctx)
       : root_(root), caps_(caps), ctx_(ctx) {}
   const UOpPtr& operator[](std::string_view name) const;
@@ -85,7 +85,7 @@ public:
     return *static_cast<T*>(ctx_);
   }
 
-private:
+ private:
   const UOpPtr& root_;
   const std::vector<std::pair<std::string_view, UOpPtr>>& caps_;
   void* ctx_;
@@ -96,7 +96,7 @@ using RewriteFn = std::function<UOpPtr(const Match&)>;
 using Rule = std::pair<UPat, RewriteFn>;
 
 class PatternMatcher {
-public:
+ public:
   PatternMatcher(std::string name, std::vector<Rule> rules);
   // Union of two tables: rules of `this` are tried first.
   PatternMatcher operator+(const PatternMatcher& other) const;
@@ -106,7 +106,7 @@ public:
   const std::string& name() const { return name_; }
   size_t size() const { return rules_.size(); }
 
-private:
+ private:
   std::string name_;
   std::vector<Rule> rules_;
   std::vector<std::vector<uint32_t>> by_op_;  // op -> rule indices, in table order
@@ -130,7 +130,6 @@ UOpPtr graph_rewrite(const UOpPtr& root, const PatternMatcher& pm, Ctx& ctx,
 }
 
 // Replaces nodes by pointer (keys are original nodes), rebuilding their users.
-UOpPtr substitute(const UOpPtr& root,
-                  const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements);
+UOpPtr substitute(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements);
 
 }  // namespace loom

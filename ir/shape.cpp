@@ -22,51 +22,51 @@ const Shape& src_shape(Op op, const std::vector<UOpPtr>& src) {
 
 std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Arg& arg) {
   switch (op) {
-  case Op::BUFFER: return Shape{std::get<std::vector<int64_t>>(arg).at(1)};
-  case Op::CONST:
-  case Op::DEFINE_VAR: return Shape{};
-  case Op::IOTA:
-  case Op::RESHAPE:
-  case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
-  case Op::PERMUTE: {
-    const Shape& in = src_shape(op, src);
-    Shape out;
-    for (int64_t a : std::get<std::vector<int64_t>>(arg)) out.push_back(in.at(a));
-    return out;
-  }
-  case Op::PAD:
-  case Op::SHRINK: {
-    Shape out = src_shape(op, src);
-    const auto& b = std::get<std::vector<int64_t>>(arg);  // flat (lo, hi) pairs
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = op == Op::PAD ? out[i] + b.at(2 * i) + b.at(2 * i + 1) : b.at(2 * i + 1) - b.at(2 * i);
-    return out;
-  }
-  case Op::FLIP: return src.at(0)->shape();
-  case Op::REDUCE_AXIS: {
-    Shape out = src_shape(op, src);
-    for (int64_t a : std::get<ReduceArg>(arg).axes) out.at(a) = 1;
-    return out;
-  }
-  case Op::WHERE:
-  case Op::MULACC:
-  case Op::CAST:
-  case Op::BITCAST:
-  case Op::CONTIGUOUS:
-  case Op::DETACH:
-  case Op::ASSIGN:
-  case Op::COPY: {
-    const Shape* s = first_shape(src, op == Op::WHERE ? 1 : 0);
-    return s ? std::optional<Shape>(*s) : std::nullopt;
-  }
-  default:
-    if (is_alu(op)) {
-      // Kernel-level index math (over RANGEs) has no shape.
-      for (const auto& s : src)
-        if (!s->shape()) return std::nullopt;
-      return *src.at(0)->shape();
+    case Op::BUFFER: return Shape{std::get<std::vector<int64_t>>(arg).at(1)};
+    case Op::CONST:
+    case Op::DEFINE_VAR: return Shape{};
+    case Op::IOTA:
+    case Op::RESHAPE:
+    case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
+    case Op::PERMUTE: {
+      const Shape& in = src_shape(op, src);
+      Shape out;
+      for (int64_t a : std::get<std::vector<int64_t>>(arg)) out.push_back(in.at(a));
+      return out;
     }
-    return std::nullopt;
+    case Op::PAD:
+    case Op::SHRINK: {
+      Shape out = src_shape(op, src);
+      const auto& b = std::get<std::vector<int64_t>>(arg);  // flat (lo, hi) pairs
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = op == Op::PAD ? out[i] + b.at(2 * i) + b.at(2 * i + 1) : b.at(2 * i + 1) - b.at(2 * i);
+      return out;
+    }
+    case Op::FLIP: return src.at(0)->shape();
+    case Op::REDUCE_AXIS: {
+      Shape out = src_shape(op, src);
+      for (int64_t a : std::get<ReduceArg>(arg).axes) out.at(a) = 1;
+      return out;
+    }
+    case Op::WHERE:
+    case Op::MULACC:
+    case Op::CAST:
+    case Op::BITCAST:
+    case Op::CONTIGUOUS:
+    case Op::DETACH:
+    case Op::ASSIGN:
+    case Op::COPY: {
+      const Shape* s = first_shape(src, op == Op::WHERE ? 1 : 0);
+      return s ? std::optional<Shape>(*s) : std::nullopt;
+    }
+    default:
+      if (is_alu(op)) {
+        // Kernel-level index math (over RANGEs) has no shape.
+        for (const auto& s : src)
+          if (!s->shape()) return std::nullopt;
+        return *src.at(0)->shape();
+      }
+      return std::nullopt;
   }
 }
 

@@ -15,6 +15,7 @@ namespace loom {
 
 // ---- op tables -------------------------------------------------------------------
 namespace {
+// clang-format off
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "BUFFER", "CONST", "DEFINE_VAR", "IOTA", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP",
     "REDUCE_AXIS", "NEG", "EXP2", "LOG2", "SIN", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
@@ -22,6 +23,7 @@ constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
     "GEP", "DEFINE_REG"};
+// clang-format on
 
 bool in(Op op, Op lo, Op hi) { return op >= lo && op <= hi; }
 }  // namespace
@@ -40,9 +42,15 @@ bool is_comparison(Op op) { return in(op, Op::CMPLT, Op::CMPEQ); }
 bool is_movement(Op op) { return in(op, Op::RESHAPE, Op::FLIP); }
 bool is_commutative(Op op) {
   switch (op) {
-  case Op::ADD: case Op::MUL: case Op::MAX: case Op::CMPNE: case Op::CMPEQ:
-  case Op::AND: case Op::OR: case Op::XOR: return true;
-  default: return false;
+    case Op::ADD:
+    case Op::MUL:
+    case Op::MAX:
+    case Op::CMPNE:
+    case Op::CMPEQ:
+    case Op::AND:
+    case Op::OR:
+    case Op::XOR: return true;
+    default: return false;
   }
 }
 std::string_view axis_kind_name(AxisKind k) {
@@ -81,17 +89,23 @@ uint64_t arg_hash(const Arg& a) {
   return std::visit(
       [h](const auto& v) -> uint64_t {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::monostate>) return h;
-        else if constexpr (std::is_same_v<T, int64_t>) return mix(h, static_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<T, double>) return mix(h, std::bit_cast<uint64_t>(v));
-        else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return hash_ints(h, v);
-        else if constexpr (std::is_same_v<T, std::string>) return mix(h, hash_str(v));
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return h;
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return mix(h, static_cast<uint64_t>(v));
+        else if constexpr (std::is_same_v<T, double>)
+          return mix(h, std::bit_cast<uint64_t>(v));
+        else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          return hash_ints(h, v);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return mix(h, hash_str(v));
         else if constexpr (std::is_same_v<T, AxisArg>)
           return mix(mix(h, static_cast<uint64_t>(v.id)), static_cast<uint64_t>(v.kind));
         else if constexpr (std::is_same_v<T, VarArg>)
           return mix(mix(mix(h, hash_str(v.name)), static_cast<uint64_t>(v.min)),
                      static_cast<uint64_t>(v.max));
-        else return hash_ints(mix(h, static_cast<uint64_t>(v.op)), v.axes);
+        else
+          return hash_ints(mix(h, static_cast<uint64_t>(v.op)), v.axes);
       },
       a);
 }
@@ -217,9 +231,7 @@ size_t intern_table_size() {
   return n;
 }
 
-UOpPtr UOp::with_src(std::vector<UOpPtr> new_src) const {
-  return make(op, dtype, std::move(new_src), arg);
-}
+UOpPtr UOp::with_src(std::vector<UOpPtr> new_src) const { return make(op, dtype, std::move(new_src), arg); }
 
 double UOp::const_value() const {
   if (const double* d = std::get_if<double>(&arg)) return *d;
@@ -236,10 +248,10 @@ int64_t UOp::const_int() const {
 UOpPtr const_int(DType dt, int64_t v) {
   if (dt.is_float()) return const_float(dt, static_cast<double>(v));
   switch (dt.scalar) {
-  case Scalar::Bool: v = v != 0; break;
-  case Scalar::UInt8: v = static_cast<uint8_t>(static_cast<uint64_t>(v)); break;
-  case Scalar::Int32: v = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); break;
-  default: break;
+    case Scalar::Bool: v = v != 0; break;
+    case Scalar::UInt8: v = static_cast<uint8_t>(static_cast<uint64_t>(v)); break;
+    case Scalar::Int32: v = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); break;
+    default: break;
   }
   return UOp::make(Op::CONST, dt, {}, v);
 }

@@ -14,20 +14,54 @@
 
 namespace loom {
 
+// clang-format off: the ops read best grouped, as in shared/DESIGN.md §2
 enum class Op : uint8_t {
   // tensor level
-  BUFFER, CONST, DEFINE_VAR,
+  BUFFER,
+  CONST,
+  DEFINE_VAR,
   IOTA,  // 1-D index tensor: element i is i; arg = {n}; the source of arange, eye, one_hot, random counters
-  RESHAPE, PERMUTE, EXPAND, PAD, SHRINK, FLIP,
+  RESHAPE,
+  PERMUTE,
+  EXPAND,
+  PAD,
+  SHRINK,
+  FLIP,
   REDUCE_AXIS,
   // ALU: unary
-  NEG, EXP2, LOG2, SIN, SQRT, RECIP, TRUNC,
+  NEG,
+  EXP2,
+  LOG2,
+  SIN,
+  SQRT,
+  RECIP,
+  TRUNC,
   // ALU: binary
-  ADD, SUB, MUL, FDIV, IDIV, MOD, MAX, POW, CMPLT, CMPNE, CMPEQ, AND, OR, XOR, SHL, SHR,
+  ADD,
+  SUB,
+  MUL,
+  FDIV,
+  IDIV,
+  MOD,
+  MAX,
+  POW,
+  CMPLT,
+  CMPNE,
+  CMPEQ,
+  AND,
+  OR,
+  XOR,
+  SHL,
+  SHR,
   // ALU: ternary
-  WHERE, MULACC,
-  CAST, BITCAST,
-  CONTIGUOUS, DETACH, ASSIGN, COPY,
+  WHERE,
+  MULACC,
+  CAST,
+  BITCAST,
+  CONTIGUOUS,
+  DETACH,
+  ASSIGN,
+  COPY,
   // kernel level
   DEFINE_GLOBAL,  // kernel buffer parameter: arg = argument slot, dtype = element pointer
   RANGE,          // src = (end), arg = AxisArg
@@ -44,6 +78,7 @@ enum class Op : uint8_t {
   DEFINE_REG,     // accumulator register, arg = size
   COUNT_
 };
+// clang-format on
 constexpr int kNumOps = static_cast<int>(Op::COUNT_);
 
 std::string_view op_name(Op op);
@@ -77,8 +112,8 @@ struct ReduceArg {  // REDUCE_AXIS (op + axes) and REDUCE (op, axes empty)
 };
 
 // BUFFER: {id, size}. Movement ops: new shape / order / flat (lo, hi) pairs / flipped axes.
-using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, AxisArg,
-                         VarArg, ReduceArg>;
+using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, AxisArg, VarArg,
+                         ReduceArg>;
 // Doubles compare bitwise: -0.0 != 0.0 and a NaN equals itself.
 bool arg_equal(const Arg& a, const Arg& b);
 uint64_t arg_hash(const Arg& a);
@@ -87,7 +122,7 @@ class UOp;
 using UOpPtr = std::shared_ptr<const UOp>;
 
 class UOp : public std::enable_shared_from_this<UOp> {
-public:
+ public:
   // Not declared const: every UOp is reached through a pointer-to-const, and
   // the deleter must move `src` out to destroy deep graphs without recursion.
   Op op;
@@ -110,7 +145,9 @@ public:
 
   UOpPtr ptr() const { return shared_from_this(); }
   template <class T>
-  const T& get() const { return std::get<T>(arg); }
+  const T& get() const {
+    return std::get<T>(arg);
+  }
   int64_t arg_int() const { return std::get<int64_t>(arg); }
   bool is_const() const { return op == Op::CONST; }
   // CONST value as double / int64 (bools are 0/1).
@@ -130,7 +167,7 @@ public:
   UOp(const UOp&) = delete;
   UOp& operator=(const UOp&) = delete;
 
-private:
+ private:
   UOp(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
   uint64_t hash_;
   std::optional<Shape> shape_;

@@ -55,10 +55,11 @@ struct KernelBuilder {
 };
 
 const PatternMatcher& buffer_to_param() {
-  static const PatternMatcher pm("buffer_to_param", {
-      {UPat::op(Op::INDEX, {UPat::ops({Op::BUFFER, Op::BUFFERIZE})}).allow_more_src(),
-       [](const Match& m) { return m.ctx<KernelBuilder>().index_param(m.root()); }},
-  });
+  static const PatternMatcher pm(
+      "buffer_to_param", {
+                             {UPat::op(Op::INDEX, {UPat::ops({Op::BUFFER, Op::BUFFERIZE})}).allow_more_src(),
+                              [](const Match& m) { return m.ctx<KernelBuilder>().index_param(m.root()); }},
+                         });
   return pm;
 }
 
@@ -70,10 +71,11 @@ ScheduledKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
   // a producer's body never enters its consumer's kernel.
   UOpPtr value = graph_rewrite(bufferize->src[0], buffer_to_param(), kb, RewriteOrder::TopDown);
   const auto& shape = bufferize->get<std::vector<int64_t>>();
-  UOpPtr store = UOp::make(Op::STORE, value->dtype,
-                           {UOp::make(Op::INDEX, out_param->dtype,
-                                      {out_param, linear_index(bufferize->src.data() + 1, shape.size(), shape)}),
-                            value});
+  UOpPtr store =
+      UOp::make(Op::STORE, value->dtype,
+                {UOp::make(Op::INDEX, out_param->dtype,
+                           {out_param, linear_index(bufferize->src.data() + 1, shape.size(), shape)}),
+                 value});
   std::vector<UOpPtr> end_src{store};
   for (size_t i = 1; i < bufferize->src.size(); ++i)
     if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);
@@ -101,8 +103,8 @@ bool reads_output_only_in_place(const UOpPtr& kernel) {
   for (const auto& n : toposort(kernel))
     if (n->op == Op::STORE) stored = n->src[0];
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::LOAD && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL && n->src[0]->src[0]->arg_int() == 0 &&
-        n->src[0]->src[1] != stored->src[1])
+    if (n->op == Op::LOAD && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL &&
+        n->src[0]->src[0]->arg_int() == 0 && n->src[0]->src[1] != stored->src[1])
       return false;
   return true;
 }
@@ -138,7 +140,8 @@ std::unordered_map<const UOp*, UOpPtr> in_place_roots(const UOpPtr& sink, const 
 }
 }  // namespace
 
-Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, const std::vector<UOpPtr>& into) {
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
+                       const std::vector<UOpPtr>& into) {
   const auto requested = in_place_roots(sink, into);  // root BUFFERIZE -> existing buffer
   Schedule schedule;
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
@@ -160,7 +163,8 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
   for (const auto& root : sink->src) {
     const auto& shape = root->get<std::vector<int64_t>>();
     const UOpPtr& buf = buffer_of.at(root.get());
-    schedule.results.push_back(shape == *buf->shape() ? buf : UOp::make(Op::RESHAPE, buf->dtype, {buf}, shape));
+    schedule.results.push_back(shape == *buf->shape() ? buf
+                                                      : UOp::make(Op::RESHAPE, buf->dtype, {buf}, shape));
   }
   return schedule;
 }

@@ -3,7 +3,8 @@
 // STOREs into it; reads of buffers become loads from argument slots.
 //
 //   Before:  BUFFERIZE[(6 4)](LOAD(INDEX(BUFFER#7, r1*6 + r0)), r0, r1)
-//   After:   SINK(END(STORE(INDEX(DEFINE_GLOBAL[0], r0*4 + r1), LOAD(INDEX(DEFINE_GLOBAL[1], r1*6 + r0))), r0, r1))
+//   After:   SINK(END(STORE(INDEX(DEFINE_GLOBAL[0], r0*4 + r1), LOAD(INDEX(DEFINE_GLOBAL[1], r1*6 + r0))),
+//   r0, r1))
 //            with slot 0 -> a new BUFFER, slot 1 -> BUFFER#7
 #include "schedule/schedule.hpp"
 
@@ -12,7 +13,8 @@ namespace loom {
 // `sink` is rangeify's output. Kernels come out in dependency order; results
 // hold one BUFFER view per BUFFERIZE root of `sink`, in order.
 // `into` as in create_schedule, per root of `sink`.
-Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, const std::vector<UOpPtr>& into = {});
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
+                       const std::vector<UOpPtr>& into = {});
 
 // True if every load from slot 0 reads the element the kernel stores (so the
 // output may be the same buffer as that input).

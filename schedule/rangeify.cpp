@@ -107,7 +107,9 @@ struct Rangeifier {
     const Shape& shape = *point->shape();
     std::vector<UOpPtr> idx;
     for (int64_t n : shape) idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis++, AxisKind::Loop));
-    const UOpPtr& body = point->op == Op::CONTIGUOUS ? point->src[0] : point->op == Op::ASSIGN ? point->src[1] : point;
+    const UOpPtr& body = point->op == Op::CONTIGUOUS ? point->src[0]
+                         : point->op == Op::ASSIGN   ? point->src[1]
+                                                     : point;
     UOpPtr value = evaluate({body, idx, nullptr}, body == point);
     std::vector<UOpPtr> src{value};
     src.insert(src.end(), idx.begin(), idx.end());
@@ -168,44 +170,47 @@ struct Rangeifier {
   Plan plan(const Request& r) {
     const UOpPtr& u = r.u;
     const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape().value_or(Shape{});
-    auto one = [&](std::vector<UOpPtr> idx, UOpPtr valid) { return Plan{{{u->src[0], std::move(idx), std::move(valid)}}, {}, {}}; };
+    auto one = [&](std::vector<UOpPtr> idx, UOpPtr valid) {
+      return Plan{{{u->src[0], std::move(idx), std::move(valid)}}, {}, {}};
+    };
     switch (u->op) {
-    case Op::BUFFER:
-    case Op::CONST:
-    case Op::DEFINE_VAR:
-    case Op::IOTA: return {};
-    case Op::RESHAPE: return one(reshape_index(r.idx, *u->shape(), in), r.valid);
-    case Op::PERMUTE: {
-      std::vector<UOpPtr> src_idx(r.idx.size());
-      const auto& order = u->get<std::vector<int64_t>>();
-      for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = r.idx[i];
-      return one(src_idx, r.valid);
-    }
-    case Op::EXPAND: {
-      std::vector<UOpPtr> src_idx(r.idx);
-      for (size_t i = 0; i < in.size(); ++i)
-        if (in[i] == 1) src_idx[i] = idx_const(0);
-      return one(src_idx, r.valid);
-    }
-    case Op::FLIP: {
-      std::vector<UOpPtr> src_idx(r.idx);
-      for (int64_t a : u->get<std::vector<int64_t>>()) src_idx[a] = idx_const(in[a] - 1) - r.idx[a];
-      return one(src_idx, r.valid);
-    }
-    case Op::SHRINK: {
-      std::vector<UOpPtr> src_idx(r.idx);
-      const auto& b = u->get<std::vector<int64_t>>();
-      for (size_t i = 0; i < in.size(); ++i)
-        if (b[2 * i]) src_idx[i] = r.idx[i] + b[2 * i];
-      return one(src_idx, r.valid);
-    }
-    case Op::PAD: return plan_pad(r, in);
-    case Op::REDUCE_AXIS: return plan_reduce(r, in);
-    case Op::CONTIGUOUS:
-    case Op::DETACH:
-    case Op::COPY: return one(r.idx, r.valid);
-    case Op::ASSIGN: return {{{u->src[1], r.idx, r.valid}}, {}, {}};  // ASSIGN(target, value) has value's value
-    default: break;
+      case Op::BUFFER:
+      case Op::CONST:
+      case Op::DEFINE_VAR:
+      case Op::IOTA: return {};
+      case Op::RESHAPE: return one(reshape_index(r.idx, *u->shape(), in), r.valid);
+      case Op::PERMUTE: {
+        std::vector<UOpPtr> src_idx(r.idx.size());
+        const auto& order = u->get<std::vector<int64_t>>();
+        for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = r.idx[i];
+        return one(src_idx, r.valid);
+      }
+      case Op::EXPAND: {
+        std::vector<UOpPtr> src_idx(r.idx);
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i] == 1) src_idx[i] = idx_const(0);
+        return one(src_idx, r.valid);
+      }
+      case Op::FLIP: {
+        std::vector<UOpPtr> src_idx(r.idx);
+        for (int64_t a : u->get<std::vector<int64_t>>()) src_idx[a] = idx_const(in[a] - 1) - r.idx[a];
+        return one(src_idx, r.valid);
+      }
+      case Op::SHRINK: {
+        std::vector<UOpPtr> src_idx(r.idx);
+        const auto& b = u->get<std::vector<int64_t>>();
+        for (size_t i = 0; i < in.size(); ++i)
+          if (b[2 * i]) src_idx[i] = r.idx[i] + b[2 * i];
+        return one(src_idx, r.valid);
+      }
+      case Op::PAD: return plan_pad(r, in);
+      case Op::REDUCE_AXIS: return plan_reduce(r, in);
+      case Op::CONTIGUOUS:
+      case Op::DETACH:
+      case Op::COPY: return one(r.idx, r.valid);
+      case Op::ASSIGN:
+        return {{{u->src[1], r.idx, r.valid}}, {}, {}};  // ASSIGN(target, value) has value's value
+      default: break;
     }
     if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) {
       Plan p;
@@ -218,33 +223,39 @@ struct Rangeifier {
   static UOpPtr build(const Request& r, const Plan& p, const std::vector<UOpPtr>& parts) {
     const UOpPtr& u = r.u;
     switch (u->op) {
-    case Op::BUFFER: return read(u, r.idx, r.valid);
-    case Op::CONST:
-    case Op::DEFINE_VAR: return u;
-    case Op::IOTA: return cast(r.idx[0], u->dtype);
-    case Op::PAD:
-      return p.inside ? where(p.inside, parts[0], const_like(u->dtype, 0)) : parts[0];  // outside the source: 0
-    case Op::REDUCE_AXIS: {
-      if (p.ranges.empty()) return parts[0];
-      std::vector<UOpPtr> src{parts[0]};
-      src.insert(src.end(), p.ranges.begin(), p.ranges.end());
-      return UOp::make(Op::REDUCE, u->dtype, std::move(src), ReduceArg{u->get<ReduceArg>().op, {}});
+      case Op::BUFFER: return read(u, r.idx, r.valid);
+      case Op::CONST:
+      case Op::DEFINE_VAR: return u;
+      case Op::IOTA: return cast(r.idx[0], u->dtype);
+      case Op::PAD:
+        return p.inside ? where(p.inside, parts[0], const_like(u->dtype, 0))
+                        : parts[0];  // outside the source: 0
+      case Op::REDUCE_AXIS: {
+        if (p.ranges.empty()) return parts[0];
+        std::vector<UOpPtr> src{parts[0]};
+        src.insert(src.end(), p.ranges.begin(), p.ranges.end());
+        return UOp::make(Op::REDUCE, u->dtype, std::move(src), ReduceArg{u->get<ReduceArg>().op, {}});
+      }
+      default: break;
     }
-    default: break;
-    }
-    if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) return UOp::make(u->op, u->dtype, parts, u->arg);
+    if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST)
+      return UOp::make(u->op, u->dtype, parts, u->arg);
     return parts.at(0);  // movement ops and pass-throughs
   }
 
   // reshape: the linear index in the output shape, unravelled in the input shape.
-  static std::vector<UOpPtr> reshape_index(const std::vector<UOpPtr>& idx, const Shape& out, const Shape& in) {
+  static std::vector<UOpPtr> reshape_index(const std::vector<UOpPtr>& idx, const Shape& out,
+                                           const Shape& in) {
     UOpPtr lin = linear_index(idx, out);
     auto st = strides_of(in);
     std::vector<UOpPtr> src_idx;
     for (size_t j = 0; j < in.size(); ++j) {
-      if (in[j] == 1) src_idx.push_back(idx_const(0));
-      else if (j == 0) src_idx.push_back(lin / st[0]);
-      else src_idx.push_back((lin / st[j]) % in[j]);
+      if (in[j] == 1)
+        src_idx.push_back(idx_const(0));
+      else if (j == 0)
+        src_idx.push_back(lin / st[0]);
+      else
+        src_idx.push_back((lin / st[j]) % in[j]);
     }
     return src_idx;
   }

@@ -13,7 +13,7 @@ namespace loom {
 using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
 
 struct ScheduledKernel {
-  UOpPtr ast;                  // SINK of END(STORE ...) with DEFINE_GLOBAL slots
+  UOpPtr ast;                   // SINK of END(STORE ...) with DEFINE_GLOBAL slots
   std::vector<UOpPtr> buffers;  // slot -> tensor-level BUFFER node; slot 0 is the output
 };
 

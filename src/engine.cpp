@@ -20,7 +20,9 @@ namespace loom::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast) {
   if (auto hit = kernel_cache().find(ast)) return hit;
@@ -66,8 +68,8 @@ void* buffer_data(const UOpPtr& buffer) {
 }
 
 namespace {
-void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending, const std::vector<UOpPtr>& targets,
-                     const std::vector<UOpPtr>& into) {
+void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
+                     const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into) {
   const auto t0 = Clock::now();
   // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
   auto output = [](DType dt, int64_t size) { return allocate_buffer(dt, size, false); };
@@ -121,6 +123,5 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
   }
   realize_targets(pending, targets, into);
 }
-
 
 }  // namespace loom::detail

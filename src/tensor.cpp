@@ -14,19 +14,20 @@ namespace loom {
 
 using namespace detail;
 
-
 // ---- creation ----------------------------------------------------------------------
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape) {
   check_shape(shape, "from_vector");
   if (count(shape) != static_cast<int64_t>(data.size()))
-    throw Error(fmt::format("from_vector: {} values do not fill shape {} ({} elements)", data.size(), str(shape),
-                            count(shape)));
+    throw Error(fmt::format("from_vector: {} values do not fill shape {} ({} elements)", data.size(),
+                            str(shape), count(shape)));
   constexpr DType dt = dtype_of<T>();
   UOpPtr buf = detail::allocate_buffer(dt, static_cast<int64_t>(data.size()));
   auto* dst = static_cast<T*>(detail::buffer_data(buf));
-  if constexpr (std::is_same_v<T, bool>) std::copy(data.begin(), data.end(), dst);  // vector<bool> is packed
-  else if (!data.empty()) std::memcpy(dst, data.data(), data.size() * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>)
+    std::copy(data.begin(), data.end(), dst);  // vector<bool> is packed
+  else if (!data.empty())
+    std::memcpy(dst, data.data(), data.size() * sizeof(T));
   return make_tensor(reshape_uop(buf, shape));
 }
 
@@ -52,10 +53,10 @@ Tensor& Tensor::assign(const Tensor& value) {
   const UOpPtr& cur = uop(*this, "assign");
   const UOpPtr& v = uop(value, "assign");
   if (*cur->shape() != *v->shape() || !(cur->dtype == v->dtype))
-    throw Error(fmt::format("assign: value of shape {} and dtype {} cannot be assigned to a tensor of shape {} and "
-                            "dtype {} (expected the same shape and dtype)",
-                            str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()),
-                            scalar_name(cur->dtype.scalar)));
+    throw Error(fmt::format(
+        "assign: value of shape {} and dtype {} cannot be assigned to a tensor of shape {} and "
+        "dtype {} (expected the same shape and dtype)",
+        str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()), scalar_name(cur->dtype.scalar)));
   if (v == cur) return *this;
   const UOpPtr target = cur->op == Op::ASSIGN ? cur->src[0] : cur;
   if (!is_buffer_view(target)) {  // nothing realized yet: the tensor simply becomes the value
@@ -130,9 +131,9 @@ void realize(std::vector<Tensor> tensors) {
 std::vector<unsigned char> Tensor::read_bytes(DType expected, const char* op) const {
   const detail::TensorNode& n = checked(op);
   if (!(n.uop->dtype == expected))
-    throw Error(fmt::format("{}: the tensor has dtype {} but {} was asked for; use cast({}) or the matching type",
-                            op, scalar_name(n.uop->dtype.scalar), scalar_name(expected.scalar),
-                            scalar_name(expected.scalar)));
+    throw Error(fmt::format(
+        "{}: the tensor has dtype {} but {} was asked for; use cast({}) or the matching type", op,
+        scalar_name(n.uop->dtype.scalar), scalar_name(expected.scalar), scalar_name(expected.scalar)));
   detail::realize_nodes({node_});
   const UOpPtr& view = node_->uop;
   const UOpPtr& buf = view->op == Op::RESHAPE ? view->src[0] : view;
@@ -156,8 +157,8 @@ std::vector<T> Tensor::to_vector() const {
 template <class T>
 T Tensor::item() const {
   if (numel() != 1)
-    throw Error(fmt::format("item: the tensor of shape {} has {} elements; item() needs exactly one", str(shape()),
-                            numel()));
+    throw Error(fmt::format("item: the tensor of shape {} has {} elements; item() needs exactly one",
+                            str(shape()), numel()));
   auto bytes = read_bytes(dtype_of<T>(), "item");
   if constexpr (std::is_same_v<T, bool>) return bytes.at(0) != 0;
   T v;
@@ -165,9 +166,9 @@ T Tensor::item() const {
   return v;
 }
 
-#define LOOM_INSTANTIATE(T)                                              \
+#define LOOM_INSTANTIATE(T)                                             \
   template Tensor Tensor::from_vector<T>(const std::vector<T>&, Shape); \
-  template std::vector<T> Tensor::to_vector<T>() const;                \
+  template std::vector<T> Tensor::to_vector<T>() const;                 \
   template T Tensor::item<T>() const;
 LOOM_INSTANTIATE(float)
 LOOM_INSTANTIATE(double)

@@ -11,6 +11,8 @@ struct TensorNode {
   UOpPtr uop;
 };
 
-inline Tensor make_tensor(UOpPtr uop) { return Tensor(std::make_shared<TensorNode>(TensorNode{std::move(uop)})); }
+inline Tensor make_tensor(UOpPtr uop) {
+  return Tensor(std::make_shared<TensorNode>(TensorNode{std::move(uop)}));
+}
 
 }  // namespace loom::detail

@@ -14,17 +14,25 @@
 namespace loom::detail {
 
 inline std::string str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-inline int64_t count(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+inline int64_t count(const Shape& s) {
+  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+}
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
   else {
-    static_assert(std::is_same_v<T, bool>, "loom tensors hold float, double, int32_t, int64_t, uint8_t or bool");
+    static_assert(std::is_same_v<T, bool>,
+                  "loom tensors hold float, double, int32_t, int64_t, uint8_t or bool");
     return DType::Bool;
   }
 }
@@ -38,8 +46,8 @@ inline int norm_axis(int axis, size_t ndim, const char* op) {
   const int n = static_cast<int>(ndim);
   const int m = std::max(n, 1);  // a 0-d tensor takes axis 0 or -1, as in PyTorch
   if (axis < -m || axis >= m)
-    throw Error(fmt::format("{}: axis {} is out of range for a tensor of {} dimension{} (expected {} to {})", op,
-                            axis, n, n == 1 ? "" : "s", -std::max(n, 1), std::max(n, 1) - 1));
+    throw Error(fmt::format("{}: axis {} is out of range for a tensor of {} dimension{} (expected {} to {})",
+                            op, axis, n, n == 1 ? "" : "s", -std::max(n, 1), std::max(n, 1) - 1));
   return axis < 0 ? axis + std::max(n, 1) : axis;
 }
 
@@ -57,9 +65,13 @@ inline UOpPtr expand_uop(const UOpPtr& u, const Shape& shape) {
   return padded == shape ? r : UOp::make(Op::EXPAND, u->dtype, {r}, shape);
 }
 
-inline UOpPtr cast_uop(const UOpPtr& u, DType dt) { return u->dtype == dt ? u : UOp::make(Op::CAST, dt, {u}); }
+inline UOpPtr cast_uop(const UOpPtr& u, DType dt) {
+  return u->dtype == dt ? u : UOp::make(Op::CAST, dt, {u});
+}
 
-inline UOpPtr const_tensor(double v, DType dt, const Shape& shape) { return expand_uop(const_like(dt, v), shape); }
+inline UOpPtr const_tensor(double v, DType dt, const Shape& shape) {
+  return expand_uop(const_like(dt, v), shape);
+}
 // `v` as a constant of u's dtype and shape.
 inline UOpPtr const_as(const UOpPtr& u, double v) { return const_tensor(v, u->dtype, *u->shape()); }
 
@@ -69,8 +81,9 @@ inline Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
     const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
     const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", op, str(a),
-                              str(b), static_cast<int64_t>(i) - static_cast<int64_t>(out.size()), da, db));
+      throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", op,
+                              str(a), str(b), static_cast<int64_t>(i) - static_cast<int64_t>(out.size()), da,
+                              db));
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -104,6 +117,5 @@ inline Tensor unary_float(const Tensor& t, const char* op, auto build) {
   UOpPtr x = uop(t, op);
   return make_tensor(build(cast_uop(x, float_dtype(x->dtype))));
 }
-
 
 }  // namespace loom::detail

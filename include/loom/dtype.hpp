@@ -14,8 +14,8 @@ enum class Scalar : uint8_t { Bool, UInt8, Int32, Int64, Float32, Float64 };
 
 struct DType {
   Scalar scalar = Scalar::Float32;
-  uint8_t lanes = 1;   // >1 for SIMD vectors (VECTORIZE, upcast loads)
-  bool ptr = false;    // a pointer to `scalar` elements (buffer params, INDEX)
+  uint8_t lanes = 1;  // >1 for SIMD vectors (VECTORIZE, upcast loads)
+  bool ptr = false;   // a pointer to `scalar` elements (buffer params, INDEX)
 
   static const DType Bool, UInt8, Int32, Int64, Float32, Float64;
 
@@ -30,11 +30,11 @@ struct DType {
   constexpr bool is_unsigned() const { return scalar == Scalar::UInt8 || scalar == Scalar::Bool; }
   constexpr int itemsize() const {
     switch (scalar) {
-    case Scalar::Bool:
-    case Scalar::UInt8: return 1;
-    case Scalar::Int32:
-    case Scalar::Float32: return 4;
-    default: return 8;
+      case Scalar::Bool:
+      case Scalar::UInt8: return 1;
+      case Scalar::Int32:
+      case Scalar::Float32: return 4;
+      default: return 8;
     }
   }
   constexpr int bits() const { return scalar == Scalar::Bool ? 1 : itemsize() * 8; }

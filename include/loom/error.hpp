@@ -7,7 +7,7 @@
 namespace loom {
 
 class Error : public std::runtime_error {
-public:
+ public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 

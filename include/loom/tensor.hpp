@@ -22,10 +22,10 @@ struct TensorNode;
 
 // A C++ number usable beside a tensor (bool is not a number here).
 template <class T>
-concept Number = (std::integral<T> || std::floating_point<T>) && !std::same_as<T, bool>;
+concept Number = (std::integral<T> || std::floating_point<T>)&&!std::same_as<T, bool>;
 
 class Tensor {
-public:
+ public:
   Tensor() = default;  // undefined: defined() == false; using it throws loom::Error
   bool defined() const { return node_ != nullptr; }
 
@@ -36,7 +36,7 @@ public:
   static Tensor full(Shape shape, double value, DType dtype = DType::Float32);
   static Tensor zeros(Shape shape, DType dtype = DType::Float32);
   static Tensor ones(Shape shape, DType dtype = DType::Float32);
-  static Tensor arange(int64_t stop);                                  // Int32
+  static Tensor arange(int64_t stop);                                   // Int32
   static Tensor arange(int64_t start, int64_t stop, int64_t step = 1);  // Int32
   static Tensor eye(int64_t n, DType dtype = DType::Float32);
   static Tensor rand(Shape shape, DType dtype = DType::Float32);   // uniform [0, 1)
@@ -84,15 +84,42 @@ public:
   Tensor ge(const Tensor& other) const;
   Tensor eq(const Tensor& other) const;
   Tensor ne(const Tensor& other) const;
-  template <Number T> Tensor floor_div(T v) const { return floor_div(like_scalar(v)); }
-  template <Number T> Tensor maximum(T v) const { return maximum(like_scalar(v)); }
-  template <Number T> Tensor minimum(T v) const { return minimum(like_scalar(v)); }
-  template <Number T> Tensor lt(T v) const { return lt(like_scalar(v)); }
-  template <Number T> Tensor le(T v) const { return le(like_scalar(v)); }
-  template <Number T> Tensor gt(T v) const { return gt(like_scalar(v)); }
-  template <Number T> Tensor ge(T v) const { return ge(like_scalar(v)); }
-  template <Number T> Tensor eq(T v) const { return eq(like_scalar(v)); }
-  template <Number T> Tensor ne(T v) const { return ne(like_scalar(v)); }
+  template <Number T>
+  Tensor floor_div(T v) const {
+    return floor_div(like_scalar(v));
+  }
+  template <Number T>
+  Tensor maximum(T v) const {
+    return maximum(like_scalar(v));
+  }
+  template <Number T>
+  Tensor minimum(T v) const {
+    return minimum(like_scalar(v));
+  }
+  template <Number T>
+  Tensor lt(T v) const {
+    return lt(like_scalar(v));
+  }
+  template <Number T>
+  Tensor le(T v) const {
+    return le(like_scalar(v));
+  }
+  template <Number T>
+  Tensor gt(T v) const {
+    return gt(like_scalar(v));
+  }
+  template <Number T>
+  Tensor ge(T v) const {
+    return ge(like_scalar(v));
+  }
+  template <Number T>
+  Tensor eq(T v) const {
+    return eq(like_scalar(v));
+  }
+  template <Number T>
+  Tensor ne(T v) const {
+    return ne(like_scalar(v));
+  }
   Tensor logical_and(const Tensor& other) const;  // Bool only
   Tensor logical_or(const Tensor& other) const;
   Tensor logical_not() const;
@@ -121,10 +148,10 @@ public:
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
   Tensor logsumexp(int axis) const;
-#define LOOM_NO_INT_KEEPDIM(name)            \
-  template <class A, class B>                \
-    requires(!std::same_as<B, bool>)         \
-  Tensor name(A, B) const = delete;
+#define LOOM_NO_INT_KEEPDIM(name)                    \
+  template <class A, class B>                        \
+  requires(!std::same_as<B, bool>) Tensor name(A, B) \
+  const = delete;
   LOOM_NO_INT_KEEPDIM(sum)
   LOOM_NO_INT_KEEPDIM(max)
   LOOM_NO_INT_KEEPDIM(min)
@@ -136,9 +163,9 @@ public:
   Tensor reshape(Shape shape) const;  // one size may be -1
   Tensor permute(std::vector<int> order) const;
   Tensor transpose(int a = -2, int b = -1) const;
-  Tensor expand(Shape shape) const;  // -1 keeps a size
+  Tensor expand(Shape shape) const;                                                      // -1 keeps a size
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, double value = 0) const;  // (lo, hi) per axis
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;                 // [start, end) per axis
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;  // [start, end) per axis
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
   Tensor squeeze(int axis) const;  // a no-op on an axis whose size is not 1
@@ -165,7 +192,7 @@ public:
   const std::shared_ptr<detail::TensorNode>& node() const { return node_; }
   explicit Tensor(std::shared_ptr<detail::TensorNode> node) : node_(std::move(node)) {}
 
-private:
+ private:
   std::shared_ptr<detail::TensorNode> node_;
   const detail::TensorNode& checked(const char* op) const;
   template <Number T>
@@ -194,12 +221,14 @@ Tensor operator~(const Tensor& a);
 
 // A number takes the tensor's dtype within its category (shared/DESIGN.md §2).
 Tensor scalar_for(const Tensor& like, double v, bool is_float);
-#define LOOM_SCALAR_OPERATOR(op)                                                                     \
-  template <Number T> Tensor operator op(const Tensor& a, T b) {                                     \
-    return a op scalar_for(a, static_cast<double>(b), std::floating_point<T>);                       \
-  }                                                                                                  \
-  template <Number T> Tensor operator op(T a, const Tensor& b) {                                     \
-    return scalar_for(b, static_cast<double>(a), std::floating_point<T>) op b;                       \
+#define LOOM_SCALAR_OPERATOR(op)                                               \
+  template <Number T>                                                          \
+  Tensor operator op(const Tensor& a, T b) {                                   \
+    return a op scalar_for(a, static_cast<double>(b), std::floating_point<T>); \
+  }                                                                            \
+  template <Number T>                                                          \
+  Tensor operator op(T a, const Tensor& b) {                                   \
+    return scalar_for(b, static_cast<double>(a), std::floating_point<T>) op b; \
   }
 LOOM_SCALAR_OPERATOR(+)
 LOOM_SCALAR_OPERATOR(-)
@@ -248,5 +277,7 @@ struct std::hash<loom::Tensor> {
 };
 template <>
 struct std::equal_to<loom::Tensor> {
-  bool operator()(const loom::Tensor& a, const loom::Tensor& b) const noexcept { return a.node() == b.node(); }
+  bool operator()(const loom::Tensor& a, const loom::Tensor& b) const noexcept {
+    return a.node() == b.node();
+  }
 };

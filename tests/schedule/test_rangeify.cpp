@@ -23,13 +23,16 @@ UOpPtr input(int64_t id, Shape shape, DType dt = DType::Float32) {
 struct FakeBuffers {
   int64_t next = 1000;
   BufferFactory factory() {
-    return [this](DType dt, int64_t size) { return UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{next++, size}); };
+    return [this](DType dt, int64_t size) {
+      return UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{next++, size});
+    };
   }
 };
 
 size_t count_op(const UOpPtr& root, Op op) {
   auto nodes = toposort(root);
-  return static_cast<size_t>(std::count_if(nodes.begin(), nodes.end(), [op](const UOpPtr& n) { return n->op == op; }));
+  return static_cast<size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [op](const UOpPtr& n) { return n->op == op; }));
 }
 
 UOpPtr reduce_axis(const UOpPtr& x, Op op, std::vector<int64_t> axes) {
@@ -41,8 +44,9 @@ UOpPtr reduce_axis(const UOpPtr& x, Op op, std::vector<int64_t> axes) {
 TEST_CASE("(a*b+c).relu().exp() on [1024,1024] is one kernel: 3 loads, 1 store, no intermediate buffer") {
   Shape s{1024, 1024};
   UOpPtr a = input(1, s), b = input(2, s), c = input(3, s);
-  UOpPtr zero = UOp::make(Op::EXPAND, DType::Float32,
-                          {UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 0)}, Shape{1, 1})}, s);
+  UOpPtr zero =
+      UOp::make(Op::EXPAND, DType::Float32,
+                {UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 0)}, Shape{1, 1})}, s);
   UOpPtr y = alu(Op::EXP2, {umax(a * b + c, zero)});
   FakeBuffers fb;
   Schedule sched = create_schedule({y}, fb.factory());
@@ -90,7 +94,8 @@ TEST_CASE("the same computation on other buffers is the same kernel") {
   FakeBuffers fb;
   auto build = [&](int64_t id) {
     UOpPtr x = input(id, {6, 4});
-    return create_schedule({UOp::make(Op::PERMUTE, DType::Float32, {x}, std::vector<int64_t>{1, 0})}, fb.factory());
+    return create_schedule({UOp::make(Op::PERMUTE, DType::Float32, {x}, std::vector<int64_t>{1, 0})},
+                           fb.factory());
   };
   Schedule s1 = build(1), s2 = build(2);
   REQUIRE(s1.kernels.size() == 1);
@@ -101,7 +106,8 @@ TEST_CASE("the same computation on other buffers is the same kernel") {
 TEST_CASE("CONTIGUOUS and a realized input make buffers; a contiguous view needs no kernel") {
   UOpPtr x = input(1, {4, 4});
   CHECK(is_buffer_view(x));
-  UOpPtr c = UOp::make(Op::CONTIGUOUS, DType::Float32, {UOp::make(Op::PERMUTE, DType::Float32, {x}, std::vector<int64_t>{1, 0})});
+  UOpPtr c = UOp::make(Op::CONTIGUOUS, DType::Float32,
+                       {UOp::make(Op::PERMUTE, DType::Float32, {x}, std::vector<int64_t>{1, 0})});
   UOpPtr y = c * c;
   FakeBuffers fb;
   Schedule sched = create_schedule({y}, fb.factory());

@@ -21,12 +21,27 @@ inline ref::RefTensor reference(const Tensor& t) {
 // Values of a realized tensor of any dtype, as doubles.
 inline std::vector<double> values(const Tensor& t) {
   switch (t.dtype().scalar) {
-  case Scalar::Float32: { auto v = t.to_vector<float>(); return {v.begin(), v.end()}; }
-  case Scalar::Float64: return t.to_vector<double>();
-  case Scalar::Int32: { auto v = t.to_vector<int32_t>(); return {v.begin(), v.end()}; }
-  case Scalar::Int64: { auto v = t.to_vector<int64_t>(); return {v.begin(), v.end()}; }
-  case Scalar::UInt8: { auto v = t.to_vector<uint8_t>(); return {v.begin(), v.end()}; }
-  case Scalar::Bool: { auto v = t.to_vector<bool>(); return {v.begin(), v.end()}; }
+    case Scalar::Float32: {
+      auto v = t.to_vector<float>();
+      return {v.begin(), v.end()};
+    }
+    case Scalar::Float64: return t.to_vector<double>();
+    case Scalar::Int32: {
+      auto v = t.to_vector<int32_t>();
+      return {v.begin(), v.end()};
+    }
+    case Scalar::Int64: {
+      auto v = t.to_vector<int64_t>();
+      return {v.begin(), v.end()};
+    }
+    case Scalar::UInt8: {
+      auto v = t.to_vector<uint8_t>();
+      return {v.begin(), v.end()};
+    }
+    case Scalar::Bool: {
+      auto v = t.to_vector<bool>();
+      return {v.begin(), v.end()};
+    }
   }
   return {};
 }
@@ -39,12 +54,12 @@ inline Tensor make(DType dt, const std::vector<double>& v, Shape shape) {
     return Tensor::from_vector<T>(out, shape);
   };
   switch (dt.scalar) {
-  case Scalar::Float32: return conv(float{});
-  case Scalar::Float64: return conv(double{});
-  case Scalar::Int32: return conv(int32_t{});
-  case Scalar::Int64: return conv(int64_t{});
-  case Scalar::UInt8: return conv(uint8_t{});
-  case Scalar::Bool: return conv(bool{});
+    case Scalar::Float32: return conv(float{});
+    case Scalar::Float64: return conv(double{});
+    case Scalar::Int32: return conv(int32_t{});
+    case Scalar::Int64: return conv(int64_t{});
+    case Scalar::UInt8: return conv(uint8_t{});
+    case Scalar::Bool: return conv(bool{});
   }
   return {};
 }
@@ -57,7 +72,8 @@ inline std::vector<double> iota(int64_t n, double scale = 1, double shift = 0) {
 }
 
 inline const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> d{DType::Bool, DType::UInt8, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+  static const std::vector<DType> d{DType::Bool,  DType::UInt8,   DType::Int32,
+                                    DType::Int64, DType::Float32, DType::Float64};
   return d;
 }
 inline const std::vector<DType>& number_dtypes() {

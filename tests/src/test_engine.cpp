@@ -3,8 +3,8 @@
 #include "check.hpp"
 
 #include "codegen/codegen.hpp"
-#include "runtime/executor.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/executor.hpp"
 #include "schedule/schedule.hpp"
 
 #include <cstring>
@@ -33,7 +33,8 @@ TEST_CASE("a fused expression runs as exactly one kernel") {
   CHECK(counters().schedules_built - before.schedules_built == 1);
 }
 
-TEST_CASE("the same computation rebuilt on fresh buffers with new data compiles nothing and gives the new values") {
+TEST_CASE(
+    "the same computation rebuilt on fresh buffers with new data compiles nothing and gives the new values") {
   auto run = [](float shift) {
     Tensor a = make(DType::Float32, iota(12, 1, shift), {3, 4});
     Tensor b = make(DType::Float32, iota(4, 2), {4});
@@ -45,7 +46,8 @@ TEST_CASE("the same computation rebuilt on fresh buffers with new data compiles 
   std::vector<float> second = run(100);
   CHECK(counters().kernels_compiled == compiled);
   CHECK(counters().kernels_executed > executed);
-  // row i: sum_j (4i+j+shift) * 2j + max; by hand for shift 100, row 0: 2*(0*100 + 1*101 + 2*102 + 3*103) + 111
+  // row i: sum_j (4i+j+shift) * 2j + max; by hand for shift 100, row 0: 2*(0*100 + 1*101 + 2*102 + 3*103) +
+  // 111
   CHECK(second[0] == doctest::Approx(2 * (101 + 204 + 309) + 111));
   CHECK(first[0] == doctest::Approx(2 * (1 + 4 + 9) + 11));
 }
@@ -73,7 +75,8 @@ TEST_CASE("LOOM_THREADS=2 splits a kernel's range across threads; results are bi
   CHECK(slice_grain(512) < 512);  // the 512-row output range runs in more than one slice
 }
 
-TEST_CASE("a kernel that fails LLVM verification raises loom::Error naming the kernel; the next realize works") {
+TEST_CASE(
+    "a kernel that fails LLVM verification raises loom::Error naming the kernel; the next realize works") {
   Tensor a = make(DType::Float32, {1, 2, 3}, {3});
   codegen_testing_break_next_kernel();
   std::string message;

@@ -1,7 +1,7 @@
 // Bad input: every case throws loom::Error whose message names the op and the
 // shapes, axes or dtypes involved. Nothing aborts.
-#include "support/error_message.hpp"
 #include "check.hpp"
+#include "support/error_message.hpp"
 
 #include <string>
 
@@ -12,7 +12,8 @@ using test::make;
 namespace {
 void check_message(const std::string& msg, std::initializer_list<const char*> parts) {
   CHECK_MESSAGE(!msg.empty(), "no loom::Error was thrown");
-  for (const char* p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "'" << p << "' missing from: " << msg);
+  for (const char* p : parts)
+    CHECK_MESSAGE(msg.find(p) != std::string::npos, "'" << p << "' missing from: " << msg);
 }
 }  // namespace
 
@@ -40,7 +41,10 @@ TEST_CASE("every kind of bad input gets a loom::Error that names the op and what
   check_message(error_of([&] { undefined + a; }), {"undefined"});
   check_message(error_of([&] { undefined.realize(); }), {"realize", "undefined"});
   check_message(error_of([&] { undefined.shape(); }), {"shape", "undefined"});
-  check_message(error_of([&] { Tensor::from_vector<float>({1, 2, 3}, {2, 2}); }), {"from_vector", "3", "[2, 2]"});
+  check_message(error_of([&] {
+                  Tensor::from_vector<float>({1, 2, 3}, {2, 2});
+                }),
+                {"from_vector", "3", "[2, 2]"});
   check_message(error_of([&] { Tensor::zeros({2, -1}); }), {"full", "negative"});
   check_message(error_of([&] { make(DType::Bool, {1}, {1}).neg(); }), {"neg", "Bool"});
   check_message(error_of([&] { Tensor::zeros({2, 0}).max(1); }), {"max", "axis 1", "size 0"});

@@ -1,7 +1,7 @@
-#include "support/error_message.hpp"
 #include "check.hpp"
 #include "src/random.hpp"
 #include "src/tensor_ops.hpp"
+#include "support/error_message.hpp"
 
 #include <array>
 #include <cmath>

@@ -239,9 +239,10 @@ RefTensor pass_through(const UOp& n, const RefTensor& value) {
 }
 
 RefTensor evaluate_node(const UOp& n, const std::vector<const RefTensor*>& in, const Environment& env) {
-  const size_t want = n.op == Op::BUFFER || n.op == Op::CONST || n.op == Op::DEFINE_VAR || n.op == Op::IOTA ? 0
-                      : is_alu(n.op)                                                    ? in.size()
-                                                                                        : 1;
+  const size_t want = n.op == Op::BUFFER || n.op == Op::CONST || n.op == Op::DEFINE_VAR || n.op == Op::IOTA
+                          ? 0
+                      : is_alu(n.op) ? in.size()
+                                     : 1;
   if (in.size() != want) fail(n, fmt::format("expected {} sources, got {}", want, in.size()));
   switch (n.op) {
     case Op::BUFFER: return load_buffer(n, env.buffers);
