@@ -1,6 +1,7 @@
 #include "ir/pattern.hpp"
 
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 
 namespace loom {
@@ -59,7 +60,16 @@ UPat UPat::allow_more_src() const {
 
 using Captures = std::vector<std::pair<std::string_view, UOpPtr>>;
 
+// Matching backtracks fully: every way a pattern can bind (each operand order
+// of a commutative op, at every depth) is offered to a continuation, the rest
+// of the match, until one succeeds. So (a*y)/y matches (y*a)/y: the inner MUL
+// retries its other order when the outer `y` would not bind the same node.
 bool UPat::match(const UOpPtr& u, Captures& caps) const {
+  auto done = [](Captures&) { return true; };
+  return match_then(u, caps, Continuation::of(done));
+}
+
+bool UPat::match_then(const UOpPtr& u, Captures& caps, Continuation rest) const {
   if (op_mask_ && !(op_mask_ & (1ULL << static_cast<int>(u->op)))) return false;
   if (!dtypes_.empty() && std::find(dtypes_.begin(), dtypes_.end(), u->dtype) == dtypes_.end()) return false;
   if (arg_ && !arg_equal(*arg_, u->arg)) return false;
@@ -73,24 +83,29 @@ bool UPat::match(const UOpPtr& u, Captures& caps) const {
       caps.emplace_back(name_, u);
     }
   }
-  if (!src_) return true;
-  if (match_src(u, *src_, caps)) return true;
+  if (src_ ? match_src(u, *src_, caps, rest) : rest(caps)) return true;
   caps.resize(mark);
   return false;
 }
 
-bool UPat::match_src(const UOpPtr& u, const std::vector<UPat>& pats, Captures& caps) const {
+bool UPat::match_src(const UOpPtr& u, const std::vector<UPat>& pats, Captures& caps,
+                     Continuation rest) const {
   if (allow_more_ ? u->src.size() < pats.size() : u->src.size() != pats.size()) return false;
-  const size_t mark = caps.size();
-  std::vector<size_t> order(pats.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (pats.size() > kMaxSrc) throw Error("UPat: a pattern may list at most 16 sources");
+  std::array<uint8_t, kMaxSrc> order{};
+  for (size_t i = 0; i < pats.size(); ++i) order[i] = static_cast<uint8_t>(i);
   do {
-    bool ok = true;
-    for (size_t i = 0; i < pats.size() && ok; ++i) ok = pats[i].match(u->src[order[i]], caps);
-    if (ok) return true;
-    caps.resize(mark);
-  } while (any_order_ && std::next_permutation(order.begin(), order.end()));
+    if (match_from(u, pats, order.data(), 0, caps, rest)) return true;
+  } while (any_order_ && std::next_permutation(order.begin(), order.begin() + pats.size()));
   return false;
+}
+
+// Sources order[i..] against pats[i..], then the rest of the match.
+bool UPat::match_from(const UOpPtr& u, const std::vector<UPat>& pats, const uint8_t* order, size_t i,
+                      Captures& caps, Continuation rest) {
+  if (i == pats.size()) return rest(caps);
+  auto next = [&](Captures& c) { return match_from(u, pats, order, i + 1, c, rest); };
+  return pats[i].match_then(u->src[order[i]], caps, Continuation::of(next));
 }
 
 namespace {

@@ -52,8 +52,28 @@ class UPat {
   std::optional<Arg> arg_;
   std::optional<double> const_value_;
   std::string name_;
+  // A cheap reference to "the rest of the match" (a callable taking the captures).
+  struct Continuation {
+    bool (*call)(void*, std::vector<std::pair<std::string_view, UOpPtr>>&);
+    void* target;
+    bool operator()(std::vector<std::pair<std::string_view, UOpPtr>>& caps) const {
+      return call(target, caps);
+    }
+    template <class F>
+    static Continuation of(F& f) {
+      return {[](void* t, std::vector<std::pair<std::string_view, UOpPtr>>& caps) {
+                return (*static_cast<F*>(t))(caps);
+              },
+              &f};
+    }
+  };
+  bool match_then(const UOpPtr& u, std::vector<std::pair<std::string_view, UOpPtr>>& caps,
+                  Continuation rest) const;
   bool match_src(const UOpPtr& u, const std::vector<UPat>& pats,
-                 std::vector<std::pair<std::string_view, UOpPtr>>& caps) const;
+                 std::vector<std::pair<std::string_view, UOpPtr>>& caps, Continuation rest) const;
+  static constexpr size_t kMaxSrc = 16;
+  static bool match_from(const UOpPtr& u, const std::vector<UPat>& pats, const uint8_t* order, size_t i,
+                         std::vector<std::pair<std::string_view, UOpPtr>>& caps, Continuation rest);
 };
 
 // DSL operators so rules read like the algebra. `/` is IDIV (index math); use

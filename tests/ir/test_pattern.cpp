@@ -311,3 +311,24 @@ TEST_CASE("graph_rewrite: a chain 100,000 nodes deep, without recursion") {
   for (int i = 0; i < 100000; ++i) zeros = zeros + 0;
   CHECK(graph_rewrite(zeros, folding()) == x);
 }
+
+TEST_CASE("matching backtracks into a commutative sub-pattern when a later capture fails") {
+  // (a*y)/y must match (y*a)/y: the MUL first binds a=y', y=a', then the divisor
+  // cannot bind y to a different node, so the MUL retries its other order.
+  UOpPtr a = make_var("a", 0, 9), y = make_var("y", 1, 9);
+  UOpPtr e = UOp::make(Op::IDIV, DType::Int64, {y * a, y});
+  std::vector<std::pair<std::string_view, UOpPtr>> caps;
+  UPat p = (UPat::var("a") * UPat::var("y")) / UPat::var("y");
+  REQUIRE(p.match(e, caps));
+  auto get = [&](std::string_view n) {
+    for (auto& [k, v] : caps)
+      if (k == n) return v;
+    return UOpPtr{};
+  };
+  CHECK(get("y") == y);
+  CHECK(get("a") == a);
+  // and a node that matches no order is still refused, with no captures left behind
+  caps.clear();
+  CHECK_FALSE(p.match(UOp::make(Op::IDIV, DType::Int64, {y * a, a + 1}), caps));
+  CHECK(caps.empty());
+}
