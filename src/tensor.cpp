@@ -100,6 +100,11 @@ int64_t Tensor::ndim() const { return static_cast<int64_t>(shape().size()); }
 
 Tensor Tensor::scalar_like(double v, bool is_float) const { return scalar_for(*this, v, is_float); }
 Tensor scalar_for(const Tensor& like, double v, bool is_float) {
+  if (!like.defined())
+    throw Error(
+        fmt::format("an operator between a tensor and the number {}: the tensor is undefined "
+                    "(default-constructed)",
+                    v));
   return Tensor::scalar(v, promote_with_scalar(like.dtype(), is_float));
 }
 

@@ -48,16 +48,16 @@ double int_bound(double v, DType dt, bool is_lo) {
 
 // ---- arithmetic ---------------------------------------------------------------------------------
 Tensor operator+(const Tensor& a, const Tensor& b) {
-  return binary(Op::ADD, a, b, arithmetic_dtype(a, b), "add");
+  return binary(Op::ADD, a, b, arithmetic_dtype(a, b, "add"), "add");
 }
 Tensor operator-(const Tensor& a, const Tensor& b) {
-  return binary(Op::SUB, a, b, arithmetic_dtype(a, b), "sub");
+  return binary(Op::SUB, a, b, arithmetic_dtype(a, b, "sub"), "sub");
 }
 Tensor operator*(const Tensor& a, const Tensor& b) {
-  return binary(Op::MUL, a, b, arithmetic_dtype(a, b), "mul");
+  return binary(Op::MUL, a, b, arithmetic_dtype(a, b, "mul"), "mul");
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
-  return binary(Op::FDIV, a, b, float_dtype(promote(a.dtype(), b.dtype())), "div");
+  return binary(Op::FDIV, a, b, float_dtype(promoted(a, b, "div")), "div");
 }
 Tensor operator-(const Tensor& a) { return a.neg(); }
 
@@ -91,10 +91,10 @@ Tensor Tensor::relu() const {
 }
 
 Tensor Tensor::maximum(const Tensor& other) const {
-  return binary(Op::MAX, *this, other, promote(dtype(), other.dtype()), "maximum");
+  return binary(Op::MAX, *this, other, promoted(*this, other, "maximum"), "maximum");
 }
 Tensor Tensor::minimum(const Tensor& other) const {
-  auto [x, y] = operands(*this, other, promote(dtype(), other.dtype()), "minimum");
+  auto [x, y] = operands(*this, other, promoted(*this, other, "minimum"), "minimum");
   return make_tensor(min_of(x, y));
 }
 
@@ -115,20 +115,20 @@ Tensor Tensor::clamp(double lo, double hi) const {
 
 // ---- comparisons --------------------------------------------------------------------------------
 Tensor Tensor::lt(const Tensor& o) const {
-  return binary(Op::CMPLT, *this, o, promote(dtype(), o.dtype()), "lt");
+  return binary(Op::CMPLT, *this, o, promoted(*this, o, "lt"), "lt");
 }
 Tensor Tensor::gt(const Tensor& o) const {
-  return binary(Op::CMPLT, o, *this, promote(dtype(), o.dtype()), "gt");
+  return binary(Op::CMPLT, o, *this, promoted(*this, o, "gt"), "gt");
 }
 Tensor Tensor::eq(const Tensor& o) const {
-  return binary(Op::CMPEQ, *this, o, promote(dtype(), o.dtype()), "eq");
+  return binary(Op::CMPEQ, *this, o, promoted(*this, o, "eq"), "eq");
 }
 Tensor Tensor::ne(const Tensor& o) const {
-  return binary(Op::CMPNE, *this, o, promote(dtype(), o.dtype()), "ne");
+  return binary(Op::CMPNE, *this, o, promoted(*this, o, "ne"), "ne");
 }
 // a <= b is (a < b) | (a == b), not !(b < a), which would be true for NaN.
 Tensor Tensor::le(const Tensor& o) const {
-  auto [x, y] = operands(*this, o, promote(dtype(), o.dtype()), "le");
+  auto [x, y] = operands(*this, o, promoted(*this, o, "le"), "le");
   return make_tensor(alu(Op::OR, {x < y, loom::eq(x, y)}));
 }
 Tensor Tensor::ge(const Tensor& o) const { return o.le(*this); }

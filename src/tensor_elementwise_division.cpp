@@ -68,7 +68,7 @@ FloorDivMod float_floor_divmod(const UOpPtr& a, const UOpPtr& b) {
 }
 
 FloorDivMod floor_divmod(const Tensor& x, const Tensor& y, const char* name) {
-  const DType dt = arithmetic_dtype(x, y);
+  const DType dt = arithmetic_dtype(x, y, name);
   auto [a, b] = operands(x, y, dt, name);
   if (!dt.is_float()) return int_floor_divmod(a, b);
   const FloorDivMod f = float_floor_divmod(cast_uop(a, DType::Float64), cast_uop(b, DType::Float64));

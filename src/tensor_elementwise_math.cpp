@@ -172,7 +172,7 @@ Tensor Tensor::sigmoid() const { return make_tensor(sigmoid_of(as_float(*this, "
 // Floats (or a float operand): POW. Integers (and Bool, as Int32): an integer result by
 // binary powering, as PyTorch's int ** int.
 Tensor Tensor::pow(const Tensor& exponent) const {
-  const DType dt = arithmetic_dtype(*this, exponent);
+  const DType dt = arithmetic_dtype(*this, exponent, "pow");
   auto [a, e] = operands(*this, exponent, dt, "pow");
   return make_tensor(dt.is_float() ? alu(Op::POW, {a, e}) : int_pow(a, e));
 }

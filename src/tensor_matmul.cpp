@@ -39,7 +39,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
     throw Error(fmt::format("matmul: inner dimensions do not match: {} @ {} ({} vs {})", str(xu), str(yu), k,
                             ys[ys.size() - 2]));
   const Shape batch = batch_shape(xs, ys, xu, yu);
-  const DType dt = arithmetic_dtype(*this, other);
+  const DType dt = arithmetic_dtype(*this, other, "matmul");
   // x as [.., m, 1, k] and y^T as [.., 1, n, k], both expanded to [.., m, n, k].
   const Shape wide = concat(batch, {m, n, k});
   Shape x_rows(xs.begin(), xs.end() - 1);

@@ -101,8 +101,13 @@ inline std::pair<UOpPtr, UOpPtr> operands(const Tensor& a, const Tensor& b, DTyp
   return {cast_uop(expand_uop(x, s), dt), cast_uop(expand_uop(y, s), dt)};
 }
 
-inline DType arithmetic_dtype(const Tensor& a, const Tensor& b) {
-  DType dt = promote(a.dtype(), b.dtype());
+// The promoted dtype of two operands of `op` (checked defined, so an error names `op`).
+inline DType promoted(const Tensor& a, const Tensor& b, const char* op) {
+  return promote(uop(a, op)->dtype, uop(b, op)->dtype);
+}
+
+inline DType arithmetic_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  DType dt = promoted(a, b, op);
   return dt.is_bool() ? DType::Int32 : dt;  // arithmetic on Bool computes as Int32
 }
 

@@ -38,7 +38,8 @@ TEST_CASE("every kind of bad input gets a loom::Error that names the op and what
   check_message(error_of([&] { a.to_vector<int32_t>(); }), {"to_vector", "Float32", "Int32"});
   check_message(error_of([&] { a.item<float>(); }), {"item", "[2, 3]", "6 elements"});
   check_message(error_of([&] { make(DType::Int32, {1}, {1}).item<double>(); }), {"item", "Int32", "Float64"});
-  check_message(error_of([&] { undefined + a; }), {"undefined"});
+  check_message(error_of([&] { undefined + a; }), {"add", "undefined"});
+  check_message(error_of([&] { undefined * 2.5f; }), {"operator", "2.5", "undefined"});
   check_message(error_of([&] { undefined.realize(); }), {"realize", "undefined"});
   check_message(error_of([&] { undefined.shape(); }), {"shape", "undefined"});
   check_message(error_of([&] {
