@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace loom::detail {
@@ -116,7 +117,9 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
     }
   if (targets.empty()) return;
   std::vector<UOpPtr> into(targets.size());
-  {
+  const bool assigns =
+      std::any_of(targets.begin(), targets.end(), [](const UOpPtr& t) { return t->op == Op::ASSIGN; });
+  if (assigns) {  // the walk counts who holds each target's buffer; skipped when nothing is assigned
     const std::vector<UOpPtr> graph = toposort(targets);
     for (size_t i = 0; i < targets.size(); ++i)
       if (targets[i]->op == Op::ASSIGN) into[i] = in_place_buffer(targets[i], graph);
