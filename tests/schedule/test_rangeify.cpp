@@ -1,5 +1,6 @@
 // Rangeify and kernel split, checked on what they generate: kernel count,
 // loads, stores, reduces, and the buffers each kernel binds.
+#include "ir/symbolic.hpp"
 #include "schedule/kernel_split.hpp"
 #include "schedule/rangeify.hpp"
 #include "schedule/schedule.hpp"
@@ -124,4 +125,78 @@ TEST_CASE("pad then shrink back to the original: the validity guard simplifies a
   REQUIRE(sched.kernels.size() == 1);
   CHECK(count_op(sched.kernels[0].ast, Op::WHERE) == 0);
   CHECK(count_op(sched.kernels[0].ast, Op::CMPLT) == 0);
+}
+
+// ---- the index math of each movement op, by pointer equality -------------------
+namespace {
+
+struct OneKernel {
+  UOpPtr ast, end, store, load_index;
+  UOpPtr range(size_t i) const { return end->src.at(i + 1); }  // output ranges, outermost first
+};
+
+// The single kernel of `y`, its END, STORE and the (single) LOAD's INDEX.
+OneKernel one_kernel(const UOpPtr& y) {
+  FakeBuffers fb;
+  Schedule sched = create_schedule({y}, fb.factory());
+  REQUIRE(sched.kernels.size() == 1);
+  OneKernel k{sched.kernels[0].ast, nullptr, nullptr, nullptr};
+  for (const auto& n : toposort(k.ast)) {
+    if (n->op == Op::END) k.end = n;
+    if (n->op == Op::STORE) k.store = n;
+    if (n->op == Op::LOAD) k.load_index = n->src[0];
+  }
+  REQUIRE(k.store);
+  REQUIRE(k.load_index);
+  return k;
+}
+
+UOpPtr movement(Op op, const UOpPtr& x, std::vector<int64_t> arg) {
+  return UOp::make(op, x->dtype, {x}, std::move(arg));
+}
+
+}  // namespace
+
+TEST_CASE("permute reads the source at the swapped index") {
+  OneKernel k = one_kernel(movement(Op::PERMUTE, input(1, {4, 6}), {1, 0}));  // out [6, 4]
+  CHECK(k.range(0)->src[0]->const_int() == 6);
+  CHECK(k.load_index->src[1] == simplify(k.range(1) * 6 + k.range(0)));
+  CHECK(k.store->src[0]->src[1] == simplify(k.range(0) * 4 + k.range(1)));
+}
+
+TEST_CASE("flip reads n-1-i; shrink reads i+start; expand drops the broadcast index") {
+  OneKernel f = one_kernel(movement(Op::FLIP, input(1, {2, 3}), {1}));
+  CHECK(f.load_index->src[1] == simplify(f.range(0) * 3 + (const_int(DType::Int64, 2) - f.range(1))));
+  OneKernel s = one_kernel(movement(Op::SHRINK, input(1, {4, 5}), {1, 3, 2, 5}));  // out [2, 3]
+  CHECK(s.load_index->src[1] == simplify((s.range(0) + 1) * 5 + (s.range(1) + 2)));
+  OneKernel e = one_kernel(movement(Op::EXPAND, input(1, {1, 3}), {4, 3}));
+  CHECK(e.load_index->src[1] == e.range(1));
+}
+
+TEST_CASE("pad reads inside the source only, guarded by a validity condition") {
+  OneKernel k = one_kernel(movement(Op::PAD, input(1, {4}), {1, 1}));  // out [6]
+  const UOpPtr r = k.range(0);
+  REQUIRE(k.load_index->src.size() == 3);
+  CHECK(k.load_index->src[1] == simplify(r - 1));
+  CHECK(k.load_index->src[2] == simplify(land(const_int(DType::Int64, 0) < r, r < 5)));
+}
+
+TEST_CASE("a reshape of a permute unravels the linear index by divmod") {
+  UOpPtr p = movement(Op::PERMUTE, input(1, {2, 3}), {1, 0});  // [3, 2]
+  OneKernel k = one_kernel(movement(Op::RESHAPE, p, {6}));
+  const UOpPtr r = k.range(0);
+  CHECK(k.load_index->src[1] == simplify((r % 2) * 3 + r / 2));
+}
+
+TEST_CASE("a reduce loops over a fresh reduce range inside the output loop") {
+  UOpPtr x = input(1, {4, 5});
+  OneKernel k = one_kernel(reduce_axis(x, Op::ADD, {1}));
+  UOpPtr reduce;
+  for (const auto& n : toposort(k.ast))
+    if (n->op == Op::REDUCE) reduce = n;
+  REQUIRE(reduce);
+  const UOpPtr rr = reduce->src[1];
+  CHECK(rr->get<AxisArg>().kind == AxisKind::Reduce);
+  CHECK(rr->src[0]->const_int() == 5);
+  CHECK(k.load_index->src[1] == simplify(k.range(0) * 5 + rr));
 }
