@@ -184,6 +184,20 @@ UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash
 }
 UOp::~UOp() = default;
 
+// A malformed node (wrong source count, wrong arg kind) fails inside shape or
+// bounds inference with a standard exception; it surfaces as a loom::Error.
+UOp* UOp::construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash) {
+  const size_t n = src.size();
+  try {
+    return new UOp(op, dtype, std::move(src), std::move(arg), hash);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("UOp::make: cannot build " + std::string(op_name(op)) + " " + to_string(dtype) + " from " +
+                std::to_string(n) + " source(s) and this arg: " + e.what());
+  }
+}
+
 UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
   for (const auto& s : src)
     if (!s) throw Error("UOp::make: " + std::string(op_name(op)) + " given a null source");
@@ -198,7 +212,7 @@ UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
         if (auto alive = it->second->weak_from_this().lock()) return alive;
   }
   // Built outside the lock: shape and bounds inference may be non-trivial.
-  std::shared_ptr<UOp> fresh(new UOp(op, dtype, std::move(src), std::move(arg), h), UOpDeleter{});
+  std::shared_ptr<UOp> fresh(construct(op, dtype, std::move(src), std::move(arg), h), UOpDeleter{});
   std::lock_guard lock(shard.mu);
   auto [lo, hi] = shard.map.equal_range(h);
   for (auto it = lo; it != hi; ++it)

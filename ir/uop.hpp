@@ -169,6 +169,7 @@ class UOp : public std::enable_shared_from_this<UOp> {
 
  private:
   UOp(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
+  static UOp* construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
   uint64_t hash_;
   std::optional<Shape> shape_;
   int64_t vmin_, vmax_;

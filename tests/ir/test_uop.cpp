@@ -252,3 +252,13 @@ TEST_CASE("uop: a chain 100,000 nodes deep toposorts and dies without recursion"
   }
   CHECK(intern_table_size() == before);
 }
+
+TEST_CASE("a malformed node is a loom::Error naming the op, not a standard-library exception") {
+  UOpPtr x = make_range(4, 0);
+  CHECK_THROWS_WITH_AS(UOp::make(Op::PERMUTE, DType::Float32, {x}, std::vector<int64_t>{0}),
+                       doctest::Contains("PERMUTE"), Error);
+  CHECK_THROWS_WITH_AS(UOp::make(Op::DEFINE_VAR, DType::Int64, {}, int64_t{3}),
+                       doctest::Contains("DEFINE_VAR"), Error);
+  CHECK_THROWS_WITH_AS(UOp::make(Op::RANGE, DType::Int64, {}, AxisArg{0, AxisKind::Loop}),
+                       doctest::Contains("RANGE"), Error);
+}
