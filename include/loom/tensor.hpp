@@ -84,42 +84,22 @@ class Tensor {
   Tensor ge(const Tensor& other) const;
   Tensor eq(const Tensor& other) const;
   Tensor ne(const Tensor& other) const;
-  template <Number T>
-  Tensor floor_div(T v) const {
-    return floor_div(like_scalar(v));
+  // The same ops with a C++ number, which takes this tensor's dtype within its category.
+#define LOOM_WITH_NUMBER(name)   \
+  template <Number T>            \
+  Tensor name(T v) const {       \
+    return name(like_scalar(v)); \
   }
-  template <Number T>
-  Tensor maximum(T v) const {
-    return maximum(like_scalar(v));
-  }
-  template <Number T>
-  Tensor minimum(T v) const {
-    return minimum(like_scalar(v));
-  }
-  template <Number T>
-  Tensor lt(T v) const {
-    return lt(like_scalar(v));
-  }
-  template <Number T>
-  Tensor le(T v) const {
-    return le(like_scalar(v));
-  }
-  template <Number T>
-  Tensor gt(T v) const {
-    return gt(like_scalar(v));
-  }
-  template <Number T>
-  Tensor ge(T v) const {
-    return ge(like_scalar(v));
-  }
-  template <Number T>
-  Tensor eq(T v) const {
-    return eq(like_scalar(v));
-  }
-  template <Number T>
-  Tensor ne(T v) const {
-    return ne(like_scalar(v));
-  }
+  LOOM_WITH_NUMBER(floor_div)
+  LOOM_WITH_NUMBER(maximum)
+  LOOM_WITH_NUMBER(minimum)
+  LOOM_WITH_NUMBER(lt)
+  LOOM_WITH_NUMBER(le)
+  LOOM_WITH_NUMBER(gt)
+  LOOM_WITH_NUMBER(ge)
+  LOOM_WITH_NUMBER(eq)
+  LOOM_WITH_NUMBER(ne)
+#undef LOOM_WITH_NUMBER
   Tensor logical_and(const Tensor& other) const;  // Bool only
   Tensor logical_or(const Tensor& other) const;
   Tensor logical_not() const;
