@@ -21,6 +21,7 @@ constexpr size_t kMaxBlocksPerClass = 32;              // bound on each free lis
 constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // bound on all free lists
 
 std::atomic<size_t> g_live_bytes{0};
+std::atomic<size_t> g_live_count{0};
 
 // The process-wide free-block registry: size class -> freed blocks of that
 // capacity, most recently freed last (reused first, while still in cache).
@@ -101,15 +102,18 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes, Fill fill) {
     throw;
   }
   g_live_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  g_live_count.fetch_add(1, std::memory_order_relaxed);
   return std::shared_ptr<Buffer>(buffer);  // if this throws, ~Buffer returns the block
 }
 
 Buffer::~Buffer() {
   g_live_bytes.fetch_sub(bytes_, std::memory_order_relaxed);
+  g_live_count.fetch_sub(1, std::memory_order_relaxed);
   Pool::get().give(data_, capacity_);
 }
 
 size_t live_buffer_bytes() { return g_live_bytes.load(std::memory_order_relaxed); }
+size_t live_buffer_count() { return g_live_count.load(std::memory_order_relaxed); }
 size_t pooled_buffer_bytes() { return Pool::get().pooled_bytes(); }
 void trim_buffer_pool() { Pool::get().trim(); }
 

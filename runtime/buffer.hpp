@@ -26,6 +26,8 @@ class Buffer {
 
 // Bytes currently held by live buffers (for leak tests).
 size_t live_buffer_bytes();
+// Buffers currently alive.
+size_t live_buffer_count();
 
 // The capacity of the block a request of `bytes` gets: its size class. Classes
 // are multiples of 64, four per power of two (waste under a third), 64 for 0.

@@ -1,10 +1,11 @@
 #include "runtime/executor.hpp"
 
+#include "ir/flags.hpp"
+
 #include <loom/debug.hpp>
 #include <loom/error.hpp>
 
 #include <sched.h>
-#include <spdlog/spdlog.h>
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/info.h>
@@ -16,7 +17,6 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <charconv>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -41,44 +41,47 @@ class Arenas {
     return *arenas;
   }
 
+  // The count in force: a loom::Context's LOOM_THREADS, else set_num_threads, else
+  // the environment's LOOM_THREADS, else the cores available.
   int threads() {
+    const auto f = flags();
+    if (f->threads_from_context) return f->threads;
     std::lock_guard lock(mu_);
-    ensure_initialised();
-    return threads_;
+    return chosen_locked(*f);
   }
 
   void set_threads(int n) {
     std::lock_guard lock(mu_);
-    if (n == threads_) return;
-    threads_ = n;
-    rebuild();
+    set_ = n;
   }
 
+  // The arena for the count in force, built when the count changes.
   std::shared_ptr<tbb::task_arena> arena() {
+    const int n = threads();
     std::lock_guard lock(mu_);
-    ensure_initialised();
+    if (!arena_ || arena_threads_ != n) rebuild(n);
     return arena_;
   }
 
  private:
-  void ensure_initialised() {
-    if (threads_ > 0) return;
-    threads_ = threads_from_env(std::getenv("LOOM_THREADS"));
-    rebuild();
+  int chosen_locked(const Flags& f) const {
+    return set_ > 0 ? set_ : f.threads > 0 ? f.threads : default_num_threads();
   }
 
   // TBB caps its workers at the machine's concurrency; a LOOM_THREADS above it is
   // the user's explicit choice, so lift the cap while that count is in force.
-  void rebuild() {
+  void rebuild(int n) {
     allowance_.reset();
-    if (threads_ > tbb::info::default_concurrency())
+    if (n > tbb::info::default_concurrency())
       allowance_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
-                                                         static_cast<size_t>(threads_));
-    arena_ = std::make_shared<tbb::task_arena>(threads_);
+                                                         static_cast<size_t>(n));
+    arena_ = std::make_shared<tbb::task_arena>(n);
+    arena_threads_ = n;
   }
 
   std::mutex mu_;
-  int threads_ = 0;  // 0: not read from LOOM_THREADS yet
+  int set_ = 0;  // set_num_threads; 0: never called
+  int arena_threads_ = 0;
   std::shared_ptr<tbb::task_arena> arena_;
   std::unique_ptr<tbb::global_control> allowance_;
 };
@@ -124,17 +127,6 @@ int cores_available() {
 int default_num_threads() {
   static const int cores = cores_available();
   return cores;
-}
-
-int threads_from_env(const char* value) {
-  if (!value || !*value) return default_num_threads();
-  const std::string_view text(value);
-  int n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec == std::errc() && end == text.data() + text.size() && n >= 1 && n <= kMaxThreads) return n;
-  spdlog::warn("LOOM_THREADS='{}' is not a thread count in [1, {}]; using {} (the cores available)", text,
-               kMaxThreads, default_num_threads());
-  return default_num_threads();
 }
 
 int num_threads() { return Arenas::get().threads(); }

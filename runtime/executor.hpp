@@ -22,15 +22,12 @@ void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<i
 // iteration when extent <= 64), the same ones for every thread count.
 int64_t slice_grain(int64_t parallel_extent);
 
-// LOOM_THREADS, default: the cores available to the process.
+// The thread count in force: a loom::Context's LOOM_THREADS, else the last
+// set_num_threads, else the environment's LOOM_THREADS, else default_num_threads().
 int num_threads();
 void set_num_threads(int n);  // throws loom::Error if n < 1
 
-// The thread count an LOOM_THREADS value asks for. Unset or empty gives the
-// default (the cores this process may run on). A value that is not a whole
-// number in [1, 1024] logs a spdlog warning naming it and gives the default:
-// a mistyped environment variable should not stop a program.
-int threads_from_env(const char* value);
+// The cores this process may run on: the default thread count.
 int default_num_threads();
 
 // Slices of the last run_kernel call run on distinct threads (for tests).

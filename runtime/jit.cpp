@@ -8,6 +8,8 @@
 // The only file of loom that includes the LLJIT and PassBuilder headers.
 #include "runtime/jit.hpp"
 
+#include "ir/log.hpp"
+
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
@@ -23,7 +25,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -153,7 +154,7 @@ Jit::Jit() : impl_(new Impl) {
   // Failures also reach the caller of lookup (as a loom::Error); the session's
   // own report would go to stderr, so it goes to the debug log instead.
   impl_->jit->getExecutionSession().setErrorReporter(
-      [](llvm::Error error) { spdlog::debug("jit: {}", message(std::move(error))); });
+      [](llvm::Error error) { log().debug("jit: {}", message(std::move(error))); });
 }
 
 std::string Jit::host_cpu() const { return impl_->cpu; }

@@ -8,19 +8,19 @@
 
 namespace loom {
 
-std::shared_ptr<const CompiledKernel> KernelCache::find(const UOpPtr& ast) const {
+std::shared_ptr<const CompiledKernel> KernelCache::find(const UOpPtr& ast, const std::string& options) const {
   std::shared_lock lock(mu_);
-  auto it = entries_.find(ast.get());
+  auto it = entries_.find(Key{ast.get(), options});
   return it == entries_.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::insert(CompiledKernel kernel) {
   if (!kernel.ast) throw Error("KernelCache::insert: kernel '" + kernel.name + "' has no AST to key it by");
   if (!kernel.fn) throw Error("KernelCache::insert: kernel '" + kernel.name + "' has no compiled function");
-  const UOp* key = kernel.ast.get();
+  Key key{kernel.ast.get(), kernel.options};
   auto entry = std::make_shared<const CompiledKernel>(std::move(kernel));
   std::unique_lock lock(mu_);
-  return entries_.try_emplace(key, std::move(entry)).first->second;
+  return entries_.try_emplace(std::move(key), std::move(entry)).first->second;
 }
 
 size_t KernelCache::size() const {
@@ -29,7 +29,7 @@ size_t KernelCache::size() const {
 }
 
 void KernelCache::clear() {
-  std::unordered_map<const UOp*, std::shared_ptr<const CompiledKernel>> dropped;
+  decltype(entries_) dropped;
   {
     std::unique_lock lock(mu_);
     dropped.swap(entries_);

@@ -11,11 +11,15 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace loom {
 
 struct CompiledKernel {
   std::string name;  // kernel_name(ast): the JIT symbol
+  // The codegen choices it was compiled under (flags such as LOOM_NOOPT): part of
+  // the key, so a kernel compiled one way never runs where another was asked for.
+  std::string options;
   KernelFn fn = nullptr;
   UOpPtr ast;                // the kernel as scheduled: the cache key, kept alive here
   UOpPtr optimized_ast;      // after the optimiser: its parallel range gives the run's extent
@@ -26,9 +30,9 @@ struct CompiledKernel {
 // Thread-safe: lookups share a lock, inserts and clear take it exclusively.
 class KernelCache {
  public:
-  // The entry compiled for `ast`, or null.
-  std::shared_ptr<const CompiledKernel> find(const UOpPtr& ast) const;
-  // Stores `kernel` under `kernel.ast` and returns the stored entry. If the
+  // The entry compiled for `ast` under `options`, or null.
+  std::shared_ptr<const CompiledKernel> find(const UOpPtr& ast, const std::string& options = "") const;
+  // Stores `kernel` under (`kernel.ast`, `kernel.options`) and returns the stored entry. If the
   // kernel is already there (another thread compiled it first), the existing
   // entry wins and is returned. Throws loom::Error if `kernel.ast` or `kernel.fn` is null.
   std::shared_ptr<const CompiledKernel> insert(CompiledKernel kernel);
@@ -37,8 +41,14 @@ class KernelCache {
 
  private:
   mutable std::shared_mutex mu_;
-  // The key is the AST's address; the entry's `ast` keeps that address alive.
-  std::unordered_map<const UOp*, std::shared_ptr<const CompiledKernel>> entries_;
+  // The key is the AST's address and the options; the entry's `ast` keeps that address alive.
+  using Key = std::pair<const UOp*, std::string>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const UOp*>()(k.first) ^ (std::hash<std::string>()(k.second) * 31);
+    }
+  };
+  std::unordered_map<Key, std::shared_ptr<const CompiledKernel>, KeyHash> entries_;
 };
 
 // The process-wide cache the engine uses.

@@ -1,5 +1,9 @@
 // The engine's counters (include/loom/debug.hpp): process-wide relaxed atomics,
-// since they only count and order nothing.
+// since they only count and order nothing; the levels are read from their owners.
+#include "ir/uop.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/kernel_cache.hpp"
+
 #include <loom/debug.hpp>
 
 #include <atomic>
@@ -17,6 +21,11 @@ Counters counters() {
   c.kernels_compiled = g_kernels_compiled.load(std::memory_order_relaxed);
   c.kernels_executed = g_kernels_executed.load(std::memory_order_relaxed);
   c.schedules_built = g_schedules_built.load(std::memory_order_relaxed);
+  c.live_uops = intern_table_size();
+  c.live_buffers = live_buffer_count();
+  c.live_buffer_bytes = live_buffer_bytes();
+  c.pooled_buffer_bytes = pooled_buffer_bytes();
+  c.kernel_cache_entries = kernel_cache().size();
   return c;
 }
 

@@ -4,10 +4,17 @@
 
 namespace loom {
 
+// The first three count events since reset_counters(); the rest are levels:
+// what is alive at the moment counters() is called.
 struct Counters {
   uint64_t kernels_compiled = 0;
   uint64_t kernels_executed = 0;
   uint64_t schedules_built = 0;
+  uint64_t live_uops = 0;             // interned IR nodes
+  uint64_t live_buffers = 0;          // device buffers held by tensors or graphs
+  uint64_t live_buffer_bytes = 0;     // their requested bytes
+  uint64_t pooled_buffer_bytes = 0;   // freed blocks the pool keeps for reuse
+  uint64_t kernel_cache_entries = 0;  // compiled kernels in the in-memory cache
 };
 Counters counters();
 void reset_counters();

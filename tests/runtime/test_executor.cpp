@@ -1,5 +1,6 @@
 // The executor's job is slicing, so its kernels here are plain C++ functions with
 // the kernel ABI: they record which slice (and thread) ran each index.
+#include "ir/flags.hpp"
 #include "runtime/executor.hpp"
 
 #include <loom/debug.hpp>
@@ -178,17 +179,20 @@ TEST_CASE("set_num_threads changes num_threads") {
   CHECK(last_run_distinct_threads() <= 3);
 }
 
-TEST_CASE("LOOM_THREADS values: whole numbers in [1, 1024], anything else gives the default") {
+TEST_CASE("a Context's LOOM_THREADS overrides set_num_threads while it lasts") {
+  KeepThreads keep;
   CHECK(default_num_threads() >= 1);
-  CHECK(threads_from_env("2") == 2);
-  CHECK(threads_from_env("1") == 1);
-  CHECK(threads_from_env("1024") == 1024);
-  for (const char* bad : {"0", "-1", "abc", "2x", " 2", "1025", "99999999999"}) {
-    CAPTURE(bad);
-    CHECK(threads_from_env(bad) == default_num_threads());
+  set_num_threads(2);
+  {
+    const uint64_t token = detail::push_flag_overrides({{"THREADS", "1"}});
+    CHECK(num_threads() == 1);
+    std::vector<int64_t> out(1000, 0);
+    run_kernel(affine, {out.data()}, {2, 1}, 1000);
+    CHECK(out[999] == 1999);
+    CHECK(last_run_distinct_threads() == 1);
+    detail::pop_flag_overrides(token);
   }
-  CHECK(threads_from_env("") == default_num_threads());
-  CHECK(threads_from_env(nullptr) == default_num_threads());
+  CHECK(num_threads() == 2);
 }
 
 TEST_CASE("runs on several threads while the thread count changes stay correct") {

@@ -165,3 +165,18 @@ TEST_CASE("different tensors realized from several threads at once give the righ
     CHECK(results[t][5] == doctest::Approx(6.0 / 15 + 6 * k));
   }
 }
+
+TEST_CASE("the live counts in Counters follow tensors, buffers and cached kernels") {
+  const auto before = counters();
+  {
+    Tensor a = make(DType::Float32, iota(1000), {1000});
+    Tensor y = (a * 3 - 1).realize();
+    const auto during = counters();
+    CHECK(during.live_buffers >= before.live_buffers + 2);
+    CHECK(during.live_buffer_bytes >= before.live_buffer_bytes + 8000);
+    CHECK(during.live_uops > 0);
+    CHECK(during.kernel_cache_entries >= 1);
+  }
+  CHECK(counters().live_buffers == before.live_buffers);
+  CHECK(counters().live_buffer_bytes == before.live_buffer_bytes);
+}

@@ -1,0 +1,215 @@
+#include "ir/flags.hpp"
+
+#include "ir/log.hpp"
+
+#include <loom/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+extern char** environ;
+
+namespace loom {
+
+namespace {
+
+// clang-format off: one row a flag reads best
+const std::vector<FlagInfo> kFlagTable = {
+    {"LOOM_DEBUG", "0 to 6",
+     "1: a line per realize; 2: a line per kernel with its time; 3: kernel ASTs and loops; "
+     "4: LLVM IR; 5: the graph before and after every stage that changed it; 6: assembly"},
+    {"LOOM_NOOPT", "0 or 1", "1 turns the kernel optimiser off (no parallel range, no upcast, no tiling)"},
+    {"LOOM_THREADS", "1 to 1024",
+     "threads of the executor's TBB arena; default: the cores this process may use"},
+    {"LOOM_DISABLE", "comma-separated names", "switches off the named rewrite stages or passes"},
+    {"LOOM_PCONTIG", "0 to 10", "partial-contiguous level of buffer removal (0: off)"},
+    {"LOOM_CHECK_BOUNDS", "0 or 1",
+     "1 makes every kernel check each load and store index against its buffer"},
+    {"LOOM_DUMP_DIR", "a directory", "writes every kernel at every stage to files there"},
+    {"LOOM_CACHE_DIR", "a directory, or off", "where compiled kernels persist; default ~/.cache/loom"},
+    {"LOOM_LOG", "trace, debug, info, warn, error, critical or off", "the level of loom's own logger"},
+    {"LOOM_PROFILE", "a file name", "writes a Chrome trace-event file of scheduling, compiling and running"},
+};
+// clang-format on
+
+std::optional<int> parse_int(const std::string& v, int lo, int hi) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+std::optional<spdlog::level::level_enum> parse_level(const std::string& v) {
+  for (auto l : {spdlog::level::trace, spdlog::level::debug, spdlog::level::info, spdlog::level::warn,
+                 spdlog::level::err, spdlog::level::critical, spdlog::level::off})
+    if (v == spdlog::level::to_string_view(l) || (l == spdlog::level::warn && v == "warn") ||
+        (l == spdlog::level::err && v == "error"))
+      return l;
+  return std::nullopt;
+}
+
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t end = v.find(',', start);
+    if (end == std::string::npos) end = v.size();
+    std::string item = v.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+// Sets one flag from its text; returns what is wrong with the value, or "".
+std::string apply(Flags& f, const std::string& name, const std::string& v) {
+  auto ranged = [&](int& out, int lo, int hi) -> std::string {
+    if (auto n = parse_int(v, lo, hi)) {
+      out = *n;
+      return "";
+    }
+    return fmt::format("expected a whole number in [{}, {}]", lo, hi);
+  };
+  auto boolean = [&](bool& out) -> std::string {
+    int n = 0;
+    std::string err = ranged(n, 0, 1);
+    out = n != 0;
+    return err;
+  };
+  if (name == "LOOM_DEBUG") return ranged(f.debug, 0, 6);
+  if (name == "LOOM_NOOPT") return boolean(f.noopt);
+  if (name == "LOOM_THREADS") return v.empty() ? (f.threads = 0, "") : ranged(f.threads, 1, 1024);
+  if (name == "LOOM_DISABLE") return f.disable = split_list(v), "";
+  if (name == "LOOM_PCONTIG") return ranged(f.pcontig, 0, 10);
+  if (name == "LOOM_CHECK_BOUNDS") return boolean(f.check_bounds);
+  if (name == "LOOM_DUMP_DIR") return f.dump_dir = v, "";
+  if (name == "LOOM_CACHE_DIR") return f.cache_dir = v, "";
+  if (name == "LOOM_PROFILE") return f.profile = v, "";
+  if (name == "LOOM_LOG") {
+    if (!parse_level(v)) return "expected trace, debug, info, warn, error, critical or off";
+    f.log = v;
+    return "";
+  }
+  return "no such flag";
+}
+
+struct Override {
+  uint64_t token;
+  std::vector<std::pair<std::string, std::string>> values;
+};
+
+// The registry: the environment's values, the live overrides, and the snapshot
+// built from them. Writers hold the mutex; readers only load the snapshot.
+struct Registry {
+  std::map<std::string, std::string> environment;  // LOOM_* variables that are set
+  std::vector<std::string> warnings;               // about the environment, logged once
+  std::mutex mu;
+  std::vector<Override> overrides;
+  uint64_t next_token = 1;
+  std::atomic<std::shared_ptr<const Flags>> snapshot;
+
+  Registry() {
+    for (char** e = environ; e && *e; ++e) {
+      const std::string_view entry(*e);
+      if (!entry.starts_with("LOOM_")) continue;
+      const size_t eq = entry.find('=');
+      const std::string name(entry.substr(0, eq)), value(eq == entry.npos ? "" : entry.substr(eq + 1));
+      if (detail::canonical_flag_name(name).empty())
+        warnings.push_back(
+            fmt::format("unknown environment variable {} ignored (docs/env.md lists loom's flags)", name));
+      else
+        environment[name] = value;
+    }
+    rebuild(true);
+  }
+
+  void rebuild(bool from_env = false) {
+    auto f = std::make_shared<Flags>();
+    for (const auto& [name, value] : environment) {
+      Flags tried = *f;
+      const std::string err = apply(tried, name, value);
+      if (err.empty())
+        *f = std::move(tried);
+      else if (from_env)
+        warnings.push_back(fmt::format("{}='{}' ignored: {}", name, value, err));
+    }
+    for (const auto& o : overrides)
+      for (const auto& [name, value] : o.values) {
+        apply(*f, name, value);  // validated when pushed
+        if (name == "LOOM_THREADS") f->threads_from_context = f->threads != 0;
+      }
+    detail::raw_log().set_level(*parse_level(f->log));
+    snapshot.store(std::move(f));
+  }
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: flags are read until exit
+  static std::once_flag warned;
+  std::call_once(warned, [] {
+    for (const auto& w : r->warnings) detail::raw_log().warn("{}", w);
+  });
+  return *r;
+}
+
+}  // namespace
+
+bool Flags::disabled(std::string_view name) const {
+  return std::find(disable.begin(), disable.end(), name) != disable.end();
+}
+
+const std::vector<FlagInfo>& flag_table() { return kFlagTable; }
+
+std::shared_ptr<const Flags> flags() { return registry().snapshot.load(); }
+
+namespace detail {
+
+std::string canonical_flag_name(std::string_view name) {
+  const std::string full = name.starts_with("LOOM_") ? std::string(name) : "LOOM_" + std::string(name);
+  for (const auto& row : kFlagTable)
+    if (row.name == full) return full;
+  return "";
+}
+
+std::string flag_value_error(const std::string& name, const std::string& value) {
+  Flags probe;
+  return apply(probe, name, value);
+}
+
+uint64_t push_flag_overrides(const std::vector<std::pair<std::string, std::string>>& overrides) {
+  Override o;
+  for (const auto& [name, value] : overrides) {
+    const std::string full = canonical_flag_name(name);
+    if (full.empty())
+      throw Error(fmt::format("Context: no flag is called '{}' (docs/env.md lists loom's flags)", name));
+    if (std::string err = flag_value_error(full, value); !err.empty())
+      throw Error(fmt::format("Context: {}='{}': {}", full, value, err));
+    o.values.emplace_back(full, value);
+  }
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  o.token = r.next_token++;
+  r.overrides.push_back(std::move(o));
+  r.rebuild();
+  return r.overrides.back().token;
+}
+
+void pop_flag_overrides(uint64_t token) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  std::erase_if(r.overrides, [&](const Override& o) { return o.token == token; });
+  r.rebuild();
+}
+
+}  // namespace detail
+
+}  // namespace loom

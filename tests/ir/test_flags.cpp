@@ -1,0 +1,93 @@
+// The flag registry: the table, value checks, and scoped overrides that nest
+// and come off in any order.
+#include "ir/flags.hpp"
+#include "ir/log.hpp"
+#include "support/error_message.hpp"
+
+#include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+using namespace loom;
+using test::error_of;
+
+TEST_CASE("every flag of the table has a canonical name, with or without the LOOM_ prefix") {
+  CHECK(flag_table().size() == 10);
+  for (const auto& row : flag_table()) {
+    CHECK(detail::canonical_flag_name(row.name) == row.name);
+    CHECK(detail::canonical_flag_name(row.name.substr(5)) == row.name);
+    CHECK(!row.values.empty());
+    CHECK(!row.effect.empty());
+  }
+  CHECK(detail::canonical_flag_name("DEBGU").empty());
+  CHECK(detail::canonical_flag_name("LOOM_").empty());
+}
+
+TEST_CASE("values a flag cannot take are named with what was expected") {
+  CHECK(detail::flag_value_error("LOOM_DEBUG", "6") == "");
+  CHECK(detail::flag_value_error("LOOM_DEBUG", "7") == "expected a whole number in [0, 6]");
+  CHECK(detail::flag_value_error("LOOM_DEBUG", "2x") != "");
+  CHECK(detail::flag_value_error("LOOM_DEBUG", " 2") != "");
+  CHECK(detail::flag_value_error("LOOM_NOOPT", "2") == "expected a whole number in [0, 1]");
+  for (const char* bad : {"0", "-1", "abc", "2x", "1025", "99999999999"}) {
+    CAPTURE(bad);
+    CHECK(detail::flag_value_error("LOOM_THREADS", bad) == "expected a whole number in [1, 1024]");
+  }
+  CHECK(detail::flag_value_error("LOOM_THREADS", "") == "");
+  CHECK(detail::flag_value_error("LOOM_LOG", "warn") == "");
+  CHECK(detail::flag_value_error("LOOM_LOG", "error") == "");
+  CHECK(detail::flag_value_error("LOOM_LOG", "loud") ==
+        "expected trace, debug, info, warn, error, critical or off");
+  CHECK(detail::flag_value_error("LOOM_DUMP_DIR", "/tmp/x") == "");
+}
+
+TEST_CASE("overrides apply on top of the environment, nest, and pop in any order") {
+  const int base = flags()->debug;
+  const uint64_t a =
+      detail::push_flag_overrides({{"DEBUG", "3"}, {"LOOM_DISABLE", "range_merge, load_collapse"}});
+  CHECK(flags()->debug == 3);
+  CHECK(flags()->disabled("range_merge"));
+  CHECK(flags()->disabled("load_collapse"));
+  CHECK_FALSE(flags()->disabled("range"));
+  const uint64_t b = detail::push_flag_overrides({{"DEBUG", "5"}, {"PCONTIG", "3"}});
+  CHECK(flags()->debug == 5);
+  CHECK(flags()->pcontig == 3);
+  CHECK(flags()->disabled("range_merge"));
+  detail::pop_flag_overrides(a);  // the older one first: the newer one still holds
+  CHECK(flags()->debug == 5);
+  CHECK_FALSE(flags()->disabled("range_merge"));
+  detail::pop_flag_overrides(b);
+  CHECK(flags()->debug == base);
+  CHECK(flags()->pcontig == 0);
+}
+
+TEST_CASE("a snapshot never changes once taken") {
+  const auto before = flags();
+  const uint64_t t = detail::push_flag_overrides({{"NOOPT", "1"}});
+  CHECK(flags()->noopt);
+  CHECK(before->noopt == false);
+  detail::pop_flag_overrides(t);
+}
+
+TEST_CASE("an unknown flag or a bad value is an error naming both, and changes nothing") {
+  const int base = flags()->debug;
+  CHECK(error_of([] {
+          detail::push_flag_overrides({{"DEBGU", "1"}});
+        }) == "Context: no flag is called 'DEBGU' (docs/env.md lists loom's flags)");
+  CHECK(error_of([] {
+          detail::push_flag_overrides({{"DEBUG", "1"}, {"THREADS", "0"}});
+        }) == "Context: LOOM_THREADS='0': expected a whole number in [1, 1024]");
+  CHECK(flags()->debug == base);
+}
+
+TEST_CASE("LOOM_LOG sets the level of loom's own logger only") {
+  const auto host_level = spdlog::default_logger()->level();
+  const auto loom_level = log().level();
+  const uint64_t t = detail::push_flag_overrides({{"LOG", "error"}});
+  CHECK(log().level() == spdlog::level::err);
+  CHECK(log().name() == "loom");
+  CHECK(spdlog::default_logger()->level() == host_level);
+  detail::pop_flag_overrides(t);
+  CHECK(log().level() == loom_level);
+}
