@@ -3,7 +3,7 @@
 // instructions with explicit loop begin/end markers out. The LLVM emitter walks
 // the list in order, keeping a stack of open loops.
 //
-// Placement (seed 002, loop-invariant code motion): every value sits in the
+// Placement (loop-invariant code motion, docs/design.md §6): every value sits in the
 // outermost open loop where all the ranges it depends on are defined, so an
 // expression of the outer range alone is computed once per outer iteration,
 // not once per inner one. REDUCE becomes an accumulator set to the identity,

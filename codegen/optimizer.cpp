@@ -1,4 +1,4 @@
-// The kernel optimiser: records its choices as RANGE kinds (shared/DESIGN.md §6).
+// The kernel optimiser: records its choices as RANGE kinds (docs/design.md §6).
 // For now it picks the range the executor splits across threads; SIMD upcast,
 // unroll and tiling come later (LLVM's loop vectoriser handles inner loops).
 #include "codegen/codegen.hpp"

@@ -14,7 +14,7 @@
 
 namespace loom {
 
-// clang-format off: the ops read best grouped, as in shared/DESIGN.md §2
+// clang-format off: the ops read best grouped, as in docs/ir.md
 enum class Op : uint8_t {
   // tensor level
   BUFFER,

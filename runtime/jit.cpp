@@ -1,4 +1,4 @@
-// The process-wide LLJIT (shared/DESIGN.md §6). One compile: parse the IR text
+// The process-wide LLJIT (docs/design.md §7). One compile: parse the IR text
 // into a fresh context, verify, run the new pass manager's O2 pipeline for the
 // host, add the module to a JITDylib of its own (so two kernels may share a
 // name) and look the function up, which compiles it on the calling thread.
@@ -195,7 +195,7 @@ JitResult Jit::compile(const std::string& llvm_ir, const std::string& name, cons
     module->setDataLayout(lease.tm->createDataLayout());
     module->setTargetTriple(lease.tm->getTargetTriple().str());
     // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want
-    // the 16 float lanes (shared/DESIGN.md §6).
+    // the 16 float lanes (docs/design.md §6).
     if (impl_->avx512)
       for (llvm::Function& fn : *module)
         if (!fn.isDeclaration()) fn.addFnAttr("prefer-vector-width", "512");

@@ -8,7 +8,7 @@
 // permute by reordering, expand drops the index, pad adds a validity condition,
 // shrink an offset, flip n-1-i); REDUCE_AXIS becomes REDUCE over fresh reduce
 // ranges; each realization point becomes a BUFFERIZE over its own ranges, and
-// its users read it through INDEX(BUFFERIZE, idx...). Stages (seed 003) then
+// its users read it through INDEX(BUFFERIZE, idx...). The rewrite stages (docs/design.md §5) then
 // decide which BUFFERIZEs stay; kernel_split turns the survivors into kernels.
 #include "ir/uop.hpp"
 
@@ -18,7 +18,7 @@ namespace loom {
 
 // Which tensor-level nodes get a buffer: the targets, CONTIGUOUS, and every
 // REDUCE_AXIS whose result is broadcast (EXPAND) before its next buffer, since
-// fusing it there would recompute the reduce per broadcast element (seed 001).
+// fusing it there would recompute the reduce per broadcast element (docs/design.md §4).
 std::vector<UOpPtr> realization_points(const std::vector<UOpPtr>& targets);
 
 // SINK of one BUFFERIZE per target (same order). BUFFERIZE: src = (value,

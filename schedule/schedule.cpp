@@ -9,7 +9,7 @@ bool is_buffer_view(const UOpPtr& u) {
   return u->op == Op::BUFFER || (u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER);
 }
 
-// The stages of seed 003 slot in here, in shared/DESIGN.md §5's order: split
+// The rewrite stages slot in here, in the order of docs/design.md §5: split
 // reduceop before rangeify; reduce collapse, buffer removal and friends on the
 // BUFFERIZE graph; load collapse and range split/merge per kernel.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,

@@ -1,6 +1,6 @@
 // The lazy Tensor front end: each op validates its input (errors name the op,
 // the shapes/axes and what was expected) and builds tensor-level UOps.
-// Composite ops are built from the primitives of shared/DESIGN.md §2 here, so
+// Composite ops are built from the primitives of docs/ir.md here, so
 // the gradient and codegen need rules only for the primitives.
 #include "src/tensor_ops.hpp"
 

@@ -1,7 +1,7 @@
 // Floor division and % that floor like Python (the remainder takes the divisor's
 // sign), built on the IR's truncating IDIV/MOD for integers and on an exact
 // truncated remainder for floats. Integer division or modulo by zero gives 0
-// (the IR's rule, shared/DESIGN.md §2), where PyTorch raises.
+// (the IR's rule, docs/semantics.md), where PyTorch raises.
 #include "src/tensor_ops.hpp"
 
 #include <limits>

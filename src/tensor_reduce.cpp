@@ -1,4 +1,4 @@
-// Reductions: REDUCE_AXIS with the dtype rules of shared/DESIGN.md §2, and the
+// Reductions: REDUCE_AXIS with the dtype rules of docs/semantics.md, and the
 // composites built on it (min, mean, argmax, softmax, logsumexp).
 #include "src/tensor_ops.hpp"
 

@@ -55,7 +55,7 @@ std::string_view scalar_name(Scalar s);
 // Inverse of to_string; throws loom::Error on an unknown name.
 DType parse_dtype(std::string_view text);
 
-// PyTorch's promotion lattice, shared/DESIGN.md §2: Bool < UInt8 < Int32 < Int64 < Float32 < Float64.
+// PyTorch's promotion lattice (docs/semantics.md): Bool < UInt8 < Int32 < Int64 < Float32 < Float64.
 constexpr DType promote(DType a, DType b) { return a.priority() >= b.priority() ? a.base() : b.base(); }
 // The dtype of `t op scalar` where the scalar is a C++ integer (is_float=false) or floating value.
 constexpr DType promote_with_scalar(DType t, bool scalar_is_float) {

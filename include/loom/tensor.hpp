@@ -199,7 +199,7 @@ Tensor operator|(const Tensor& a, const Tensor& b);
 Tensor operator~(const Tensor& a);
 // == and != are not overloaded: use eq and ne.
 
-// A number takes the tensor's dtype within its category (shared/DESIGN.md §2).
+// A number takes the tensor's dtype within its category (docs/semantics.md).
 Tensor scalar_for(const Tensor& like, double v, bool is_float);
 #define LOOM_SCALAR_OPERATOR(op)                                               \
   template <Number T>                                                          \
