@@ -3,7 +3,9 @@
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
 
+#include <algorithm>
 #include <numeric>
+#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -110,56 +112,126 @@ bool reads_output_only_in_place(const UOpPtr& kernel) {
 }
 
 namespace {
-// Does the kernel of `bufferize` read `buffer` directly (not through another BUFFERIZE)?
-bool reads_buffer(const UOpPtr& bufferize, const UOpPtr& buffer) {
+// What one kernel reads directly (not through another kernel): the kernels
+// whose outputs it loads, and the buffers it loads.
+struct DirectReads {
+  std::vector<const UOp*> kernels, buffers;
+};
+DirectReads direct_reads(const UOpPtr& bufferize) {
+  DirectReads out;
   std::vector<const UOp*> stack{bufferize->src[0].get()};
   std::unordered_set<const UOp*> seen;
   while (!stack.empty()) {
     const UOp* u = stack.back();
     stack.pop_back();
-    if (u == buffer.get()) return true;
-    if (u->op == Op::BUFFERIZE || !seen.insert(u).second) continue;
+    if (!seen.insert(u).second) continue;
+    if (u->op == Op::BUFFERIZE) out.kernels.push_back(u);
+    if (u->op == Op::BUFFER) out.buffers.push_back(u);
+    if (u->op == Op::BUFFERIZE || u->op == Op::BUFFER) continue;
     for (const auto& s : u->src) stack.push_back(s.get());
-  }
-  return false;
-}
-
-// Root i may be written into into[i] only if no other kernel reads that buffer:
-// kernels run in dependency order, and another reader might run after the write.
-std::unordered_map<const UOp*, UOpPtr> in_place_roots(const UOpPtr& sink, const std::vector<UOpPtr>& into) {
-  std::unordered_map<const UOp*, UOpPtr> out;
-  const auto nodes = toposort(sink);
-  for (size_t i = 0; i < into.size() && i < sink->src.size(); ++i) {
-    if (!into[i]) continue;
-    bool shared = false;
-    for (const auto& n : nodes)
-      shared |= n->op == Op::BUFFERIZE && n != sink->src[i] && reads_buffer(n, into[i]);
-    if (!shared) out[sink->src[i].get()] = into[i];
   }
   return out;
 }
+
+// The kernels (one per BUFFERIZE, in toposort order) and what must run before
+// each: the kernels it reads, and for an in-place write every other kernel
+// that reads the old value of the buffer it overwrites.
+struct KernelOrder {
+  std::vector<UOpPtr> kernels;
+  std::unordered_map<const UOp*, size_t> index;
+  std::vector<DirectReads> reads;
+  std::vector<std::vector<size_t>> before;
+
+  explicit KernelOrder(const UOpPtr& sink) {
+    for (const auto& n : toposort(sink))
+      if (n->op == Op::BUFFERIZE) {
+        index.emplace(n.get(), kernels.size());
+        kernels.push_back(n);
+        reads.push_back(direct_reads(n));
+      }
+    before.resize(kernels.size());
+    for (size_t k = 0; k < kernels.size(); ++k)
+      for (const UOp* dep : reads[k].kernels) before[k].push_back(index.at(dep));
+  }
+
+  // Must `later` run after `earlier` (through any chain of edges)?
+  bool depends(size_t later, size_t earlier) const {
+    std::vector<size_t> stack{later};
+    std::vector<char> seen(kernels.size(), 0);
+    while (!stack.empty()) {
+      const size_t k = stack.back();
+      stack.pop_back();
+      if (k == earlier) return true;
+      if (seen[k]++) continue;
+      stack.insert(stack.end(), before[k].begin(), before[k].end());
+    }
+    return false;
+  }
+
+  // Orders every other reader of `buffer` before `writer`; false (and no
+  // change) when a reader needs the writer's result, so both cannot hold.
+  bool order_readers_before(size_t writer, const UOpPtr& buffer) {
+    std::vector<size_t> readers;
+    for (size_t k = 0; k < kernels.size(); ++k)
+      if (k != writer && std::count(reads[k].buffers.begin(), reads[k].buffers.end(), buffer.get())) {
+        if (depends(k, writer)) return false;
+        readers.push_back(k);
+      }
+    before[writer].insert(before[writer].end(), readers.begin(), readers.end());
+    return true;
+  }
+
+  // A topological order that keeps toposort order wherever the edges allow.
+  std::vector<size_t> order() const {
+    std::vector<size_t> waiting(kernels.size(), 0);
+    std::vector<std::vector<size_t>> users(kernels.size());
+    for (size_t k = 0; k < kernels.size(); ++k)
+      for (size_t b : before[k]) {
+        ++waiting[k];
+        users[b].push_back(k);
+      }
+    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+    for (size_t k = 0; k < kernels.size(); ++k)
+      if (!waiting[k]) ready.push(k);
+    std::vector<size_t> out;
+    while (!ready.empty()) {
+      const size_t k = ready.top();
+      ready.pop();
+      out.push_back(k);
+      for (size_t u : users[k])
+        if (!--waiting[u]) ready.push(u);
+    }
+    return out;
+  }
+};
 }  // namespace
 
 Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
                        const std::vector<UOpPtr>& into) {
-  const auto requested = in_place_roots(sink, into);  // root BUFFERIZE -> existing buffer
-  Schedule schedule;
+  KernelOrder graph(sink);
+  std::unordered_map<const UOp*, UOpPtr> requested;  // root BUFFERIZE -> existing buffer
+  for (size_t i = 0; i < into.size() && i < sink->src.size(); ++i)
+    if (into[i] && graph.order_readers_before(graph.index.at(sink->src[i].get()), into[i]))
+      requested[sink->src[i].get()] = into[i];
+
+  std::vector<ScheduledKernel> built;
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
-  for (const auto& n : toposort(sink)) {
-    if (n->op != Op::BUFFERIZE) continue;
-    const int64_t size = numel(n->get<std::vector<int64_t>>());
+  for (const auto& n : graph.kernels) {
     if (auto it = requested.find(n.get()); it != requested.end()) {
       buffer_of[n.get()] = it->second;
       ScheduledKernel k = build_kernel(n, it->second, buffer_of);
       if (reads_output_only_in_place(k.ast)) {
-        schedule.kernels.push_back(std::move(k));
+        built.push_back(std::move(k));
         continue;
       }
     }
+    const int64_t size = numel(n->get<std::vector<int64_t>>());
     UOpPtr out = make_buffer(n->dtype, size);
     buffer_of[n.get()] = out;
-    schedule.kernels.push_back(build_kernel(n, out, buffer_of));
+    built.push_back(build_kernel(n, out, buffer_of));
   }
+  Schedule schedule;
+  for (size_t k : graph.order()) schedule.kernels.push_back(std::move(built[k]));
   for (const auto& root : sink->src) {
     const auto& shape = root->get<std::vector<int64_t>>();
     const UOpPtr& buf = buffer_of.at(root.get());

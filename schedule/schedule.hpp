@@ -26,9 +26,11 @@ struct Schedule {
 bool is_buffer_view(const UOpPtr& u);
 
 // `into[i]`, when given and not null, is an existing BUFFER that target i is
-// stored into (assign). It is used only where that is safe: where the kernel
-// reads that buffer, it reads exactly the element it writes; otherwise the
-// target gets a fresh buffer, as if `into[i]` were null.
+// stored into (assign). Every other kernel that reads that buffer's old value
+// is ordered before the write. Where that is impossible (a kernel needs both
+// the old value and the new one) or the writing kernel reads the buffer at
+// another element than the one it writes, target i gets a fresh buffer, as if
+// `into[i]` were null.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
                          const std::vector<UOpPtr>& into = {});
 

@@ -1,5 +1,7 @@
 #include "src/engine.hpp"
 
+#include "src/in_place.hpp"
+
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
 #include "ir/flags.hpp"
@@ -89,46 +91,16 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
 }
 }  // namespace
 
-namespace {
-// Is `u` referenced only from within `nodes` (a toposort, which itself holds one
-// reference to each node) and by `extra` more holders? use_count counts every
-// shared_ptr, so any graph or tensor outside `nodes` shows up.
-bool held_only_by(const UOpPtr& u, const std::vector<UOpPtr>& nodes, long extra) {
-  long refs = extra;
-  for (const auto& n : nodes) {
-    refs += n == u;
-    for (const auto& s : n->src) refs += s == u;
-  }
-  return u.use_count() == refs;
-}
-
-// The buffer an ASSIGN target may be written into in place, or null.
-UOpPtr in_place_buffer(const UOpPtr& assign, const std::vector<UOpPtr>& nodes) {
-  const UOpPtr& view = assign->src[0];
-  if (!is_buffer_view(view) || !held_only_by(view, nodes, 0)) return nullptr;
-  if (view->op == Op::BUFFER) return view;
-  const UOpPtr& buf = view->src[0];
-  return held_only_by(buf, nodes, 0) ? buf : nullptr;
-}
-}  // namespace
-
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
   std::vector<UOpPtr> targets;
   std::vector<std::shared_ptr<TensorNode>> pending;
   for (const auto& n : nodes)
-    if (!is_buffer_view(n->uop)) {
+    if (!is_buffer_view(n->uop) && std::find(pending.begin(), pending.end(), n) == pending.end()) {
       targets.push_back(n->uop);
       pending.push_back(n);
     }
   if (targets.empty()) return;
-  std::vector<UOpPtr> into(targets.size());
-  const bool assigns =
-      std::any_of(targets.begin(), targets.end(), [](const UOpPtr& t) { return t->op == Op::ASSIGN; });
-  if (assigns) {  // the walk counts who holds each target's buffer; skipped when nothing is assigned
-    const std::vector<UOpPtr> graph = toposort(targets);
-    for (size_t i = 0; i < targets.size(); ++i)
-      if (targets[i]->op == Op::ASSIGN) into[i] = in_place_buffer(targets[i], graph);
-  }
+  const std::vector<UOpPtr> into = in_place_buffers(targets);
   realize_targets(pending, targets, into);
 }
 

@@ -10,8 +10,9 @@ namespace loom::detail {
 
 // Realizes the nodes' graphs in one schedule and points each node at its buffer.
 // A node holding ASSIGN(view, value) gets `value` written into the view's own
-// buffer when no other graph can still observe that buffer (copy on write
-// otherwise), so graphs built before an assign keep seeing the old value.
+// buffer unless something outliving the realize can still read the old value
+// there (src/in_place.hpp; copy on write then), so graphs built before an
+// assign keep seeing the old value.
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes);
 
 // A fresh BUFFER node owning memory of `size` elements of `dtype`: zeroed, or

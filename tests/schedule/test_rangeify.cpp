@@ -4,6 +4,7 @@
 #include "schedule/kernel_split.hpp"
 #include "schedule/rangeify.hpp"
 #include "schedule/schedule.hpp"
+#include "support/graph_builders.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,36 +12,7 @@
 
 using namespace loom;
 
-namespace {
-
-UOpPtr input(int64_t id, Shape shape, DType dt = DType::Float32) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  UOpPtr buf = UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{id, n});
-  return shape == Shape{n} ? buf : UOp::make(Op::RESHAPE, dt, {buf}, shape);
-}
-
-// A factory that makes storage-less BUFFER nodes: the scheduler never touches memory.
-struct FakeBuffers {
-  int64_t next = 1000;
-  BufferFactory factory() {
-    return [this](DType dt, int64_t size) {
-      return UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{next++, size});
-    };
-  }
-};
-
-size_t count_op(const UOpPtr& root, Op op) {
-  auto nodes = toposort(root);
-  return static_cast<size_t>(
-      std::count_if(nodes.begin(), nodes.end(), [op](const UOpPtr& n) { return n->op == op; }));
-}
-
-UOpPtr reduce_axis(const UOpPtr& x, Op op, std::vector<int64_t> axes) {
-  return UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{op, std::move(axes)});
-}
-
-}  // namespace
+using namespace loom::gb;
 
 TEST_CASE("(a*b+c).relu().exp() on [1024,1024] is one kernel: 3 loads, 1 store, no intermediate buffer") {
   Shape s{1024, 1024};

@@ -1,0 +1,69 @@
+// Kernel split: buffers per surviving BUFFERIZE, and the order of kernels when
+// an assign writes into a buffer other kernels of the schedule read.
+#include "schedule/kernel_split.hpp"
+#include "schedule/schedule.hpp"
+#include "support/graph_builders.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace loom;
+using namespace loom::gb;
+
+namespace {
+UOpPtr assign(const UOpPtr& target, const UOpPtr& value) {
+  return UOp::make(Op::ASSIGN, value->dtype, {target, value});
+}
+UOpPtr plus_one(const UOpPtr& x) {
+  return x + UOp::make(Op::EXPAND, x->dtype,
+                       {UOp::make(Op::RESHAPE, x->dtype, {const_float(x->dtype, 1)}, Shape{1})}, *x->shape());
+}
+bool reads(const ScheduledKernel& k, const UOpPtr& buffer) {
+  return std::find(k.buffers.begin() + 1, k.buffers.end(), buffer) != k.buffers.end();
+}
+}  // namespace
+
+TEST_CASE("an in-place write runs after every kernel that reads the old value, whatever the target order") {
+  const UOpPtr w = input(1, {16});
+  const UOpPtr total = reduce_axis(w, Op::ADD, {0});  // a second kernel reading w
+  FakeBuffers fb;
+  Schedule s = create_schedule({assign(w, plus_one(w)), total}, fb.factory(), {w, nullptr});
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].buffers[0] != w);  // the sum, into a fresh buffer, first
+  CHECK(reads(s.kernels[0], w));
+  CHECK(s.kernels[1].buffers[0] == w);  // then the write, in place
+  CHECK(s.results[0] == w);
+}
+
+TEST_CASE("a kernel that needs both the old and the new value sends the write to a fresh buffer") {
+  const UOpPtr w = input(1, {16});
+  const UOpPtr a = assign(w, plus_one(w));
+  const UOpPtr both = a + w;  // new value + old value
+  FakeBuffers fb;
+  Schedule s = create_schedule({a, both}, fb.factory(), {w, nullptr});
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].buffers[0] != w);
+  CHECK(s.kernels[1].buffers[0] != w);
+  CHECK(reads(s.kernels[1], w));                        // the old value, untouched
+  CHECK(reads(s.kernels[1], s.kernels[0].buffers[0]));  // and the new one
+}
+
+TEST_CASE("two writes that each read the other's old value: the first in place, the second copied") {
+  const UOpPtr a = input(1, {8}), b = input(2, {8});
+  FakeBuffers fb;
+  Schedule s = create_schedule({assign(a, a - b), assign(b, b + a)}, fb.factory(), {a, b});
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].buffers[0] != b);  // b's new value first, out of place, reading the old a
+  CHECK(reads(s.kernels[0], a));
+  CHECK(s.kernels[1].buffers[0] == a);  // then a in place
+  CHECK(s.results[0] == a);
+  CHECK(s.results[1] == s.kernels[0].buffers[0]);
+}
+
+TEST_CASE("without a requested buffer, kernels keep dependency order and fresh outputs") {
+  const UOpPtr w = input(1, {16});
+  FakeBuffers fb;
+  Schedule s = create_schedule({assign(w, plus_one(w)), reduce_axis(w, Op::ADD, {0})}, fb.factory());
+  REQUIRE(s.kernels.size() == 2);
+  CHECK(s.kernels[0].buffers[0] != w);
+  CHECK(s.kernels[1].buffers[0] != w);
+}
