@@ -9,7 +9,9 @@
 
 namespace loom {
 
-// Makes the BUFFER node of a fresh buffer (the engine allocates its memory).
+// Makes the BUFFER node standing for a fresh buffer. The engine passes
+// placeholders without memory and binds real buffers after scheduling
+// (src/plan.hpp), so a schedule is a plan it can cache and run again.
 using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
 
 struct ScheduledKernel {

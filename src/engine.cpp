@@ -11,11 +11,15 @@
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "src/graph_key.hpp"
+#include "src/plan.hpp"
+#include "src/schedule_cache.hpp"
 
 #include <loom/debug.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 namespace loom::detail {
 
@@ -28,6 +32,15 @@ double ms_since(Clock::time_point t0) {
 
 // The flags that change what codegen makes of a kernel: the kernel cache's key has them.
 std::string codegen_options(const Flags& flags) { return flags.noopt ? "noopt" : ""; }
+
+// The flags that change what the scheduler makes of a graph, and the codegen
+// ones (a plan stores each kernel's parallel extent, which the optimiser
+// chooses): the schedule cache's key has them.
+std::string schedule_options(const Flags& flags) {
+  std::string out = "pcontig=" + std::to_string(flags.pcontig) + ";disable=";
+  for (const auto& name : flags.disable) out += name + ",";
+  return out + ";" + codegen_options(flags);
+}
 
 std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast, const Flags& flags) {
   const std::string options = codegen_options(flags);
@@ -50,14 +63,42 @@ std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast, const Flags& fl
   return kernel_cache().insert(std::move(k));
 }
 
-void run(const ScheduledKernel& sk, const Flags& flags) {
-  const auto t0 = Clock::now();
-  auto k = compile(sk.ast, flags);
-  std::vector<void*> bufs;
-  for (const auto& b : sk.buffers) bufs.push_back(buffer_data(b));
+// Schedules the graph over placeholders and compiles every kernel before any
+// runs, so a kernel that fails to compile leaves nothing half done.
+std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
+                                       const std::vector<int64_t>& into, const Flags& flags) {
+  auto plan = std::make_shared<Plan>(plan_schedule(targets, sig, into));
+  count_schedule_built();
   const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
-  run_kernel(k->fn, bufs, vars, parallel_extent(k->optimized_ast, vars));
-  if (flags.debug >= 2) log().info("  {} {:.3f} ms ({} buffers)", k->name, ms_since(t0), bufs.size());
+  for (auto& k : plan->kernels)
+    k.parallel_extent = parallel_extent(compile(k.ast, flags)->optimized_ast, vars);
+  return plan;
+}
+
+// Binds buffers to the plan's table (the inputs, then fresh outputs), runs its
+// kernels and points each pending node at its result.
+void run_plan(const Plan& plan, const GraphSignature& sig,
+              const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
+  std::vector<UOpPtr> table;
+  table.reserve(plan.inputs + plan.allocations.size());
+  for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
+  // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
+  for (const auto& a : plan.allocations) table.push_back(allocate_buffer(a.dtype, a.size, false));
+  const std::vector<int64_t> vars;
+  std::vector<void*> bufs;
+  for (const auto& pk : plan.kernels) {
+    const auto t0 = Clock::now();
+    auto k = compile(pk.ast, flags);  // a kernel cache hit unless the kernel was evicted
+    bufs.clear();
+    for (uint32_t slot : pk.args) bufs.push_back(buffer_data(table[slot]));
+    run_kernel(k->fn, bufs, vars, pk.parallel_extent);
+    if (flags.debug >= 2) log().info("  {} {:.3f} ms ({} buffers)", k->name, ms_since(t0), bufs.size());
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PlanResult& r = plan.results[i];
+    const UOpPtr& buf = table[r.buffer];
+    pending[i]->uop = r.view ? UOp::make(Op::RESHAPE, buf->dtype, {buf}, *r.view) : buf;
+  }
 }
 
 }  // namespace
@@ -76,18 +117,23 @@ void* buffer_data(const UOpPtr& buffer) {
 
 namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
-                     const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into) {
+                     const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into_buffers) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const Flags> flags = loom::flags();  // one snapshot for the whole realize
-  // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
-  auto output = [](DType dt, int64_t size) { return allocate_buffer(dt, size, false); };
-  Schedule schedule = create_schedule(targets, output, into);
-  count_schedule_built();
-  for (const auto& k : schedule.kernels) run(k, *flags);
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = schedule.results[i];
+  const GraphSignature sig = sign_graph(targets);
+  std::vector<int64_t> into;  // per target: the position of the buffer it is assigned into, or -1
+  for (const auto& b : into_buffers) into.push_back(b ? sig.position_of(b.get()) : -1);
+  KeyHasher key(sig.key);
+  key.text(schedule_options(*flags));
+  for (int64_t p : into) key.word(static_cast<uint64_t>(p + 1));
+  std::shared_ptr<const Plan> plan = schedule_cache().find(key.key());
+  const bool hit = plan != nullptr;
+  count_schedule_cache(hit);
+  if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
+  run_plan(*plan, sig, pending, *flags);
   if (flags->debug >= 1)
-    log().info("realize: {} kernel{} in {:.3f} ms", schedule.kernels.size(),
-               schedule.kernels.size() == 1 ? "" : "s", ms_since(t0));
+    log().info("realize: {} kernel{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
+               plan->kernels.size() == 1 ? "" : "s", ms_since(t0), hit ? "hit" : "miss");
 }
 }  // namespace
 

@@ -4,17 +4,19 @@
 
 namespace loom {
 
-// The first three count events since reset_counters(); the rest are levels:
+// The first five count events since reset_counters(); the rest are levels:
 // what is alive at the moment counters() is called.
 struct Counters {
   uint64_t kernels_compiled = 0;
   uint64_t kernels_executed = 0;
-  uint64_t schedules_built = 0;
-  uint64_t live_uops = 0;             // interned IR nodes
-  uint64_t live_buffers = 0;          // device buffers held by tensors or graphs
-  uint64_t live_buffer_bytes = 0;     // their requested bytes
-  uint64_t pooled_buffer_bytes = 0;   // freed blocks the pool keeps for reuse
-  uint64_t kernel_cache_entries = 0;  // compiled kernels in the in-memory cache
+  uint64_t schedules_built = 0;        // graphs scheduled (rangeify, stages, kernel split)
+  uint64_t schedule_cache_hits = 0;    // realizes that reused a plan: no scheduling
+  uint64_t schedule_cache_misses = 0;  // realizes that scheduled their graph
+  uint64_t live_uops = 0;              // interned IR nodes
+  uint64_t live_buffers = 0;           // device buffers held by tensors or graphs
+  uint64_t live_buffer_bytes = 0;      // their requested bytes
+  uint64_t pooled_buffer_bytes = 0;    // freed blocks the pool keeps for reuse
+  uint64_t kernel_cache_entries = 0;   // compiled kernels in the in-memory cache
 };
 Counters counters();
 void reset_counters();
@@ -23,6 +25,7 @@ namespace detail {
 void count_kernel_compiled();
 void count_kernel_executed();
 void count_schedule_built();
+void count_schedule_cache(bool hit);
 }  // namespace detail
 
 }  // namespace loom
