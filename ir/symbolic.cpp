@@ -5,6 +5,7 @@
 #include "ir/symbolic.hpp"
 
 #include "ir/linear_form.hpp"
+#include "ir/planted_fault.hpp"
 
 namespace loom {
 
@@ -86,6 +87,12 @@ RewriteFn not_x_if(Pred p) {
 bool any(const UOpPtr&) { return true; }
 bool nonzero_int(const UOpPtr& x) { return is_int(x) && (x->vmin() > 0 || x->vmax() < 0); }
 
+// The planted fault (ir/planted_fault.hpp), for the fuzzer's test: float x - c -> x + c.
+UOpPtr planted_flip(const Match& m) {
+  if (planted_fault() != PlantedFault::FlipConstantSub || !m["x"]->dtype.is_float()) return nullptr;
+  return UOp::make(Op::ADD, m.root()->dtype, {m["x"], m["c"]});
+}
+
 UOpPtr negate(const Match& m) { return when(is_int(m["x"]), UOp::make(Op::NEG, m["x"]->dtype, {m["x"]})); }
 
 std::vector<Rule> identity_rules() {
@@ -94,6 +101,7 @@ std::vector<Rule> identity_rules() {
       // arithmetic (x+0 -> x and x*0 -> 0 are false for floats: -0.0 + 0.0, NaN * 0)
       {x + 0, x_if(is_int)},
       {x - 0, x_if(is_int)},
+      {x - P::cvar("c"), planted_flip},
       {x * 1, x_if(any)},
       {x * 0, zero_if(is_int)},
       {x - x, zero_if(is_int)},

@@ -1,7 +1,10 @@
 #include "schedule/kernel_split.hpp"
 
+#include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
@@ -82,8 +85,10 @@ ScheduledKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
   for (size_t i = 1; i < bufferize->src.size(); ++i)
     if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);
   UOpPtr effect = end_src.size() > 1 ? UOp::make(Op::END, value->dtype, std::move(end_src)) : store;
-  UOpPtr ast = UOp::make(Op::SINK, DType::Bool, {effect});
-  ast = simplify(renumber_ranges(ast));
+  const UOpPtr built = renumber_ranges(UOp::make(Op::SINK, DType::Bool, {effect}));
+  UOpPtr ast = simplify(built);
+  if (pass_observed())  // named as the engine's kernel cache names it: k_ and the AST's hash
+    notify_pass({PassLevel::Kernel, "simplify", fmt::format("k_{:016x}", ast->hash()), built, ast});
   return {ast, std::move(kb.slots)};
 }
 

@@ -6,6 +6,7 @@
 #include "codegen/linearizer.hpp"
 #include "ir/flags.hpp"
 #include "ir/log.hpp"
+#include "ir/pass_observer.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
@@ -49,8 +50,9 @@ std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast, const Flags& fl
   CompiledKernel k;
   k.ast = ast;
   k.options = options;
-  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
   k.name = kernel_name(ast);
+  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
+  notify_pass({PassLevel::Kernel, "optimizer", k.name, ast, k.optimized_ast});
   if (debug >= 3)
     log().info("kernel {} after rangeify:\n{}\nloops:\n{}", k.name, to_text(ast),
                linearize(k.optimized_ast).dump());

@@ -4,4 +4,5 @@
 #include <loom/debug.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
+#include <loom/graph_file.hpp>
 #include <loom/tensor.hpp>

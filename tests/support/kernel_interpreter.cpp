@@ -29,8 +29,8 @@ void need_src(const UOp& u, size_t lo, size_t hi) {
 class Interpreter {
  public:
   Interpreter(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars, int64_t begin,
-              int64_t end)
-      : bufs_(bufs), begin_(begin), end_(end) {
+              int64_t end, const std::vector<int64_t>* sizes = nullptr)
+      : bufs_(bufs), sizes_(sizes), begin_(begin), end_(end) {
     bind_vars(kernel, vars);
   }
 
@@ -161,6 +161,11 @@ class Interpreter {
     const UOp& buf = buffer_of(index);
     const Value at = eval(*index.src[1]);
     if (at.dtype != DType::Int64) fail(index, "its index must be i64, got " + to_string(at.dtype));
+    const auto slot = static_cast<size_t>(buf.arg_int());
+    if (sizes_ && (slot >= sizes_->size() || at.i < 0 || at.i >= (*sizes_)[slot]))
+      fail(index, "index " + std::to_string(at.i) + " is outside buffer slot " + std::to_string(slot) +
+                      " of " + (slot < sizes_->size() ? std::to_string((*sizes_)[slot]) : std::string("no")) +
+                      " elements");
     return static_cast<char*>(bufs_[buf.arg_int()]) + at.i * buf.dtype.itemsize();
   }
 
@@ -185,6 +190,7 @@ class Interpreter {
   }
 
   void* const* bufs_;
+  const std::vector<int64_t>* sizes_;
   int64_t begin_, end_;
   std::unordered_map<std::string, int64_t> var_values_;
   std::unordered_map<const UOp*, int64_t> ranges_;
@@ -196,6 +202,12 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
                       int64_t begin, int64_t end) {
   if (!kernel) throw Error("kernel interpreter: the kernel is null");
   Interpreter(kernel, bufs, vars, begin, end).run(*kernel);
+}
+
+void interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& vars) {
+  if (!kernel) throw Error("kernel interpreter: the kernel is null");
+  Interpreter(kernel, bufs, vars, 0, -1, &sizes).run(*kernel);
 }
 
 }  // namespace loom

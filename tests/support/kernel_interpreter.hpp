@@ -17,4 +17,9 @@ namespace loom {
 void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars,
                       int64_t begin = 0, int64_t end = -1);
 
+// The same, with each slot's size in elements: a load or store outside its
+// buffer is a loom::Error naming the slot and the index, never a stray access.
+void interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& vars);
+
 }  // namespace loom

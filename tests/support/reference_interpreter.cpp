@@ -282,7 +282,7 @@ RefTensor evaluate_checked(const UOp& n, const std::vector<const RefTensor*>& in
 }  // namespace
 
 RefTensor evaluate(const UOpPtr& root, const BufferSource& buffers,
-                   const std::map<std::string, int64_t>& vars) {
+                   const std::map<std::string, int64_t>& vars, const NodeObserver& observe) {
   if (!root) throw Error("reference interpreter: evaluate of a null UOp");
   const std::vector<UOpPtr> order = toposort(root);
   // Pending uses of each node the root needs; a value is dropped after its last use.
@@ -299,6 +299,7 @@ RefTensor evaluate(const UOpPtr& root, const BufferSource& buffers,
     std::vector<const RefTensor*> in;
     for (const UOp* s : sources) in.push_back(&values.at(s));
     RefTensor out = evaluate_checked(*node, in, env);
+    if (observe) observe(node, out);
     for (const UOp* s : sources)
       if (--uses[s] == 0) values.erase(s);
     values.emplace(node.get(), std::move(out));

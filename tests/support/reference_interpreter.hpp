@@ -16,6 +16,8 @@ namespace loom::ref {
 
 // The raw bytes of a BUFFER node: size elements of its dtype.
 using BufferSource = std::function<const void*(const UOpPtr& buffer)>;
+// Sees every node's value as it is computed (the fuzzer measures magnitudes with it).
+using NodeObserver = std::function<void(const UOpPtr& node, const RefTensor& value)>;
 
 // Evaluates the tensor-level graph under `root`. BUFFER contents come from
 // `buffers` (asked once per buffer), DEFINE_VAR values from `vars` (by name).
@@ -24,6 +26,6 @@ using BufferSource = std::function<const void*(const UOpPtr& buffer)>;
 // Kernel-level ops, ill-formed args and mismatched shapes or dtypes throw
 // loom::Error naming the op.
 RefTensor evaluate(const UOpPtr& root, const BufferSource& buffers,
-                   const std::map<std::string, int64_t>& vars = {});
+                   const std::map<std::string, int64_t>& vars = {}, const NodeObserver& observe = {});
 
 }  // namespace loom::ref

@@ -1,0 +1,18 @@
+#pragma once
+// Testing only: deliberately wrong rewrite rules, off in every real run. The
+// fuzzer's own test switches one on to prove that the fuzzer catches a wrong
+// rewrite (and pins it to its pass) within its CI budget (docs/fuzzing.md).
+#include <cstdint>
+
+namespace loom {
+
+enum class PlantedFault : uint8_t {
+  None,
+  FlipConstantSub,  // the simplifier rewrites float x - c to x + c (a flipped sign)
+};
+
+// Thread-safe; process-wide.
+void set_planted_fault(PlantedFault fault);
+PlantedFault planted_fault();
+
+}  // namespace loom

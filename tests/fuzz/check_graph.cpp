@@ -1,0 +1,104 @@
+// One program, checked: the reference interpreter's values (taken before
+// realize, which may write into input buffers), then loom's, compared per
+// output with the tolerance of its dtype and op class.
+#include "fuzz/compare.hpp"
+#include "fuzz/fuzz.hpp"
+#include "fuzz/kernel_checker.hpp"
+#include "fuzz/op_class.hpp"
+#include "src/engine.hpp"
+#include "support/reference_interpreter.hpp"
+
+#include <loom/loom.hpp>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <set>
+
+namespace loom::fuzz {
+
+namespace {
+
+struct Expected {
+  ref::RefTensor value;
+  bool approximate = false;
+  double scale = 0;  // the largest finite float magnitude upstream
+};
+
+Expected reference(const Tensor& t) {
+  Expected e;
+  const UOpPtr& root = t.node()->uop;
+  e.value = ref::evaluate(
+      root, [](const UOpPtr& b) -> const void* { return detail::buffer_data(b); }, {},
+      [&](const UOpPtr&, const ref::RefTensor& v) { e.scale = std::max(e.scale, magnitude(v)); });
+  e.approximate = is_approximate(root);
+  return e;
+}
+
+ref::RefTensor realized(const Tensor& t) {
+  const UOpPtr& v = t.node()->uop;
+  const UOpPtr& buffer = v->op == Op::RESHAPE ? v->src[0] : v;
+  return ref::RefTensor::from_bytes(t.dtype(), t.shape(), detail::buffer_data(buffer));
+}
+
+void count_coverage(const std::vector<Tensor>& outputs, Coverage& c) {
+  std::vector<UOpPtr> roots;
+  for (const auto& t : outputs) roots.push_back(t.node()->uop);
+  std::set<std::string> ops, dtypes, ranks;
+  for (const auto& n : toposort(roots)) {
+    ops.insert(std::string(op_name(n->op)));
+    dtypes.insert(to_string(n->dtype));
+    if (n->shape()) ranks.insert(fmt::format("{}", n->shape()->size()));
+  }
+  for (const auto& o : ops) ++c.uops[o];
+  for (const auto& d : dtypes) ++c.dtypes[d];
+  for (const auto& r : ranks) ++c.ranks[r];
+}
+
+}  // namespace
+
+Outcome check_graph(const std::string& graph_text, const CheckOptions& options, Coverage* coverage) {
+  Outcome out;
+  std::vector<Tensor> outputs;
+  std::vector<Expected> want;
+  try {
+    outputs = graph_from_text(graph_text);
+    for (const auto& t : outputs) want.push_back(reference(t));
+  } catch (const Error& e) {
+    return Outcome{false, e.what(), std::nullopt};
+  }
+  if (coverage) {
+    ++coverage->programs;
+    count_coverage(outputs, *coverage);
+  }
+  Coverage local;
+  {
+    KernelChecker checker(options.kernel_checker, &local);
+    std::unique_ptr<Context> bounds;
+    if (options.check_bounds)
+      bounds = std::make_unique<Context>(
+          std::initializer_list<std::pair<std::string, Context::Value>>{{"CHECK_BOUNDS", true}});
+    const auto kernels_before = counters().kernels_executed;
+    try {
+      realize(outputs);
+    } catch (const Error& e) {
+      out.failure = Failure{"error", fmt::format("realize threw: {}", e.what())};
+    }
+    local.kernels += static_cast<int64_t>(counters().kernels_executed - kernels_before);
+    local.bounds_checked += options.check_bounds;
+    if (auto f = checker.failure()) out.failure = f;  // the kernel checker pins the pass: it wins
+  }
+  if (coverage) coverage->merge(local);
+  if (out.failure) return out;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string diff =
+        compare_values(realized(outputs[i]), want[i].value, want[i].approximate, want[i].scale);
+    if (!diff.empty()) {
+      out.failure = Failure{"mismatch", fmt::format("output {}: {}", i, diff)};
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace loom::fuzz

@@ -1,0 +1,55 @@
+#include "fuzz/compare.hpp"
+
+#include "support/reference_tensor.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+namespace loom::fuzz {
+
+double relative_tolerance(DType dt) { return dt.scalar == Scalar::Float32 ? 0x1p-12 : 0x1p-36; }
+
+double magnitude(const ref::RefTensor& t) {
+  double m = 0;
+  for (double v : t.f)
+    if (std::isfinite(v)) m = std::max(m, std::abs(v));
+  return m;
+}
+
+namespace {
+bool float_agrees(double got, double want, bool approximate, double tolerance) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got)) return got == want;
+  if (!approximate) return got == want;
+  return std::abs(got - want) <= tolerance;
+}
+}  // namespace
+
+std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, bool approximate,
+                           double scale) {
+  if (got.shape != want.shape || !(got.dtype == want.dtype))
+    return fmt::format("shape {} {} but the reference gives {} {}", got.shape, to_string(got.dtype),
+                       want.shape, to_string(want.dtype));
+  const int64_t n = want.size();
+  if (!want.dtype.is_float()) {
+    for (int64_t k = 0; k < n; ++k)
+      if (got.i[static_cast<size_t>(k)] != want.i[static_cast<size_t>(k)])
+        return fmt::format("element {} of {}: got {}, the reference gives {}", k, n,
+                           got.i[static_cast<size_t>(k)], want.i[static_cast<size_t>(k)]);
+    return "";
+  }
+  const double rtol = relative_tolerance(want.dtype);
+  for (int64_t k = 0; k < n; ++k) {
+    const double g = got.f[static_cast<size_t>(k)], w = want.f[static_cast<size_t>(k)];
+    const double tolerance = rtol * (std::abs(w) + scale);
+    if (!float_agrees(g, w, approximate, tolerance))
+      return fmt::format("element {} of {}: got {}, the reference gives {} ({} class{})", k, n, g, w,
+                         approximate ? "approximate" : "exact",
+                         approximate ? fmt::format(", tolerance {:.3g}", tolerance) : "");
+  }
+  return "";
+}
+
+}  // namespace loom::fuzz

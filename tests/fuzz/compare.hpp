@@ -1,0 +1,30 @@
+#pragma once
+// The fuzzer's tolerances, one place (docs/fuzzing.md states them):
+// - Bool and integer dtypes: exactly equal.
+// - Float, exact class (no approximate op upstream, fuzz/op_class.hpp): equal
+//   as numbers (0.0 == -0.0), NaN matches NaN, inf matches the same inf.
+// - Float, approximate class: |got - want| <= rtol * (|want| + scale), rtol
+//   2^-12 for Float32 and 2^-36 for Float64, where scale is the largest finite
+//   magnitude the reference saw anywhere upstream of the value: rounding errors
+//   scale with the operands, so a difference of two large numbers near 0 may
+//   keep an error relative to them. NaN and inf must still match exactly.
+#include <loom/dtype.hpp>
+
+#include <string>
+
+namespace loom::ref {
+struct RefTensor;
+}
+
+namespace loom::fuzz {
+
+double relative_tolerance(DType dt);
+
+// "" when they agree, else a message naming the first element that differs.
+std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, bool approximate,
+                           double scale);
+
+// The largest finite magnitude among a float tensor's elements (0 otherwise).
+double magnitude(const ref::RefTensor& t);
+
+}  // namespace loom::fuzz

@@ -1,0 +1,41 @@
+#include "fuzz/fuzz.hpp"
+
+#include <fmt/format.h>
+
+namespace loom::fuzz {
+
+void Coverage::merge(const Coverage& o) {
+  using Counts = std::map<std::string, int64_t>;
+  const std::pair<Counts*, const Counts*> pairs[] = {
+      {&api_ops, &o.api_ops}, {&uops, &o.uops},     {&dtypes, &o.dtypes},
+      {&ranks, &o.ranks},     {&stages, &o.stages}, {&kernel_checks, &o.kernel_checks}};
+  for (const auto& [mine, theirs] : pairs)
+    for (const auto& [k, v] : *theirs) (*mine)[k] += v;
+  programs += o.programs;
+  kernels += o.kernels;
+  bounds_checked += o.bounds_checked;
+  gradients += o.gradients;
+}
+
+namespace {
+std::string line(const char* title, const std::map<std::string, int64_t>& m) {
+  std::string out = fmt::format("  {:<14}", title);
+  for (const auto& [k, v] : m) out += fmt::format(" {}:{}", k, v);
+  return out + "\n";
+}
+}  // namespace
+
+std::string Coverage::report() const {
+  std::string out =
+      fmt::format("coverage: {} programs, {} kernels run, {} under LOOM_CHECK_BOUNDS, {} gradients\n",
+                  programs, kernels, bounds_checked, gradients);
+  out += line("api ops", api_ops);
+  out += line("uops", uops);
+  out += line("dtypes", dtypes);
+  out += line("ranks", ranks);
+  out += line("stages", stages);
+  out += line("kernel checks", kernel_checks);
+  return out;
+}
+
+}  // namespace loom::fuzz

@@ -1,0 +1,152 @@
+#include "fuzz/kernel_checker.hpp"
+
+#include "fuzz/compare.hpp"
+#include "ir/pass_observer.hpp"
+#include "ir/text.hpp"
+#include "support/kernel_interpreter.hpp"
+#include "support/reference_tensor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+namespace loom::fuzz {
+
+namespace {
+
+// Kernels whose buffers would need more elements than this are not interpreted.
+constexpr int64_t kMaxSlotElements = int64_t{1} << 20;
+
+struct Slot {
+  DType dtype;
+  int64_t size = 0;
+};
+
+// Each slot's element type and the elements its INDEX expressions can reach
+// (range analysis: vmax + 1), over both kernels.
+std::map<int64_t, Slot> slots_of(const UOpPtr& a, const UOpPtr& b) {
+  std::map<int64_t, Slot> slots;
+  for (const auto& n : toposort(std::vector<UOpPtr>{a, b})) {
+    if (n->op != Op::INDEX || n->src.size() < 2 || n->src[0]->op != Op::DEFINE_GLOBAL) continue;
+    Slot& s = slots[n->src[0]->arg_int()];
+    s.dtype = n->src[0]->dtype.base();
+    s.size = std::max(s.size, n->src[1]->vmax() + 1);
+  }
+  return slots;
+}
+
+std::vector<uint8_t> random_bytes(const Slot& s, std::mt19937_64& rng) {
+  std::vector<double> v(static_cast<size_t>(s.size));
+  for (auto& x : v) {
+    const uint64_t r = rng();
+    switch (s.dtype.scalar) {
+      case Scalar::Float32:
+      case Scalar::Float64: x = static_cast<double>(static_cast<int64_t>(r % 4001) - 2000) / 500; break;
+      case Scalar::Bool: x = static_cast<double>(r & 1); break;
+      case Scalar::UInt8: x = static_cast<double>(r & 255); break;
+      default: x = static_cast<double>(static_cast<int64_t>(r % 41) - 20);
+    }
+  }
+  ref::RefTensor t = ref::RefTensor::zeros(s.dtype, {s.size});
+  if (s.dtype.is_float())
+    for (size_t k = 0; k < v.size(); ++k)
+      t.f[k] = s.dtype.scalar == Scalar::Float32 ? static_cast<float>(v[k]) : v[k];
+  else
+    for (size_t k = 0; k < v.size(); ++k) t.i[k] = static_cast<int64_t>(v[k]);
+  return t.to_bytes();
+}
+
+// Runs `kernel` on copies of `inputs`; the buffers as they end up.
+std::vector<std::vector<uint8_t>> run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
+                                      std::vector<std::vector<uint8_t>> buffers) {
+  const int64_t n_slots = slots.empty() ? 0 : slots.rbegin()->first + 1;
+  std::vector<void*> ptrs(static_cast<size_t>(n_slots), nullptr);
+  std::vector<int64_t> sizes(static_cast<size_t>(n_slots), 0);
+  size_t k = 0;
+  for (const auto& [slot, s] : slots) {
+    ptrs[static_cast<size_t>(slot)] = buffers[k++].data();
+    sizes[static_cast<size_t>(slot)] = s.size;
+  }
+  interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
+  return buffers;
+}
+
+bool has_variables(const UOpPtr& kernel) {
+  const auto nodes = toposort(kernel);
+  return std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::DEFINE_VAR; });
+}
+
+}  // namespace
+
+std::string compare_kernels(const UOpPtr& before, const UOpPtr& after, uint64_t seed) {
+  if (has_variables(before) || has_variables(after)) return "skipped: symbolic variables";
+  const auto slots = slots_of(before, after);
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint8_t>> inputs;
+  for (const auto& [slot, s] : slots) {
+    if (s.size > kMaxSlotElements)
+      return fmt::format("skipped: slot {} would need {} elements", slot, s.size);
+    inputs.push_back(random_bytes(s, rng));
+  }
+  std::vector<std::vector<uint8_t>> want;
+  try {
+    want = run(before, slots, inputs);
+  } catch (const Error& e) {
+    return fmt::format("skipped: the kernel before the pass does not interpret ({})", e.what());
+  }
+  std::vector<std::vector<uint8_t>> got;
+  try {
+    got = run(after, slots, inputs);
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    if (why.find("not supported") != std::string::npos) return "skipped: " + why;
+    return "the kernel after the pass fails in the interpreter: " + why;
+  }
+  size_t k = 0;
+  for (const auto& [slot, s] : slots) {
+    const auto g = ref::RefTensor::from_bytes(s.dtype, {s.size}, got[k].data());
+    const auto w = ref::RefTensor::from_bytes(s.dtype, {s.size}, want[k].data());
+    ++k;
+    // Passes may reorder a float reduction: the approximate class's tolerance.
+    const std::string diff = compare_values(g, w, true, magnitude(w));
+    if (!diff.empty()) return fmt::format("buffer slot {}: {}", slot, diff);
+  }
+  return "";
+}
+
+KernelChecker::KernelChecker(bool check, Coverage* coverage) : check_(check), coverage_(coverage) {
+  token_ = add_pass_observer(
+      [this](const PassEvent& e) { observe(e.level, e.pass, e.kernel, e.before, e.after); });
+}
+
+KernelChecker::~KernelChecker() { remove_pass_observer(token_); }
+
+std::optional<Failure> KernelChecker::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+void KernelChecker::observe(PassLevel level, std::string_view pass, std::string_view kernel,
+                            const UOpPtr& before, const UOpPtr& after) {
+  std::lock_guard lock(mu_);
+  if (coverage_) ++coverage_->stages[std::string(pass)];
+  if (level != PassLevel::Kernel || !check_ || failure_) return;
+  if (before == after) {
+    if (coverage_) ++coverage_->kernel_checks["unchanged"];
+    return;
+  }
+  const std::string diff = compare_kernels(before, after, before->hash());
+  if (diff.rfind("skipped", 0) == 0) {
+    if (coverage_) ++coverage_->kernel_checks["skipped"];
+    return;
+  }
+  if (coverage_) ++coverage_->kernel_checks["checked"];
+  if (!diff.empty())
+    failure_ = Failure{fmt::format("kernel {}", pass),
+                       fmt::format("pass '{}' changed what kernel {} computes: {}\nbefore:\n{}\nafter:\n{}",
+                                   pass, kernel, diff, to_text(before), to_text(after))};
+}
+
+}  // namespace loom::fuzz

@@ -1,0 +1,60 @@
+#include "fuzz/fuzz.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace loom::fuzz {
+
+namespace {
+// The replay: the shrunk graph file, headed by comments saying what failed.
+std::string replay_text(uint64_t seed, const Failure& f, const std::string& shrunk) {
+  std::string out = fmt::format("# loom-fuzz replay: program seed {}, failure '{}'\n", seed, f.kind);
+  out += fmt::format("# rerun: loom-fuzz --replay FILE\n");
+  std::istringstream lines(f.message);
+  std::string line;
+  for (int n = 0; std::getline(lines, line) && n < 12; ++n) out += "#   " + line + "\n";
+  return out + shrunk;
+}
+}  // namespace
+
+RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
+  RunResult result;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint64_t program_seed = seed + static_cast<uint64_t>(i);
+    CheckOptions check = options.check;
+    check.check_bounds =
+        options.bounds_share > 0 && program_seed % static_cast<uint64_t>(options.bounds_share) == 0;
+    const std::string text = generate_program(program_seed, options.generate, &result.coverage);
+    const Outcome outcome = check_graph(text, check, &result.coverage);
+    ++result.programs;
+    if (!outcome.valid) {
+      ++result.invalid;
+      if (options.verbose)
+        std::cerr << fmt::format("program {}: invalid: {}\n", program_seed, outcome.invalid_reason);
+      continue;
+    }
+    if (options.verbose)
+      std::cerr << fmt::format("program {}: {}\n", program_seed,
+                               outcome.failure ? outcome.failure->kind : "ok");
+    if (!outcome.failure) continue;
+    const std::string shrunk = shrink(text, *outcome.failure, check);
+    const Outcome again = check_graph(shrunk, check);  // the message of the minimal program
+    const Failure failure = again.failure ? *again.failure : *outcome.failure;
+    result.failures.emplace_back(program_seed, failure);
+    result.shrunk.push_back(shrunk);
+    if (!options.replay_dir.empty()) {
+      std::filesystem::create_directories(options.replay_dir);
+      const auto path = std::filesystem::path(options.replay_dir) / fmt::format("fuzz-{}.loom", program_seed);
+      std::ofstream(path) << replay_text(program_seed, failure, shrunk);
+      result.replay_files.push_back(path.string());
+    }
+    if (options.stop_at_first) break;
+  }
+  return result;
+}
+
+}  // namespace loom::fuzz
