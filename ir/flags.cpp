@@ -23,8 +23,9 @@ namespace {
 // clang-format off: one row a flag reads best
 const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_DEBUG", "0 to 6",
-     "1: a line per realize; 2: a line per kernel with its time; 3: kernel ASTs and loops; "
-     "4: LLVM IR; 5: the graph before and after every stage that changed it; 6: assembly"},
+     "1: a line per realize; 2: a line per kernel with its time, GFLOP/s and GB/s; 3: each kernel as "
+     "scheduled and its loops; 4: LLVM IR; 5: the graph before and after every stage or pass that "
+     "changed it; 6: x86 assembly. Each level adds to the ones below"},
     {"LOOM_NOOPT", "0 or 1", "1 turns the kernel optimiser off (no parallel range, no upcast, no tiling)"},
     {"LOOM_THREADS", "1 to 1024",
      "threads of the executor's TBB arena; default: the cores this process may use"},
@@ -32,10 +33,15 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_PCONTIG", "0 to 10", "partial-contiguous level of buffer removal (0: off)"},
     {"LOOM_CHECK_BOUNDS", "0 or 1",
      "1 makes every kernel check each load and store index against its buffer"},
-    {"LOOM_DUMP_DIR", "a directory", "writes every kernel at every stage to files there"},
+    {"LOOM_DUMP_DIR", "a directory",
+     "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
     {"LOOM_CACHE_DIR", "a directory, or off", "where compiled kernels persist; default ~/.cache/loom"},
-    {"LOOM_LOG", "trace, debug, info, warn, error, critical or off", "the level of loom's own logger"},
-    {"LOOM_PROFILE", "a file name", "writes a Chrome trace-event file of scheduling, compiling and running"},
+    {"LOOM_LOG", "trace, debug, info, warn, error, critical or off",
+     "the level of loom's own logger (named loom, on stderr; default info); the host program's loggers "
+     "are never touched"},
+    {"LOOM_PROFILE", "a file name",
+     "writes a Chrome trace-event file of scheduling, each stage, compilation and each kernel run, "
+     "one track per thread (Perfetto opens it)"},
 };
 // clang-format on
 

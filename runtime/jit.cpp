@@ -16,6 +16,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
@@ -25,6 +26,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
 #include <atomic>
@@ -106,6 +108,19 @@ void optimize(llvm::Module& module, llvm::TargetMachine& tm) {
   passes.registerLoopAnalyses(lam);
   passes.crossRegisterProxies(lam, fam, cgam, mam);
   passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+}
+
+// The module's assembly as `tm` (configured like the JIT's own) emits it. Code
+// generation rewrites the IR it runs on, so it runs on a copy.
+std::string assembly(const llvm::Module& module, llvm::TargetMachine& tm, const std::string& name) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream out(text);
+  llvm::legacy::PassManager passes;
+  if (tm.addPassesToEmitFile(passes, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw Error(fmt::format("jit: kernel '{}': the host target cannot print assembly", name));
+  passes.run(*copy);
+  return std::string(text.str());
 }
 
 }  // namespace
@@ -200,6 +215,7 @@ JitResult Jit::compile(const std::string& llvm_ir, const std::string& name, cons
       for (llvm::Function& fn : *module)
         if (!fn.isDeclaration()) fn.addFnAttr("prefer-vector-width", "512");
     optimize(*module, *lease.tm);
+    if (options.keep_assembly) result.assembly = assembly(*module, *lease.tm, name);
   }
   if (options.keep_optimized_ir) {
     llvm::raw_string_ostream out(result.optimized_ir);

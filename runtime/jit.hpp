@@ -12,10 +12,12 @@ using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin,
 struct JitResult {
   KernelFn fn = nullptr;
   std::string optimized_ir;  // after the pipeline, for LOOM_DEBUG dumps (if asked for)
+  std::string assembly;      // the host assembly of the optimised module (if asked for)
 };
 
 struct JitOptions {
   bool keep_optimized_ir = false;  // print the optimised module into JitResult::optimized_ir
+  bool keep_assembly = false;      // print its assembly into JitResult::assembly (LOOM_DEBUG=6)
 };
 
 class Jit {

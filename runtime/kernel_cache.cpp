@@ -2,8 +2,6 @@
 
 #include <loom/error.hpp>
 
-#include <fmt/format.h>
-
 #include <mutex>
 
 namespace loom {
@@ -40,11 +38,6 @@ void KernelCache::clear() {
 KernelCache& kernel_cache() {
   static KernelCache* cache = new KernelCache();  // never destroyed: entries hold UOps
   return *cache;
-}
-
-std::string kernel_name(const UOpPtr& ast) {
-  if (!ast) throw Error("kernel_name: the kernel AST is null");
-  return fmt::format("k_{:016x}", ast->hash());
 }
 
 }  // namespace loom

@@ -16,7 +16,7 @@
 namespace loom {
 
 struct CompiledKernel {
-  std::string name;  // kernel_name(ast): the JIT symbol
+  std::string name;  // the JIT symbol: the kernel's name (ir/kernel_name.hpp) when first compiled
   // The codegen choices it was compiled under (flags such as LOOM_NOOPT): part of
   // the key, so a kernel compiled one way never runs where another was asked for.
   std::string options;
@@ -25,6 +25,9 @@ struct CompiledKernel {
   UOpPtr optimized_ast;      // after the optimiser: its parallel range gives the run's extent
   std::string llvm_ir;       // codegen's output
   std::string optimized_ir;  // after the JIT's pipeline, for LOOM_DEBUG dumps
+  std::string linear;        // the linearized loops, when a dump asked for them
+  std::string assembly;      // the host assembly, when a dump asked for it
+  double flops = 0;          // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
 };
 
 // Thread-safe: lookups share a lock, inserts and clear take it exclusively.
@@ -53,9 +56,5 @@ class KernelCache {
 
 // The process-wide cache the engine uses.
 KernelCache& kernel_cache();
-
-// A deterministic name from the kernel's structure: "k_" + UOp::hash() in 16 hex
-// digits, the same in every run, so dumps and disk caches line up.
-std::string kernel_name(const UOpPtr& ast);
 
 }  // namespace loom

@@ -1,10 +1,9 @@
 #include "schedule/kernel_split.hpp"
 
+#include "ir/kernel_name.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
@@ -68,8 +67,14 @@ const PatternMatcher& buffer_to_param() {
   return pm;
 }
 
-ScheduledKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
-                             const std::unordered_map<const UOp*, UOpPtr>& buffer_of) {
+// A kernel as split, and before the simplifier cleaned its index arithmetic.
+struct BuiltKernel {
+  ScheduledKernel kernel;
+  UOpPtr unsimplified;
+};
+
+BuiltKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
+                         const std::unordered_map<const UOp*, UOpPtr>& buffer_of) {
   KernelBuilder kb{buffer_of, {}};
   UOpPtr out_param = kb.param(out);
   // Top-down, so an INDEX is rewritten before its BUFFERIZE source is visited:
@@ -86,10 +91,7 @@ ScheduledKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
     if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);
   UOpPtr effect = end_src.size() > 1 ? UOp::make(Op::END, value->dtype, std::move(end_src)) : store;
   const UOpPtr built = renumber_ranges(UOp::make(Op::SINK, DType::Bool, {effect}));
-  UOpPtr ast = simplify(built);
-  if (pass_observed())  // named as the engine's kernel cache names it: k_ and the AST's hash
-    notify_pass({PassLevel::Kernel, "simplify", fmt::format("k_{:016x}", ast->hash()), built, ast});
-  return {ast, std::move(kb.slots)};
+  return {{simplify(built), std::move(kb.slots), ""}, built};
 }
 
 }  // namespace
@@ -219,13 +221,13 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
     if (into[i] && graph.order_readers_before(graph.index.at(sink->src[i].get()), into[i]))
       requested[sink->src[i].get()] = into[i];
 
-  std::vector<ScheduledKernel> built;
+  std::vector<BuiltKernel> built;
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
   for (const auto& n : graph.kernels) {
     if (auto it = requested.find(n.get()); it != requested.end()) {
       buffer_of[n.get()] = it->second;
-      ScheduledKernel k = build_kernel(n, it->second, buffer_of);
-      if (reads_output_only_in_place(k.ast)) {
+      BuiltKernel k = build_kernel(n, it->second, buffer_of);
+      if (reads_output_only_in_place(k.kernel.ast)) {
         built.push_back(std::move(k));
         continue;
       }
@@ -236,7 +238,21 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
     built.push_back(build_kernel(n, out, buffer_of));
   }
   Schedule schedule;
-  for (size_t k : graph.order()) schedule.kernels.push_back(std::move(built[k]));
+  std::vector<UOpPtr> unsimplified;
+  for (size_t k : graph.order()) {
+    schedule.kernels.push_back(std::move(built[k].kernel));
+    unsimplified.push_back(built[k].unsimplified);
+  }
+  // Named once all are known, so a name is unique within the schedule; the
+  // simplify events wait for the names.
+  std::vector<UOpPtr> asts;
+  for (const auto& k : schedule.kernels) asts.push_back(k.ast);
+  const std::vector<std::string> names = kernel_names(asts);
+  for (size_t k = 0; k < names.size(); ++k) {
+    schedule.kernels[k].name = names[k];
+    if (pass_observed())
+      notify_pass({PassLevel::Kernel, "simplify", names[k], unsimplified[k], schedule.kernels[k].ast});
+  }
   for (const auto& root : sink->src) {
     const auto& shape = root->get<std::vector<int64_t>>();
     const UOpPtr& buf = buffer_of.at(root.get());

@@ -1,5 +1,7 @@
 #include "schedule/schedule.hpp"
 
+#include "ir/pass_observer.hpp"
+#include "ir/profile.hpp"
 #include "schedule/kernel_split.hpp"
 #include "schedule/rangeify.hpp"
 
@@ -14,7 +16,15 @@ bool is_buffer_view(const UOpPtr& u) {
 // BUFFERIZE graph; load collapse and range split/merge per kernel.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
                          const std::vector<UOpPtr>& into) {
-  return split_kernels(rangeify(targets), make_buffer, into);
+  UOpPtr ranged;
+  {
+    ProfileSpan span("stage", "rangeify");
+    ranged = rangeify(targets);
+  }
+  if (pass_observed())
+    notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, targets), ranged});
+  ProfileSpan span("stage", "kernel_split");
+  return split_kernels(ranged, make_buffer, into);
 }
 
 }  // namespace loom

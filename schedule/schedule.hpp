@@ -5,6 +5,7 @@
 #include "ir/uop.hpp"
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace loom {
@@ -17,6 +18,7 @@ using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
 struct ScheduledKernel {
   UOpPtr ast;                   // SINK of END(STORE ...) with DEFINE_GLOBAL slots
   std::vector<UOpPtr> buffers;  // slot -> tensor-level BUFFER node; slot 0 is the output
+  std::string name;             // unique within the schedule, given at kernel split (ir/kernel_name.hpp)
 };
 
 struct Schedule {

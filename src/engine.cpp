@@ -5,16 +5,20 @@
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
 #include "ir/flags.hpp"
+#include "ir/kernel_cost.hpp"
 #include "ir/log.hpp"
 #include "ir/pass_observer.hpp"
+#include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
 #include "src/plan.hpp"
 #include "src/schedule_cache.hpp"
+#include "src/stage_observers.hpp"
 
 #include <loom/debug.hpp>
 
@@ -43,59 +47,29 @@ std::string schedule_options(const Flags& flags) {
   return out + ";" + codegen_options(flags);
 }
 
-std::shared_ptr<const CompiledKernel> compile(const UOpPtr& ast, const Flags& flags) {
-  const std::string options = codegen_options(flags);
-  if (auto hit = kernel_cache().find(ast, options)) return hit;
-  const int debug = flags.debug;
-  CompiledKernel k;
-  k.ast = ast;
-  k.options = options;
-  k.name = kernel_name(ast);
-  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
-  notify_pass({PassLevel::Kernel, "optimizer", k.name, ast, k.optimized_ast});
-  if (debug >= 3)
-    log().info("kernel {} after rangeify:\n{}\nloops:\n{}", k.name, to_text(ast),
-               linearize(k.optimized_ast).dump());
-  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name);
-  if (debug >= 4) log().info("kernel {} LLVM IR:\n{}", k.name, k.llvm_ir);
-  JitResult jit = Jit::instance().compile(k.llvm_ir, k.name);
-  k.fn = jit.fn;
-  k.optimized_ir = std::move(jit.optimized_ir);
-  count_kernel_compiled();
-  return kernel_cache().insert(std::move(k));
+// A text stage of a kernel (its AST, loops, LLVM IR, assembly): logged from
+// LOOM_DEBUG `level` on and written to LOOM_DUMP_DIR.
+void show_stage(const Flags& flags, int level, const std::string& kernel, std::string_view stage,
+                std::string_view ext, const std::string& text) {
+  if (flags.debug >= level) log().info("kernel {} at stage {}:\n{}", kernel, stage, text);
+  if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, kernel, stage, ext, text);
 }
 
 // Schedules the graph over placeholders and compiles every kernel before any
 // runs, so a kernel that fails to compile leaves nothing half done.
 std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
                                        const std::vector<int64_t>& into, const Flags& flags) {
-  auto plan = std::make_shared<Plan>(plan_schedule(targets, sig, into));
-  count_schedule_built();
+  auto plan = std::make_shared<Plan>(schedule_plan(targets, sig, into, flags));
   const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
   for (auto& k : plan->kernels)
-    k.parallel_extent = parallel_extent(compile(k.ast, flags)->optimized_ast, vars);
+    k.parallel_extent = parallel_extent(compile_kernel(k.ast, k.name, flags)->optimized_ast, vars);
   return plan;
 }
 
-// Binds buffers to the plan's table (the inputs, then fresh outputs), runs its
-// kernels and points each pending node at its result.
-void run_plan(const Plan& plan, const GraphSignature& sig,
+// Runs the plan over a table bound to it and points each pending node at its result.
+void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
-  std::vector<UOpPtr> table;
-  table.reserve(plan.inputs + plan.allocations.size());
-  for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
-  // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
-  for (const auto& a : plan.allocations) table.push_back(allocate_buffer(a.dtype, a.size, false));
-  const std::vector<int64_t> vars;
-  std::vector<void*> bufs;
-  for (const auto& pk : plan.kernels) {
-    const auto t0 = Clock::now();
-    auto k = compile(pk.ast, flags);  // a kernel cache hit unless the kernel was evicted
-    bufs.clear();
-    for (uint32_t slot : pk.args) bufs.push_back(buffer_data(table[slot]));
-    run_kernel(k->fn, bufs, vars, pk.parallel_extent);
-    if (flags.debug >= 2) log().info("  {} {:.3f} ms ({} buffers)", k->name, ms_since(t0), bufs.size());
-  }
+  for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
   for (size_t i = 0; i < pending.size(); ++i) {
     const PlanResult& r = plan.results[i];
     const UOpPtr& buf = table[r.buffer];
@@ -117,11 +91,90 @@ void* buffer_data(const UOpPtr& buffer) {
   return static_cast<Buffer*>(buffer->storage().get())->data();
 }
 
+Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
+                   const std::vector<int64_t>& into, const Flags& flags) {
+  ProfileSpan span("schedule", "schedule");
+  if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, "graph", "tensor", "uop", to_text(targets));
+  Plan plan = plan_schedule(targets, sig, into);
+  count_schedule_built();
+  span.arg("kernels", static_cast<double>(plan.kernels.size()));
+  return plan;
+}
+
+std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
+                                                     const Flags& flags, bool keep_text) {
+  const std::string options = codegen_options(flags);
+  if (auto hit = kernel_cache().find(ast, options)) return hit;
+  ProfileSpan span("compile", name);
+  const auto t0 = Clock::now();
+  const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
+  CompiledKernel k;
+  k.ast = ast;
+  k.name = name;
+  k.options = options;
+  k.flops = kernel_flops(ast);
+  if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
+  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
+  notify_pass({PassLevel::Kernel, "optimizer", name, ast, k.optimized_ast});
+  if (texts) {
+    k.linear = linearize(k.optimized_ast).dump();
+    show_stage(flags, 3, name, "linear", "txt", k.linear);
+  }
+  k.llvm_ir = emit_llvm_ir(k.optimized_ast, name);
+  if (texts) show_stage(flags, 4, name, "llvm", "ll", k.llvm_ir);
+  JitOptions jit_options;
+  jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
+  JitResult jit = Jit::instance().compile(k.llvm_ir, name, jit_options);
+  k.fn = jit.fn;
+  k.optimized_ir = std::move(jit.optimized_ir);
+  k.assembly = std::move(jit.assembly);
+  if (jit_options.keep_assembly) show_stage(flags, 6, name, "asm", "s", k.assembly);
+  count_kernel_compiled();
+  if (flags.debug >= 2) log().info("  {} compiled in {:.3f} ms", name, ms_since(t0));
+  return kernel_cache().insert(std::move(k));
+}
+
+std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {
+  std::vector<UOpPtr> table;
+  table.reserve(plan.inputs + plan.allocations.size());
+  for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
+  // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
+  for (const auto& a : plan.allocations) table.push_back(allocate_buffer(a.dtype, a.size, false));
+  return table;
+}
+
+KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>& table, const Flags& flags) {
+  ProfileSpan span("run", pk.name);
+  auto k = compile_kernel(pk.ast, pk.name, flags);  // a kernel cache hit unless the kernel was evicted
+  std::vector<void*> bufs;
+  KernelTiming t;
+  t.flops = k->flops;
+  for (uint32_t slot : pk.args) {
+    const UOpPtr& b = table[slot];
+    bufs.push_back(buffer_data(b));
+    t.bytes += static_cast<double>(b->get<std::vector<int64_t>>().at(1) * b->dtype.itemsize());
+  }
+  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  const auto t0 = Clock::now();
+  run_kernel(k->fn, bufs, vars, pk.parallel_extent);
+  t.ms = ms_since(t0);
+  if (span.active()) {
+    span.arg("GFLOP/s", t.gflops());
+    span.arg("GB/s", t.gbps());
+  }
+  if (flags.debug >= 2)
+    log().info("  {} {:.3f} ms, {:.3g} GFLOP/s, {:.3g} GB/s ({} buffers)", pk.name, t.ms, t.gflops(),
+               t.gbps(), bufs.size());
+  return t;
+}
+
 namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
                      const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into_buffers) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const Flags> flags = loom::flags();  // one snapshot for the whole realize
+  const StageObservers observers(*flags);
+  const ProfileSpan span("realize", "realize");
   const GraphSignature sig = sign_graph(targets);
   std::vector<int64_t> into;  // per target: the position of the buffer it is assigned into, or -1
   for (const auto& b : into_buffers) into.push_back(b ? sig.position_of(b.get()) : -1);
@@ -132,7 +185,7 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   const bool hit = plan != nullptr;
   count_schedule_cache(hit);
   if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
-  run_plan(*plan, sig, pending, *flags);
+  run_plan(*plan, bind_plan(*plan, sig), pending, *flags);
   if (flags->debug >= 1)
     log().info("realize: {} kernel{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
                plan->kernels.size() == 1 ? "" : "s", ms_since(t0), hit ? "hit" : "miss");
@@ -150,6 +203,7 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
   if (targets.empty()) return;
   const std::vector<UOpPtr> into = in_place_buffers(targets);
   realize_targets(pending, targets, into);
+  profile_flush();  // after the realize's span has ended
 }
 
 }  // namespace loom::detail

@@ -1,6 +1,9 @@
 #pragma once
 // The realize engine: schedule -> optimise -> compile (cached) -> run. The one
 // place that ties schedule/, codegen/ and runtime/ together.
+#include "ir/flags.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "src/plan.hpp"
 #include "src/tensor_node.hpp"
 
 #include <memory>
@@ -21,5 +24,31 @@ UOpPtr allocate_buffer(DType dtype, int64_t size, bool zeroed = true);
 
 // Base address of a BUFFER node's memory.
 void* buffer_data(const UOpPtr& buffer);
+
+// The steps of a realize, one by one, for loom-dump.
+
+// Schedules `targets` (whose graph `sig` describes) into a plan, as a realize
+// does on a schedule cache miss; `into` as in plan_schedule.
+Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
+                   const std::vector<int64_t>& into, const Flags& flags);
+
+// The compiled kernel for `ast` under `flags`, from the kernel cache or compiled
+// now under `name`. `keep_text` keeps the loops and the assembly in the entry.
+std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
+                                                     const Flags& flags, bool keep_text = false);
+
+// The plan's buffer table: the graph's inputs, then fresh buffers for the rest.
+std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig);
+
+struct KernelTiming {
+  double ms = 0;     // wall time of the run
+  double flops = 0;  // arithmetic (ir/kernel_cost.hpp)
+  double bytes = 0;  // bytes of the buffers it is bound to: each read or written once
+  double gflops() const { return ms > 0 ? flops / ms / 1e6 : 0; }
+  double gbps() const { return ms > 0 ? bytes / ms / 1e6 : 0; }
+};
+
+// Runs one kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
+KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags);
 
 }  // namespace loom::detail

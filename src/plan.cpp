@@ -45,7 +45,7 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   };
   Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into);
   for (auto& k : schedule.kernels) {
-    PlanKernel pk{std::move(k.ast), {}, 1};
+    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, 1};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
     plan.kernels.push_back(std::move(pk));
   }

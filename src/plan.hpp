@@ -7,12 +7,14 @@
 #include "src/graph_key.hpp"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace loom::detail {
 
 struct PlanKernel {
   UOpPtr ast;                   // the kernel as scheduled: the kernel cache's key
+  std::string name;             // unique within the plan (ir/kernel_name.hpp)
   std::vector<uint32_t> args;   // argument slot -> buffer table index
   int64_t parallel_extent = 1;  // set once the kernel is compiled; runs reuse it
 };

@@ -1,5 +1,7 @@
 #include "runtime/kernel_cache.hpp"
 
+#include "ir/kernel_name.hpp"
+
 #include "support/kernel_builders.hpp"
 
 #include <doctest/doctest.h>
@@ -79,20 +81,11 @@ TEST_CASE("a second insert of the same kernel keeps the first entry") {
 TEST_CASE("inserting without an AST or a function is a loom::Error") {
   KernelCache cache;
   CompiledKernel no_ast;
-  no_ast.name = "k_x";
+  no_ast.name = "E_x";
   no_ast.fn = fn_a;
-  CHECK_THROWS_WITH_AS(cache.insert(no_ast), doctest::Contains("k_x"), Error);
+  CHECK_THROWS_WITH_AS(cache.insert(no_ast), doctest::Contains("E_x"), Error);
   CHECK_THROWS_AS(cache.insert(entry(fill_kernel(5.0), nullptr)), Error);
   CHECK(cache.size() == 0);
-}
-
-TEST_CASE("kernel names come from the structure: equal kernels share one, others differ") {
-  const std::string name = kernel_name(fill_kernel(1.0));
-  CHECK(name.size() == 18);
-  CHECK(name.rfind("k_", 0) == 0);
-  CHECK(name == kernel_name(fill_kernel(1.0)));
-  CHECK(name != kernel_name(fill_kernel(2.0)));
-  CHECK(name.find_first_not_of("0123456789abcdef", 2) == std::string::npos);
 }
 
 TEST_CASE("threads finding and inserting one kernel at once all get the same entry") {

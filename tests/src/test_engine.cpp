@@ -86,7 +86,7 @@ TEST_CASE(
   } catch (const Error& e) {
     message = e.what();
   }
-  CHECK(message.find("k_") != std::string::npos);
+  CHECK(message.find("kernel 'E_3'") != std::string::npos);
   check_values(a * 7.25f - 1, {6.25, 13.5, 20.75});
 }
 

@@ -1,0 +1,115 @@
+// Each LOOM_DEBUG level, captured from loom's logger under a loom::Context, and
+// LOOM_DUMP_DIR's files. Every case builds a kernel no other test compiles (its
+// own constants), so compile-time output is not skipped by the kernel cache.
+#include "check.hpp"
+
+#include "support/log_capture.hpp"
+
+#include <loom/context.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace loom;
+using test::iota;
+using test::LogCapture;
+using test::make;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// (a * c + 1).sum(1) on a 64 x 32 input: one reduce kernel, named r_64_32.
+std::string realize_at(int level, double c) {
+  Tensor a = make(DType::Float32, iota(64 * 32), {64, 32});
+  LogCapture capture;
+  {
+    Context ctx{{"DEBUG", level}};
+    Tensor y = (a * c + 1).sum(1);
+    y.realize();
+  }
+  return capture.text();
+}
+
+}  // namespace
+
+TEST_CASE("LOOM_DEBUG=0 logs nothing; 1 a line per realize") {
+  CHECK(realize_at(0, 1.25) == "");
+  const std::string one = realize_at(1, 1.5);
+  CHECK(has(one, "realize: 1 kernel in"));
+  CHECK_FALSE(has(one, "r_64_32"));
+}
+
+TEST_CASE("LOOM_DEBUG=2 adds each kernel's time, GFLOP/s and GB/s") {
+  const std::string two = realize_at(2, 1.75);
+  CHECK(has(two, "realize: 1 kernel in"));
+  CHECK(has(two, "r_64_32 compiled in"));
+  CHECK(has(two, "GFLOP/s"));
+  CHECK(has(two, "GB/s"));
+  CHECK(has(two, "(2 buffers)"));
+  CHECK_FALSE(has(two, "at stage kernel"));
+}
+
+TEST_CASE("LOOM_DEBUG=3 adds the kernel as scheduled and its loops; 4 the LLVM IR") {
+  const std::string three = realize_at(3, 2.25);
+  CHECK(has(three, "kernel r_64_32 at stage kernel:"));
+  CHECK(has(three, "REDUCE f32"));
+  CHECK(has(three, "kernel r_64_32 at stage linear:"));
+  CHECK(has(three, "LOOP r0 parallel"));
+  CHECK_FALSE(has(three, "define void"));
+  const std::string four = realize_at(4, 2.5);
+  CHECK(has(four, "GFLOP/s"));
+  CHECK(has(four, "kernel r_64_32 at stage llvm:"));
+  CHECK(has(four, "define void @r_64_32("));
+  CHECK_FALSE(has(four, "changed the graph"));
+}
+
+TEST_CASE("LOOM_DEBUG=5 adds the graph before and after every stage that changed it") {
+  const std::string five = realize_at(5, 2.75);
+  CHECK(has(five, "define void @r_64_32("));
+  CHECK(has(five, "stage rangeify changed the graph\nbefore:\n"));
+  CHECK(has(five, "REDUCE_AXIS f32"));  // the tensor graph, before rangeify
+  CHECK(has(five, "BUFFERIZE"));        // rangeify's output
+  CHECK(has(five, "stage optimizer, kernel r_64_32 changed the graph"));
+  CHECK(has(five, "[axis 0 parallel]"));  // the optimiser's choice, after
+  CHECK_FALSE(has(five, "at stage asm"));
+}
+
+TEST_CASE("LOOM_DEBUG=6 adds the x86 assembly of each kernel") {
+  const std::string six = realize_at(6, 3.25);
+  CHECK(has(six, "changed the graph"));
+  REQUIRE(has(six, "kernel r_64_32 at stage asm:"));
+  const std::string assembly = six.substr(six.find("at stage asm:"));
+  CHECK(has(assembly, "r_64_32:"));  // the function's label
+  CHECK(has(assembly, "\tret"));
+  CHECK((has(assembly, "vadd") || has(assembly, "addss") || has(assembly, "addps")));
+}
+
+TEST_CASE("a cached kernel is not compiled again, so levels 3 to 6 print nothing new for it") {
+  realize_at(0, 3.75);
+  const std::string again = realize_at(6, 3.75);
+  CHECK(has(again, "r_64_32 "));  // the run line of level 2
+  CHECK_FALSE(has(again, "at stage llvm"));
+}
+
+TEST_CASE("LOOM_DUMP_DIR writes every kernel at every stage, named after the kernel and the stage") {
+  const auto dir = std::filesystem::temp_directory_path() / ("loom_dump_test_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  Tensor a = make(DType::Float32, iota(64 * 32), {64, 32});
+  {
+    Context ctx{{"DUMP_DIR", dir.string()}};
+    Tensor y = (a * 4.25 + 1).sum(1);
+    y.realize();
+  }
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.insert(entry.path().filename());
+  for (const std::string want :
+       {"graph.00.tensor.uop", "graph.01.rangeify.uop", "r_64_32.00.simplify.uop", "r_64_32.01.kernel.uop",
+        "r_64_32.02.optimizer.uop", "r_64_32.03.linear.txt", "r_64_32.04.llvm.ll", "r_64_32.05.asm.s"})
+    CHECK_MESSAGE(files.count(want), want);
+  std::ifstream llvm(dir / "r_64_32.04.llvm.ll");
+  const std::string text((std::istreambuf_iterator<char>(llvm)), std::istreambuf_iterator<char>());
+  CHECK(has(text, "define void @r_64_32("));
+  std::filesystem::remove_all(dir);
+}
