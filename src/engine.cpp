@@ -14,6 +14,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "src/autograd.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
 #include "src/plan.hpp"
@@ -192,7 +193,9 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
 }
 }  // namespace
 
-void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
+void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
+  std::vector<std::shared_ptr<TensorNode>> nodes = requested;
+  const GraphsToKeep kept = prepare_realize(nodes);
   std::vector<UOpPtr> targets;
   std::vector<std::shared_ptr<TensorNode>> pending;
   for (const auto& n : nodes)
@@ -203,6 +206,7 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& nodes) {
   if (targets.empty()) return;
   const std::vector<UOpPtr> into = in_place_buffers(targets);
   realize_targets(pending, targets, into);
+  keep_graphs(kept);
   profile_flush();  // after the realize's span has ended
 }
 

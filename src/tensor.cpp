@@ -6,6 +6,7 @@
 
 #include "runtime/executor.hpp"
 #include "schedule/schedule.hpp"
+#include "src/autograd.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -58,6 +59,8 @@ Tensor& Tensor::assign(const Tensor& value) {
         "dtype {} (expected the same shape and dtype)",
         str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()), scalar_name(cur->dtype.scalar)));
   if (v == cur) return *this;
+  detail::forget_graph_behind(cur);  // the buffer's value changes: its old graph no longer describes it
+  node_->backward_done = false;
   const UOpPtr target = cur->op == Op::ASSIGN ? cur->src[0] : cur;
   if (!is_buffer_view(target)) {  // nothing realized yet: the tensor simply becomes the value
     node_->uop = v;

@@ -84,10 +84,16 @@ Tensor Tensor::sign() const {
   return make_tensor(x->dtype.is_unsigned() ? positive : positive - cast_uop(x < zero, x->dtype));
 }
 
+// Floats as PyTorch: x for x > 0, else x < 0 ? 0 : x (so -0.0 and NaN return themselves),
+// and a derivative of 1 exactly where x > 0 (relu'(0) = 0): the second branch is detached, as
+// max(x, 0) would split the gradient of the tie at 0. Integers: max(x, 0).
 Tensor Tensor::relu() const {
   const UOpPtr& x = uop(*this, "relu");
   refuse_bool(x, "relu", "cast it to a number first");
-  return make_tensor(umax(x, const_as(x, 0)));
+  const UOpPtr zero = const_as(x, 0);
+  if (!x->dtype.is_float()) return make_tensor(umax(x, zero));
+  const UOpPtr rest = UOp::make(Op::DETACH, x->dtype, {loom::where(x < zero, zero, x)});
+  return make_tensor(loom::where(zero < x, x, rest));
 }
 
 Tensor Tensor::maximum(const Tensor& other) const {
@@ -99,17 +105,25 @@ Tensor Tensor::minimum(const Tensor& other) const {
 }
 
 // min(max(x, lo), hi), as torch.clamp: a NaN in x stays NaN, and lo > hi gives hi everywhere.
-// Integer tensors keep their dtype: the bounds round inward and saturate to its range.
+// Floats select (x < lo ? lo : x, then hi < that ? hi : it), so -0.0 stays -0.0 as in PyTorch
+// and the derivative is 1 on [lo, hi] bounds included, as PyTorch's (max and min would split
+// it at the bounds). Integer tensors keep their dtype: the bounds round inward and saturate
+// to its range.
 Tensor Tensor::clamp(double lo, double hi) const {
   const UOpPtr& x = uop(*this, "clamp");
   refuse_bool(x, "clamp", "cast it to a number first");
-  if (!x->dtype.is_float()) {
-    if (std::isnan(lo) || std::isnan(hi))
-      throw Error(fmt::format("clamp: a NaN bound ({}, {}) cannot apply to a {} tensor", lo, hi,
-                              scalar_name(x->dtype.scalar)));
-    lo = int_bound(lo, x->dtype, true);
-    hi = int_bound(hi, x->dtype, false);
+  if (x->dtype.is_float()) {
+    if (std::isnan(lo) || std::isnan(hi))  // a NaN bound makes every element NaN, as in PyTorch
+      return make_tensor(const_as(x, std::numeric_limits<double>::quiet_NaN()));
+    const UOpPtr l = const_as(x, lo), h = const_as(x, hi);
+    const UOpPtr above_lo = loom::where(x < l, l, x);
+    return make_tensor(loom::where(h < above_lo, h, above_lo));
   }
+  if (std::isnan(lo) || std::isnan(hi))
+    throw Error(fmt::format("clamp: a NaN bound ({}, {}) cannot apply to a {} tensor", lo, hi,
+                            scalar_name(x->dtype.scalar)));
+  lo = int_bound(lo, x->dtype, true);
+  hi = int_bound(hi, x->dtype, false);
   return make_tensor(min_of(umax(x, const_as(x, lo)), const_as(x, hi)));
 }
 

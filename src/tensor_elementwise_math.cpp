@@ -2,6 +2,7 @@
 // LOG2 SIN SQRT RECIP POW, which are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
 // measures it against higher-precision libm. Integer inputs compute in Float32.
+#include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <bit>
@@ -34,12 +35,14 @@ UOpPtr pow2(const UOpPtr& n) {
   return UOp::make(Op::BITCAST, n->dtype, {alu(Op::SHL, {biased, c(i, is_f32(n) ? 23 : 52)})});
 }
 
+}  // namespace
+
 // exp(x) = 2^r' * 2^n1 * 2^n2: n = round(x*log2(e)), r = x - n*ln2 with ln2 in two parts
 // (Cody and Waite; n*LN2_HI is exact), r' = r*log2(e), |r| <= ln2/2. exp2(x*log2(e)) directly
 // would lose about |x|/2 ulps to the rounding of the product; this keeps ~1 ulp over the
 // whole range. 2^n is applied as two exact halves so results near overflow and in the
 // subnormal range round once; x is clamped first (the clamp is past both ends of the range).
-UOpPtr exp_of(const UOpPtr& x) {
+UOpPtr detail::exp_of(const UOpPtr& x) {
   const bool f32 = is_f32(x);
   const double ln2_hi = f32 ? 0.693359375 : 6.93147180369123816490e-01;  // 9 and 32 significant bits
   const double ln2_lo = f32 ? -2.12194440054690583e-4 : 1.90821492927058770002e-10;
@@ -51,12 +54,13 @@ UOpPtr exp_of(const UOpPtr& x) {
 }
 
 // log(x) = log2(x) * ln2: libm's log2 is accurate relative to its result, also near x = 1.
-UOpPtr log_of(const UOpPtr& x) { return alu(Op::LOG2, {x}) * c(x, std::numbers::ln2); }
+UOpPtr detail::log_of(const UOpPtr& x) { return alu(Op::LOG2, {x}) * c(x, std::numbers::ln2); }
 
 // expm1(y) for |y| <= 1.1 by its Taylor series y + y^2 * sum_{k>=2} y^(k-2)/k!, cut where
 // the next term is below 2^-60 of the result (degree 20 for Float64, 12 for Float32). Unlike
 // exp(y) - 1 it keeps full relative accuracy as y goes to 0: y is exact and the y^2 part is the
 // smaller one, so its roundings shrink.
+namespace {
 UOpPtr expm1_series(const UOpPtr& y) {
   const int degree = is_f32(y) ? 12 : 20;
   double factorial = 1;
@@ -68,12 +72,13 @@ UOpPtr expm1_series(const UOpPtr& y) {
   }
   return y + (y * y) * series;
 }
+}  // namespace
 
 // tanh(|x|) in two forms (musl's split at 0.55): near 0, -t/(t + 2) with t = expm1(-2|x|),
 // where (1 - u)/(1 + u) with u = exp(-2|x|) would cancel; beyond, 1 - 2u/(1 + u), whose small
 // term's error hardly reaches the result and which is exactly 1 once u rounds away (no NaN
 // for any x). The sign is put back last; a zero returns itself (tanh(-0) = -0).
-UOpPtr tanh_of(const UOpPtr& x) {
+UOpPtr detail::tanh_of(const UOpPtr& x) {
   const UOpPtr a = umax(x, -x), y = a * c(x, -2), u = exp_of(y), one = c(x, 1);
   const UOpPtr t = expm1_series(y);
   const UOpPtr near_zero = -t / (t + c(x, 2)), far = one - (u + u) / (one + u);
@@ -83,7 +88,7 @@ UOpPtr tanh_of(const UOpPtr& x) {
 
 // sigmoid(x) = 1/(1 + e) for x >= 0 and e/(1 + e) for x < 0, with e = exp(-|x|) <= 1: never
 // inf/inf, and e^x's subnormal tail survives for very negative x.
-UOpPtr sigmoid_of(const UOpPtr& x) {
+UOpPtr detail::sigmoid_of(const UOpPtr& x) {
   const UOpPtr e = exp_of(-umax(x, -x)), one = c(x, 1);
   return where(x < c(x, 0), e, one) / (one + e);
 }
@@ -94,13 +99,15 @@ UOpPtr sigmoid_of(const UOpPtr& x) {
 // (0/0) gives 1. In the top binade, where 2x overflows, 1 - 2 sin(x/2)^2 instead (x/2 is exact;
 // within 4 ulps of 1 absolutely, so not relatively near the zeros of cos). Two SIN calls.
 // Float32 computes in Float64 (so within 0.5 ulp plus a trace, for every float).
-UOpPtr cos_of(const UOpPtr& x) {
+UOpPtr detail::cos_of(const UOpPtr& x) {
   const UOpPtr one = c(x, 1), a = umax(x, -x);
   const UOpPtr huge = eq(a + a, c(x, std::numeric_limits<double>::infinity()));
   const UOpPtr s1 = alu(Op::SIN, {where(huge, x * c(x, 0.5), x + x)}), s = alu(Op::SIN, {x});
   const UOpPtr halves = one - (s1 + s1) * s1;
   return where(eq(x, c(x, 0)), one, where(huge, halves, s1 / (s + s)));
 }
+
+namespace {
 
 // a^e for integers by binary powering over e's bits, wrapping like the hardware (as
 // PyTorch's integer pow does); for e < 0, PyTorch's rule: 1 for a = 1, ±1 for a = -1, else 0.
@@ -154,6 +161,8 @@ UOpPtr in_f64(const UOpPtr& x, UOpPtr (*f)(const UOpPtr&)) {
 }
 }  // namespace
 
+UOpPtr detail::cos_in_f64(const UOpPtr& x) { return in_f64(x, cos_of); }
+
 Tensor Tensor::exp() const { return make_tensor(exp_of(as_float(*this, "exp"))); }
 Tensor Tensor::log() const { return make_tensor(log_of(as_float(*this, "log"))); }
 Tensor Tensor::exp2() const { return make_tensor(alu(Op::EXP2, {as_float(*this, "exp2")})); }
@@ -165,7 +174,7 @@ Tensor Tensor::rsqrt() const {
 }
 Tensor Tensor::reciprocal() const { return make_tensor(alu(Op::RECIP, {as_float(*this, "reciprocal")})); }
 Tensor Tensor::sin() const { return make_tensor(alu(Op::SIN, {as_float(*this, "sin")})); }
-Tensor Tensor::cos() const { return make_tensor(in_f64(as_float(*this, "cos"), cos_of)); }
+Tensor Tensor::cos() const { return make_tensor(cos_in_f64(as_float(*this, "cos"))); }
 Tensor Tensor::tanh() const { return make_tensor(tanh_of(as_float(*this, "tanh"))); }
 Tensor Tensor::sigmoid() const { return make_tensor(sigmoid_of(as_float(*this, "sigmoid"))); }
 

@@ -1,6 +1,7 @@
 // Movement ops: validated, then tensor-level movement UOps. The composites
 // (slice with a step, cat, stack, gather, index_select, one_hot) are built from
 // movement ops, IOTA and compares only, so each fuses into its consumer's kernel.
+#include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -325,14 +326,23 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
   const int64_t n = xs[a];
   const Shape wide =
       inserted(is, a + 1, n);  // [.., k, n, ..]: the compare of every index with every position
-  const UOpPtr source = to_bits(uop(shrink(bounds), "gather"));  // the index's shape with n on the axis
-  const UOpPtr values = expand_uop(reshape_uop(source, inserted(*source->shape(), a, 1)), wide);
+  const UOpPtr source = uop(shrink(bounds), "gather");  // the index's shape with n on the axis
   const DType cmp = promote(idx->dtype, DType::Int32);
   const UOpPtr hit = loom::eq(cast_uop(expand_uop(reshape_uop(idx, inserted(is, a + 1, 1)), wide), cmp),
                               cast_uop(iota_along(wide, a + 1), cmp));
+  return make_tensor(gather_select(source, hit, a, true));
+}
+
+UOpPtr detail::gather_select(const UOpPtr& source, const UOpPtr& hit, int64_t axis, bool bits) {
+  const Shape& wide = *hit->shape();
+  const UOpPtr s = bits ? to_bits(source) : source;
+  const UOpPtr values = expand_uop(reshape_uop(s, inserted(*s->shape(), static_cast<int>(axis), 1)), wide);
   const UOpPtr picked = loom::where(hit, values, const_tensor(0, values->dtype, wide));
-  const UOpPtr sum = UOp::make(Op::REDUCE_AXIS, picked->dtype, {picked}, ReduceArg{Op::ADD, {a + 1}});
-  return make_tensor(from_bits(reshape_uop(sum, is), x->dtype));
+  const UOpPtr sum = UOp::make(Op::REDUCE_AXIS, picked->dtype, {picked}, ReduceArg{Op::ADD, {axis + 1}});
+  Shape out = wide;
+  out.erase(out.begin() + axis + 1);
+  const UOpPtr r = reshape_uop(sum, out);
+  return bits ? from_bits(r, source->dtype) : r;
 }
 
 // gather with the 1-D index broadcast over the other axes.

@@ -8,11 +8,30 @@
 namespace loom::detail {
 
 struct TensorNode {
+  explicit TensorNode(UOpPtr u) : uop(std::move(u)) {}
   UOpPtr uop;
+  // Autodiff (src/autograd.cpp). A leaf: requires_grad_() was called on it.
+  bool requires_grad = false;
+  // backward() ran on this tensor: realizing it later keeps no graph behind it.
+  bool backward_done = false;
+  // A leaf's accumulated gradient (undefined when none).
+  Tensor grad;
 };
 
+// NoGrad guards alive on this thread (src/autograd.cpp).
+inline thread_local int no_grad_depth = 0;
+
+// A node made under NoGrad is detached, so no gradient flows through it. A
+// constant or a buffer view has no graph to cut.
+inline UOpPtr detached_if_no_grad(UOpPtr u) {
+  if (no_grad_depth == 0) return u;
+  const bool inert = u->op == Op::DETACH || u->op == Op::CONST || u->op == Op::BUFFER ||
+                     (u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER);
+  return inert ? u : UOp::make(Op::DETACH, u->dtype, {std::move(u)});
+}
+
 inline Tensor make_tensor(UOpPtr uop) {
-  return Tensor(std::make_shared<TensorNode>(TensorNode{std::move(uop)}));
+  return Tensor(std::make_shared<TensorNode>(detached_if_no_grad(std::move(uop))));
 }
 
 }  // namespace loom::detail

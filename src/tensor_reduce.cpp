@@ -124,17 +124,19 @@ Tensor Tensor::argmin(int axis) const {
   return first_argmax(reverse_order(uop(*this, "argmin")), axis, "argmin");
 }
 
-// Subtracting the row's max keeps exp's argument <= 0: no overflow for any finite input.
+// Subtracting the row's max keeps exp's argument <= 0: no overflow for any finite input. The
+// shift is detached: the result does not depend on it, so its gradient (which would need the
+// ties of the max) is zero anyway.
 Tensor Tensor::softmax(int axis) const {
   auto [x, a] = float_along(*this, axis, "softmax");
   if (empty_along(x, a)) return x;
-  const Tensor e = (x - x.max(a, true)).exp();
+  const Tensor e = (x - x.max(a, true).detach()).exp();
   return e / e.sum(a, true);
 }
 Tensor Tensor::log_softmax(int axis) const {
   auto [x, a] = float_along(*this, axis, "log_softmax");
   if (empty_along(x, a)) return x;
-  const Tensor shifted = x - x.max(a, true);
+  const Tensor shifted = x - x.max(a, true).detach();
   return shifted - shifted.exp().sum(a, true).log();
 }
 
@@ -148,7 +150,7 @@ Tensor Tensor::logsumexp(int axis) const {
     out.erase(out.begin() + a);
     return Tensor::full(out, -std::numeric_limits<double>::infinity(), dt);
   }
-  const UOpPtr m = uop(x.max(a, true), "logsumexp");
+  const UOpPtr m = uop(x.max(a, true).detach(), "logsumexp");  // a shift the result does not depend on
   const double inf = std::numeric_limits<double>::infinity();
   const Shape& ms = *m->shape();
   const UOpPtr is_inf =

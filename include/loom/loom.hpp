@@ -4,5 +4,6 @@
 #include <loom/debug.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
+#include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
 #include <loom/tensor.hpp>

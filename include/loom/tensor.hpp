@@ -159,6 +159,25 @@ class Tensor {
   // numpy semantics: 1-D operands, broadcast batch dimensions.
   Tensor matmul(const Tensor& other) const;
 
+  // ---- autodiff (docs/api.md, "Autodiff") ----
+  // Marks a float tensor as a leaf whose gradient backward() accumulates. A
+  // leaf is realized into a buffer of its own, so it never merges with an equal
+  // constant. Error on an integer or Bool tensor, or on turning it off for a
+  // tensor that only depends on a leaf (use detach()).
+  Tensor& requires_grad_(bool on = true);
+  // A leaf marked by requires_grad_, or a tensor whose graph depends on one.
+  bool requires_grad() const;
+  // Accumulates d(this)/d(leaf) into the grad() of every leaf this tensor
+  // depends on. Error unless this tensor has one element and depends on a leaf.
+  void backward();
+  // The accumulated gradient (a lazy tensor of this leaf's shape and dtype), or
+  // an undefined tensor when there is none.
+  Tensor grad() const;
+  // The gradient becomes undefined (PyTorch's set_to_none).
+  void zero_grad();
+  // The same values, cut from the graph: no gradient flows through it.
+  Tensor detach() const;
+
   // ---- realization and reading ----
   Tensor& realize() &;
   Tensor realize() &&;

@@ -1,0 +1,188 @@
+// Every gradient rule of src/gradient.cpp, and every differentiable function of
+// docs/api.md, against central finite differences in Float64 on random inputs
+// kept away from kinks (the kinks are test_gradient_kinks.cpp's).
+#include "gradcheck.hpp"
+
+using namespace loom;
+using test::gradcheck;
+using test::gradcheck1;
+using test::Input;
+using Ts = std::vector<Tensor>;
+
+TEST_CASE("elementwise primitives: neg, exp2, log2, sin, sqrt, reciprocal") {
+  gradcheck1([](const Tensor& x) { return -x; }, {{2, 3}});
+  gradcheck1([](const Tensor& x) { return x.exp2(); }, {{2, 3}});
+  gradcheck1([](const Tensor& x) { return x.log2(); }, {{2, 3}, 0.2, 3});
+  gradcheck1([](const Tensor& x) { return x.sin(); }, {{2, 3}, -8, 8});
+  gradcheck1([](const Tensor& x) { return x.sqrt(); }, {{2, 3}, 0.1, 4});
+  gradcheck1([](const Tensor& x) { return x.reciprocal(); }, {{2, 3}, 0.3, 3});
+  gradcheck1([](const Tensor& x) { return x.reciprocal(); }, {{2, 3}, -3, -0.3});
+}
+
+TEST_CASE("binary primitives: add, sub, mul, div with broadcasting") {
+  const std::vector<Input> in{{{2, 3}}, {{3}, 0.5, 2}};
+  gradcheck([](const Ts& x) { return x[0] + x[1]; }, in);
+  gradcheck([](const Ts& x) { return x[0] - x[1]; }, in);
+  gradcheck([](const Ts& x) { return x[0] * x[1]; }, in);
+  gradcheck([](const Ts& x) { return x[0] / x[1]; }, in);
+  gradcheck([](const Ts& x) { return x[1] / x[0]; }, {{{2, 3}, 0.5, 2}, {{3}}});
+}
+
+TEST_CASE("maximum and minimum away from ties, both operands") {
+  gradcheck([](const Ts& x) { return x[0].maximum(x[1]); }, {{{3, 4}}, {{4}}});
+  gradcheck([](const Ts& x) { return x[0].minimum(x[1]); }, {{{3, 4}}, {{3, 1}}});
+  gradcheck1([](const Tensor& x) { return x.maximum(0.5); }, {{8}, -2, 2, 0.05, 0.5});
+}
+
+TEST_CASE("pow: tensor exponents, negative bases with integer exponents, scalar exponents") {
+  gradcheck([](const Ts& x) { return x[0].pow(x[1]); }, {{{2, 3}, 0.2, 3}, {{2, 3}, -2, 2}});
+  // x^3 on [-5, 5] (polyfit's cubic) as x*x*x, and the general POW for other whole exponents.
+  gradcheck1([](const Tensor& x) { return x.pow(3.0); }, {{8}, -5, 5});
+  gradcheck1([](const Tensor& x) { return x.pow(5.0); }, {{8}, -2, 2});
+  gradcheck1([](const Tensor& x) { return x.pow(4.0); }, {{8}, -2, 2});
+  gradcheck(
+      [](const Ts& x) {
+        return x[0].pow(Tensor::from_vector<double>({2, 3, -1, 4}, {4}));
+      },
+      {{{4}, -3, -0.5}});
+  gradcheck1([](const Tensor& x) { return x.pow(2.5); }, {{6}, 0.2, 3});
+  gradcheck1([](const Tensor& x) { return x.pow(-1.5); }, {{6}, 0.2, 3});
+  gradcheck1([](const Tensor& x) { return x.pow(-2.0); }, {{6}, 0.2, 3});
+  gradcheck1([](const Tensor& x) { return x.pow(0.5); }, {{6}, 0.2, 3});
+  gradcheck1([](const Tensor& x) { return x.square(); }, {{6}});
+}
+
+TEST_CASE("where: both branches, the condition from the data") {
+  gradcheck([](const Ts& x) { return where(x[0] > x[1], x[0] * 2, x[1].exp()); }, {{{3, 4}}, {{4}}});
+  gradcheck([](const Ts& x) { return x[0].gt(0).where(x[0], x[1]); }, {{{6}, -2, 2, 0.05}, {{6}}});
+}
+
+TEST_CASE("cast between float dtypes passes the gradient, rounded to the source dtype") {
+  // Through Float32 the finite difference would measure rounding; the cast itself is the identity.
+  gradcheck1([](const Tensor& x) { return (x.cast(DType::Float32).cast(DType::Float64) * 0 + x).exp(); },
+             {{5}});
+  const Tensor x = Tensor::from_vector<double>({1, 2, 3}, {3});
+  const Tensor g =
+      gradient((x.cast(DType::Float32) * Tensor::from_vector<float>({1, 2, 3}, {3})).sum(), {x})[0];
+  CHECK(g.dtype() == DType::Float64);
+  CHECK(g.to_vector<double>() == std::vector<double>{1, 2, 3});
+}
+
+TEST_CASE("transcendental composites: exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, exp2, log2") {
+  gradcheck1([](const Tensor& x) { return x.exp(); }, {{2, 4}, -4, 4});
+  gradcheck1([](const Tensor& x) { return x.log(); }, {{2, 4}, 0.1, 5});
+  gradcheck1([](const Tensor& x) { return x.rsqrt(); }, {{2, 4}, 0.2, 5});
+  gradcheck1([](const Tensor& x) { return x.cos(); }, {{2, 4}, -8, 8});
+  gradcheck1([](const Tensor& x) { return x.tanh(); }, {{2, 4}, -3, 3});
+  gradcheck1([](const Tensor& x) { return x.tanh(); }, {{2, 4}, -0.5, 0.5});  // the series branch
+  gradcheck1([](const Tensor& x) { return x.sigmoid(); }, {{2, 4}, -6, 6});
+  gradcheck1([](const Tensor& x) { return exp(x.sin()) * log(x.cos() + 2); }, {{2, 4}, -3, 3});
+}
+
+TEST_CASE("selections: relu, abs, sign, clamp away from their kinks") {
+  gradcheck1([](const Tensor& x) { return x.relu(); }, {{8}, -2, 2, 0.05});
+  gradcheck1([](const Tensor& x) { return relu(x); }, {{8}, -2, 2, 0.05});
+  gradcheck1([](const Tensor& x) { return x.abs(); }, {{8}, -2, 2, 0.05});
+  gradcheck1([](const Tensor& x) { return x.sign() + x; }, {{8}, -2, 2, 0.05});
+  gradcheck1([](const Tensor& x) { return x.clamp(-0.7, 1.1); }, {{12}, -2, 2, 0.02, 0.1});
+}
+
+TEST_CASE("floor_div and % away from their steps") {
+  // x // 0.7 is piecewise constant; x % 0.7 = x - 0.7 * floor(x / 0.7) has slope 1 in x.
+  const Input x{{8}, -3, 3, 0.02, 0.7};
+  gradcheck1([](const Tensor& t) { return t.floor_div(0.7) + t; }, x);
+  gradcheck1([](const Tensor& t) { return t % 0.7; }, x);
+  // And in the divisor: d(a % b)/db = -floor(a / b).
+  gradcheck([](const Ts& t) { return t[0] % t[1]; },
+            {{{4}, 0, 0, -1, 1, {1.3, -2.6, 3.4, 0.45}}, {{4}, 0, 0, -1, 1, {0.7, 0.9, -1.1, 0.3}}});
+}
+
+TEST_CASE("reductions: sum, mean, prod, max, min over axes and all, keepdim or not") {
+  gradcheck1([](const Tensor& x) { return x.sum(); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.sum(1); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.sum({0, 2}, true); }, {{2, 3, 2}});
+  gradcheck1([](const Tensor& x) { return x.mean(0); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.mean(); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.prod(1); }, {{3, 4}, 0.3, 2});
+  gradcheck1([](const Tensor& x) { return x.prod(); }, {{2, 3}, -2, 2, 0.1});
+  gradcheck1([](const Tensor& x) { return x.max(1); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.max(); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.min(0, true); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.min(); }, {{3, 4}});
+}
+
+TEST_CASE("softmax, log_softmax, logsumexp on each axis") {
+  for (int axis : {0, 1, -1}) {
+    gradcheck1([axis](const Tensor& x) { return x.softmax(axis); }, {{3, 4}, -3, 3});
+    gradcheck1([axis](const Tensor& x) { return x.log_softmax(axis); }, {{3, 4}, -3, 3});
+    gradcheck1([axis](const Tensor& x) { return x.logsumexp(axis); }, {{3, 4}, -3, 3});
+  }
+}
+
+TEST_CASE("movement: reshape, permute, transpose, expand, pad, shrink, flip, squeeze, unsqueeze, flatten") {
+  gradcheck1(
+      [](const Tensor& x) {
+        return x.reshape({4, 3}) * Tensor::arange(3).cast(DType::Float64);
+      },
+      {{2, 6}});
+  gradcheck1([](const Tensor& x) { return x.permute({2, 0, 1}).reshape({-1}).exp(); }, {{2, 3, 2}});
+  gradcheck1([](const Tensor& x) { return x.transpose().exp(); }, {{2, 3}});
+  gradcheck1([](const Tensor& x) { return x.expand({4, 2, 3}).exp(); }, {{2, 1}});
+  gradcheck1([](const Tensor& x) { return x.pad({{1, 2}, {0, 1}}).exp(); }, {{2, 3}});
+  gradcheck1([](const Tensor& x) { return x.pad({{1, 0}, {2, 1}}, 3.5).exp(); }, {{2, 3}});
+  gradcheck1([](const Tensor& x) { return x.shrink({{1, 3}, {0, 2}}).exp(); }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.flip({0, 1}) * x; }, {{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.unsqueeze(1).squeeze(1).flatten().exp(); }, {{3, 4}});
+}
+
+TEST_CASE("slice with a step, cat and stack") {
+  gradcheck1([](const Tensor& x) { return x.slice(1, 1, 7, 2).exp(); }, {{2, 8}});
+  gradcheck([](const Ts& x) { return cat({x[0], x[1].exp(), x[0]}, 1); }, {{{2, 3}}, {{2, 2}}});
+  gradcheck([](const Ts& x) { return stack({x[0], x[1] * x[0]}, 0); }, {{{2, 3}}, {{2, 3}}});
+}
+
+TEST_CASE("gather, index_select and one_hot products are differentiable in the values") {
+  const Tensor idx = Tensor::from_vector<int32_t>({2, 0, 1, 2, 2, 1}, {2, 3});
+  gradcheck1([&](const Tensor& x) { return x.gather(1, idx); }, {{2, 4}});
+  gradcheck1(
+      [&](const Tensor& x) {
+        return x.gather(0, Tensor::from_vector<int64_t>({1, 0, 1, 1}, {2, 2}));
+      },
+      {{2, 3}});
+  const Tensor rows = Tensor::from_vector<int64_t>({3, 0, 3, 1}, {4});
+  gradcheck1([&](const Tensor& x) { return x.index_select(0, rows).exp(); }, {{4, 3}});
+  gradcheck1([&](const Tensor& x) { return x.index_select(1, rows.slice(0, 0, 2)); }, {{2, 4}});
+  const Tensor labels = Tensor::from_vector<int32_t>({1, 0, 2}, {3});
+  gradcheck1(
+      [&](const Tensor& x) { return (x.log_softmax(1) * labels.one_hot(3).cast(DType::Float64)).sum(1); },
+      {{3, 3}});
+}
+
+TEST_CASE("matmul: 2-D, vector operands and broadcast batches") {
+  gradcheck([](const Ts& x) { return x[0].matmul(x[1]); }, {{{3, 4}}, {{4, 2}}});
+  gradcheck([](const Ts& x) { return matmul(x[0], x[1]); }, {{{4}}, {{4, 2}}});
+  gradcheck([](const Ts& x) { return x[0].matmul(x[1]); }, {{{3, 4}}, {{4}}});
+  gradcheck([](const Ts& x) { return x[0].matmul(x[1]); }, {{{2, 1, 2, 3}}, {{3, 3, 2}}});
+}
+
+TEST_CASE("clone, contiguous and a realized intermediate pass the gradient") {
+  gradcheck1([](const Tensor& x) { return x.clone().exp() * x.contiguous(); }, {{5}});
+  gradcheck1(
+      [](const Tensor& x) {
+        Tensor h = (x * 3).exp();
+        h.realize();  // read before the loss is built: the gradient flows through its graph
+        return h * x;
+      },
+      {{5}});
+}
+
+TEST_CASE("a deep composite: a two-layer MLP with cross-entropy built from tensor ops") {
+  const Tensor labels = Tensor::from_vector<int32_t>({1, 0, 2, 1}, {4});
+  gradcheck(
+      [&](const Ts& p) {
+        const Tensor h = (p[0].matmul(p[1]) + p[2]).relu();
+        const Tensor logits = h.matmul(p[3]);
+        return -(logits.log_softmax(1) * labels.one_hot(3).cast(DType::Float64)).sum(1).mean();
+      },
+      {{{4, 2}}, {{2, 5}}, {{5}}, {{5, 3}}});
+}
