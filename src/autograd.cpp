@@ -148,7 +148,7 @@ void check_one_float_element(const UOpPtr& u, const char* op) {
                     op, str(*u->shape()), count(*u->shape())));
   if (!u->dtype.is_float())
     throw Error(fmt::format("{}: the tensor has dtype {}; only float tensors have gradients", op,
-                            to_string(u->dtype)));
+                            scalar_name(u->dtype.scalar)));
 }
 
 UOpPtr detach_uop(const UOpPtr& u) { return u->op == Op::DETACH ? u : UOp::make(Op::DETACH, u->dtype, {u}); }
@@ -197,7 +197,7 @@ Tensor& Tensor::requires_grad_(bool on) {
     throw Error(
         fmt::format("requires_grad_: the tensor has dtype {}; only float tensors (Float32, Float64) can "
                     "require gradients",
-                    to_string(u->dtype)));
+                    scalar_name(u->dtype.scalar)));
   if (n.requires_grad || requires_grad()) return *this;  // computed from a leaf: gradients flow through it
   // A leaf of its own: a buffer no other tracked tensor stands for, never a shared constant.
   if (is_buffer_view(u) && taken(identity(u), &n)) n.uop = UOp::make(Op::CONTIGUOUS, u->dtype, {u});
@@ -207,7 +207,7 @@ Tensor& Tensor::requires_grad_(bool on) {
   return *this;
 }
 
-void Tensor::backward() {
+void Tensor::backward() const {
   TensorNode& n = *node_;
   check_one_float_element(uop(*this, "backward"), "backward");
   const UOpPtr root = walk_root(n);
@@ -244,7 +244,7 @@ std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& wr
     const UOpPtr& w = uop(wrt[i], "gradient");
     if (!w->dtype.is_float())
       throw Error(fmt::format("gradient: wrt[{}] has dtype {}; only float tensors have gradients", i,
-                              to_string(w->dtype)));
+                              scalar_name(w->dtype.scalar)));
     const UOpPtr behind = graph_behind(w);  // graphs built before w was realized hold this
     keys.push_back(behind ? behind : identity(w));
   }

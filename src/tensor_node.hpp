@@ -27,7 +27,9 @@ inline UOpPtr detached_if_no_grad(UOpPtr u) {
   if (no_grad_depth == 0) return u;
   const bool inert = u->op == Op::DETACH || u->op == Op::CONST || u->op == Op::BUFFER ||
                      (u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER);
-  return inert ? u : UOp::make(Op::DETACH, u->dtype, {std::move(u)});
+  if (inert) return u;
+  const DType dt = u->dtype;
+  return UOp::make(Op::DETACH, dt, {std::move(u)});
 }
 
 inline Tensor make_tensor(UOpPtr uop) {

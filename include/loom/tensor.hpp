@@ -169,7 +169,7 @@ class Tensor {
   bool requires_grad() const;
   // Accumulates d(this)/d(leaf) into the grad() of every leaf this tensor
   // depends on. Error unless this tensor has one element and depends on a leaf.
-  void backward();
+  void backward() const;
   // The accumulated gradient (a lazy tensor of this leaf's shape and dtype), or
   // an undefined tensor when there is none.
   Tensor grad() const;
