@@ -1,0 +1,50 @@
+#include "tools/examples.hpp"
+
+#include <loom/error.hpp>
+
+namespace loom::tools {
+
+const std::vector<Example>& examples() {
+  static const std::vector<Example> table = {
+      {"matmul", "a 512x512 by 512x512 matrix product",
+       "a = randn(512, 512)\n"
+       "b = randn(512, 512)\n"
+       "out = a @ b\n"},
+      {"softmax", "softmax over the rows of a 4096x1024 matrix",
+       "x = randn(4096, 1024)\n"
+       "out = x.softmax(-1)\n"},
+      {"onehot-gather", "256 rows of a 65536x64 table, as a one-hot product and by index_select",
+       "table = randn(65536, 64)\n"
+       "idx = randint(0, 65536, 256)\n"
+       "rows = (idx.one_hot(65536).cast(f32).unsqueeze(-1) * table).sum(1)  # [256, 64]\n"
+       "picked = table.index_select(0, idx)\n"},
+      {"mla", "multi-head latent attention, forward: 128 tokens, 4 heads of 64, a 64-wide latent",
+       "x = randn(128, 256)\n"
+       "wq = randn(256, 256)\n"
+       "wdkv = randn(256, 64)  # down to the latent: what a KV cache holds\n"
+       "wuk = randn(64, 256)\n"
+       "wuv = randn(64, 256)\n"
+       "wo = randn(256, 256)\n"
+       "pos = arange(128)\n"
+       "q = (x @ wq).reshape(128, 4, 64).permute(1, 0, 2)\n"
+       "c = x @ wdkv\n"
+       "k = (c @ wuk).reshape(128, 4, 64).permute(1, 0, 2)\n"
+       "v = (c @ wuv).reshape(128, 4, 64).permute(1, 0, 2)\n"
+       "s = (q @ k.transpose(1, 2)) * 0.125\n"
+       "s = where(pos.reshape(1, 128) > pos.reshape(128, 1), -1e9, s)  # causal\n"
+       "heads = s.softmax(-1) @ v\n"
+       "out = heads.permute(1, 0, 2).reshape(128, 256) @ wo\n"},
+  };
+  return table;
+}
+
+const Example& find_example(const std::string& name) {
+  std::string names;
+  for (const Example& e : examples()) {
+    if (e.name == name) return e;
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  throw Error("no example is called '" + name + "'; the examples are " + names);
+}
+
+}  // namespace loom::tools
