@@ -61,9 +61,7 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
 std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
                                        const std::vector<int64_t>& into, const Flags& flags) {
   auto plan = std::make_shared<Plan>(schedule_plan(targets, sig, into, flags));
-  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
-  for (auto& k : plan->kernels)
-    k.parallel_extent = parallel_extent(compile_kernel(k.ast, k.name, flags)->optimized_ast, vars);
+  for (auto& k : plan->kernels) compile_planned_kernel(k, flags);
   return plan;
 }
 
@@ -71,11 +69,7 @@ std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const PlanResult& r = plan.results[i];
-    const UOpPtr& buf = table[r.buffer];
-    pending[i]->uop = r.view ? UOp::make(Op::RESHAPE, buf->dtype, {buf}, *r.view) : buf;
-  }
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = plan_result(plan, table, i);
 }
 
 }  // namespace
@@ -133,6 +127,20 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   count_kernel_compiled();
   if (flags.debug >= 2) log().info("  {} compiled in {:.3f} ms", name, ms_since(t0));
   return kernel_cache().insert(std::move(k));
+}
+
+std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,
+                                                             bool keep_text) {
+  auto compiled = compile_kernel(k.ast, k.name, flags, keep_text);
+  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  k.parallel_extent = parallel_extent(compiled->optimized_ast, vars);
+  return compiled;
+}
+
+UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i) {
+  const PlanResult& r = plan.results.at(i);
+  const UOpPtr& buf = table[r.buffer];
+  return r.view ? UOp::make(Op::RESHAPE, buf->dtype, {buf}, *r.view) : buf;
 }
 
 std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {

@@ -37,8 +37,16 @@ Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig
 std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
                                                      const Flags& flags, bool keep_text = false);
 
+// compile_kernel for a kernel of a plan, which also records the kernel's
+// parallel extent in the plan (the optimiser chooses it).
+std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,
+                                                             bool keep_text = false);
+
 // The plan's buffer table: the graph's inputs, then fresh buffers for the rest.
 std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig);
+
+// Target i's result in a table the plan ran on: its buffer, or a view of it.
+UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i);
 
 struct KernelTiming {
   double ms = 0;     // wall time of the run
@@ -48,7 +56,7 @@ struct KernelTiming {
   double gbps() const { return ms > 0 ? bytes / ms / 1e6 : 0; }
 };
 
-// Runs one kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
+// Runs one compiled kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
 KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags);
 
 }  // namespace loom::detail

@@ -258,7 +258,7 @@ int run(const Options& o) {
   check_selection(o, dump);
   for (const StageText& s : dump.stages)
     if (wanted(o, s)) print_stage(o, p, s);
-  if (o.run) print_times(o, p, time_kernels(dump, o.repeat));
+  if (o.run) print_times(o, p, time_kernels(dump, o.repeat).times);
   return 0;
 }
 

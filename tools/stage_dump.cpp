@@ -68,13 +68,17 @@ StageDump dump_stages(const std::vector<Tensor>& outputs) {
   for (const StageText& s : scheduled)
     if (s.kernel.empty()) dump.stages.push_back(s);
 
-  for (const detail::PlanKernel& k : dump.plan.kernels) {
-    if (std::find(dump.kernels.begin(), dump.kernels.end(), k.name) != dump.kernels.end()) continue;
+  for (detail::PlanKernel& k : dump.plan.kernels) {
+    const bool seen = std::find(dump.kernels.begin(), dump.kernels.end(), k.name) != dump.kernels.end();
+    if (seen) {  // the same kernel on other buffers: compiled already
+      detail::compile_planned_kernel(k, *flags);
+      continue;
+    }
     dump.kernels.push_back(k.name);
     for (const StageText& s : scheduled)
       if (s.kernel == k.name) dump.stages.push_back(s);
     dump.stages.push_back({"kernel", k.name, to_text(k.ast), "", false});
-    const auto compiled = detail::compile_kernel(k.ast, k.name, *flags, true);
+    const auto compiled = detail::compile_planned_kernel(k, *flags, true);
     for (StageText& s : recorder.take()) dump.stages.push_back(std::move(s));
     dump.stages.push_back({"linear", k.name, compiled->linear, "", false});
     dump.stages.push_back({"llvm", k.name, compiled->llvm_ir, "", false});
@@ -83,18 +87,20 @@ StageDump dump_stages(const std::vector<Tensor>& outputs) {
   return dump;
 }
 
-std::vector<KernelTime> time_kernels(const StageDump& dump, int repeat) {
+TimedRun time_kernels(const StageDump& dump, int repeat) {
   const std::shared_ptr<const Flags> flags = loom::flags();
   const std::vector<UOpPtr> table = detail::bind_plan(dump.plan, dump.signature);
-  std::vector<KernelTime> times;
+  TimedRun run;
   for (const auto& k : dump.plan.kernels)
-    times.push_back({k.name, detail::run_planned_kernel(k, table, *flags)});
+    run.times.push_back({k.name, detail::run_planned_kernel(k, table, *flags)});
+  for (size_t i = 0; i < dump.plan.results.size(); ++i)
+    run.outputs.push_back(detail::make_tensor(detail::plan_result(dump.plan, table, i)));
   for (int r = 0; r < repeat; ++r)
-    for (size_t i = 0; i < times.size(); ++i) {
+    for (size_t i = 0; i < run.times.size(); ++i) {
       const detail::KernelTiming t = detail::run_planned_kernel(dump.plan.kernels[i], table, *flags);
-      if (r == 0 || t.ms < times[i].best.ms) times[i].best = t;
+      if (r == 0 || t.ms < run.times[i].best.ms) run.times[i].best = t;
     }
-  return times;
+  return run;
 }
 
 std::vector<std::string> stage_names(const StageDump& dump) {

@@ -38,8 +38,13 @@ struct KernelTime {
   detail::KernelTiming best;  // the fastest of the timed runs
 };
 
+struct TimedRun {
+  std::vector<KernelTime> times;  // per kernel of the plan, in the order they run
+  std::vector<Tensor> outputs;    // the computed outputs (every run computes the same values)
+};
+
 // Runs the dumped plan once to warm up, then `repeat` more times, timing each kernel.
-std::vector<KernelTime> time_kernels(const StageDump& dump, int repeat);
+TimedRun time_kernels(const StageDump& dump, int repeat);
 
 // The stage names of `dump` in pipeline order, each once.
 std::vector<std::string> stage_names(const StageDump& dump);

@@ -50,8 +50,9 @@ TEST_CASE("methods, keyword arguments, dtypes and functions of several tensors")
         std::vector<double>{0, 3, 1, 4, 2, 5});
   CHECK(values(one("a = arange(4); out = exp(a * 0)")) == std::vector<double>{1, 1, 1, 1});  // f(x) is x.f()
   CHECK(values(one("a = arange(3); out = a.pad(1, 2).shrink(0, 5)")) == std::vector<double>{0, 0, 1, 2, 0});
-  CHECK(error_of([] { run_program("a = arange(3); out = a.pad(1)"); })
-            .find("pad takes (lo, hi) pairs, one per axis: an even count") != std::string::npos);
+  CHECK(error_of([] {
+          run_program("a = arange(3); out = a.pad(1)");
+        }).find("pad takes (lo, hi) pairs, one per axis: an even count") != std::string::npos);
   CHECK(values(one("a = arange(3)\n# a comment\nout = (a +\n  1)  # a new line inside parentheses\n")) ==
         std::vector<double>{1, 2, 3});
 }
