@@ -7,7 +7,12 @@
 
 namespace loom {
 
+// Throws loom::Error naming the op if the node is malformed (ir/validate.cpp).
+void validate_uop(Op op, DType dtype, const std::vector<UOpPtr>& src, const Arg& arg);
 std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Arg& arg);
+// Throws loom::Error naming the op if the shape's element count or byte size
+// does not fit in int64: no route may build a tensor loom cannot address.
+void check_size(Op op, DType dtype, const std::optional<Shape>& shape);
 std::pair<int64_t, int64_t> infer_bounds(Op op, DType dtype, const std::vector<UOpPtr>& src, const Arg& arg);
 
 }  // namespace loom

@@ -42,6 +42,8 @@ class UPat {
 
   bool match(const UOpPtr& u, std::vector<std::pair<std::string_view, UOpPtr>>& caps) const;
   uint64_t op_mask() const { return op_mask_; }  // 0: any op
+  // One bit per Op: a new op past the 64th needs a wider mask.
+  static_assert(kNumOps <= 64, "UPat's op set is a 64-bit mask: widen op_mask_ before adding more ops");
 
  private:
   uint64_t op_mask_ = 0;

@@ -2,6 +2,9 @@
 // validates user input (with messages naming the op); this only derives.
 #include "ir/infer.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace loom {
 
 namespace {
@@ -68,6 +71,17 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
       }
       return std::nullopt;
   }
+}
+
+void check_size(Op op, DType dtype, const std::optional<Shape>& shape) {
+  if (!shape) return;
+  int64_t n = 1, bytes = 0;
+  for (int64_t d : *shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(fmt::format("{}: shape {} has more elements than int64 can count", op_name(op), *shape));
+  if (__builtin_mul_overflow(n, int64_t{dtype.itemsize()}, &bytes))
+    throw Error(fmt::format("{}: shape {} of {} is {} elements, more than 2^63 bytes", op_name(op), *shape,
+                            to_string(dtype), n));
 }
 
 }  // namespace loom

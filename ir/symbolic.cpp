@@ -65,6 +65,12 @@ UOpPtr fold_cast_chain(const Match& m) {
   return x->dtype == b->dtype ? x : UOp::make(Op::CAST, b->dtype, {x});
 }
 
+// The replacement is built only when the guard holds: building it first would
+// make nodes UOp::make rejects (a bool negation of an integer, say).
+template <class Build>
+UOpPtr when(bool ok, Build build) {
+  return ok ? build() : nullptr;
+}
 UOpPtr when(bool ok, const UOpPtr& r) { return ok ? r : nullptr; }
 
 // Rewrite functions for one-line rules: x (or 0, or a constant) when x's dtype passes.
@@ -73,16 +79,16 @@ RewriteFn x_if(Pred p) {
   return [p](const Match& m) { return when(p(m["x"]), m["x"]); };
 }
 RewriteFn zero_if(Pred p) {
-  return [p](const Match& m) { return when(p(m["x"]), zero(m["x"])); };
+  return [p](const Match& m) { return when(p(m["x"]), [&] { return zero(m["x"]); }); };
 }
 RewriteFn value_if(Pred p, int64_t v) {
-  return [p, v](const Match& m) { return when(p(m["x"]), const_int(m["x"]->dtype, v)); };
+  return [p, v](const Match& m) { return when(p(m["x"]), [&] { return const_int(m["x"]->dtype, v); }); };
 }
 RewriteFn bool_if(Pred p, bool v) {
   return [p, v](const Match& m) { return when(p(m["x"]), bool_const(v)); };
 }
 RewriteFn not_x_if(Pred p) {
-  return [p](const Match& m) { return when(p(m["x"]), logical_not(m["x"])); };
+  return [p](const Match& m) { return when(p(m["x"]), [&] { return logical_not(m["x"]); }); };
 }
 bool any(const UOpPtr&) { return true; }
 bool nonzero_int(const UOpPtr& x) { return is_int(x) && (x->vmin() > 0 || x->vmax() < 0); }
@@ -93,7 +99,9 @@ UOpPtr planted_flip(const Match& m) {
   return UOp::make(Op::ADD, m.root()->dtype, {m["x"], m["c"]});
 }
 
-UOpPtr negate(const Match& m) { return when(is_int(m["x"]), UOp::make(Op::NEG, m["x"]->dtype, {m["x"]})); }
+UOpPtr negate(const Match& m) {
+  return when(is_int(m["x"]), [&] { return UOp::make(Op::NEG, m["x"]->dtype, {m["x"]}); });
+}
 
 std::vector<Rule> identity_rules() {
   const P x = P::var("x");
@@ -131,11 +139,15 @@ std::vector<Rule> identity_rules() {
 }
 
 UOpPtr swap_branches(const Match& m) {
-  return when(is_bool(m["c"]), UOp::make(Op::WHERE, m.root()->dtype, {m["c"], m["b"], m["a"]}));
+  return when(is_bool(m["c"]), [&] {
+    return UOp::make(Op::WHERE, m.root()->dtype, {m["c"], m["b"], m["a"]});
+  });
 }
 UOpPtr select_branch(const Match& m) { return m["c"]->const_value() != 0 ? m["a"] : m["b"]; }
 UOpPtr bool_select(const Match& m) { return when(is_bool(m.root()), m["c"]); }
-UOpPtr negated_select(const Match& m) { return when(is_bool(m.root()), logical_not(m["c"])); }
+UOpPtr negated_select(const Match& m) {
+  return when(is_bool(m.root()), [&] { return logical_not(m["c"]); });
+}
 UOpPtr cast_to_same(const Match& m) { return when(m["x"]->dtype == m.root()->dtype, m["x"]); }
 
 std::vector<Rule> compare_where_cast_rules() {
@@ -177,8 +189,9 @@ UOpPtr normalize_linear(const Match& m) { return is_linear(m.root()) ? canonical
 // (x*c)*y -> (x*y)*c: constants move out of products, where the linear form sees them.
 UOpPtr constant_out_of_product(const Match& m) {
   const DType dt = m.root()->dtype;
-  return when(is_int(m.root()) && m["y"]->op != Op::CONST,
-              UOp::make(Op::MUL, dt, {UOp::make(Op::MUL, dt, {m["x"], m["y"]}), m["c"]}));
+  return when(is_int(m.root()) && m["y"]->op != Op::CONST, [&] {
+    return UOp::make(Op::MUL, dt, {UOp::make(Op::MUL, dt, {m["x"], m["y"]}), m["c"]});
+  });
 }
 
 // max(x, y) of ranges that do not overlap.

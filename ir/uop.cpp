@@ -179,7 +179,9 @@ struct UOpDeleter {
 
 UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash)
     : op(op_), dtype(dtype_), src(std::move(src_)), arg(std::move(arg_)), hash_(hash) {
+  validate_uop(op, dtype, src, arg);
   shape_ = infer_shape(op, src, arg);
+  check_size(op, dtype, shape_);
   std::tie(vmin_, vmax_) = infer_bounds(op, dtype, src, arg);
 }
 UOp::~UOp() = default;

@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <unistd.h>
+
 namespace loom {
 
 namespace {
@@ -85,10 +87,21 @@ size_t buffer_size_class(size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
+size_t physical_memory_bytes() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : kMaxRequest;
+  }();
+  return bytes;
+}
+
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes, Fill fill) {
-  if (bytes > kMaxRequest)
-    throw Error("Buffer::allocate: " + std::to_string(bytes) + " bytes requested, at most " +
-                std::to_string(kMaxRequest) + " supported");
+  // Never try a request the machine cannot hold: with overcommit it might
+  // "succeed" and then kill the process on first touch.
+  const size_t limit = std::min(kMaxRequest, physical_memory_bytes());
+  if (bytes > limit)
+    throw Error("Buffer::allocate: " + std::to_string(bytes) + " bytes requested, more than the " +
+                std::to_string(limit) + " bytes of the machine's physical memory");
   const size_t capacity = buffer_size_class(bytes);
   void* data = Pool::get().take(capacity);
   if (!data) data = std::aligned_alloc(kAlignment, capacity);

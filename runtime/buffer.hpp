@@ -24,6 +24,10 @@ class Buffer {
   size_t bytes_, capacity_;
 };
 
+// The machine's physical memory in bytes: no buffer, and no schedule's
+// buffers together, may be larger (loom::Error before allocating).
+size_t physical_memory_bytes();
+
 // Bytes currently held by live buffers (for leak tests).
 size_t live_buffer_bytes();
 // Buffers currently alive.

@@ -23,8 +23,11 @@
 
 #include <loom/debug.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <unordered_map>
 
 namespace loom::detail {
@@ -63,6 +66,26 @@ std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const
   auto plan = std::make_shared<Plan>(schedule_plan(targets, sig, into, flags));
   for (auto& k : plan->kernels) compile_planned_kernel(k, flags);
   return plan;
+}
+
+// A schedule whose new buffers together exceed physical memory is refused
+// before any is allocated: the process goes on, and nothing is half written.
+void check_fits_in_memory(const Plan& plan) {
+  int64_t total = 0, largest = 0;
+  const PlanBuffer* big = nullptr;
+  for (const auto& a : plan.allocations) {
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(a.size, int64_t{a.dtype.itemsize()}, &bytes) ||
+        __builtin_add_overflow(total, bytes, &total))
+      total = std::numeric_limits<int64_t>::max();
+    if (bytes >= largest) largest = bytes, big = &a;
+  }
+  const auto limit = static_cast<int64_t>(physical_memory_bytes());
+  if (total > limit)
+    throw Error(
+        fmt::format("realize: the result needs {} bytes of new buffers (the largest {} elements of {}), "
+                    "more than the machine's {} bytes of physical memory",
+                    total, big->size, to_string(big->dtype), limit));
 }
 
 // Runs the plan over a table bound to it and points each pending node at its result.
@@ -148,6 +171,7 @@ std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {
   table.reserve(plan.inputs + plan.allocations.size());
   for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
   // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
+  check_fits_in_memory(plan);
   for (const auto& a : plan.allocations) table.push_back(allocate_buffer(a.dtype, a.size, false));
   return table;
 }

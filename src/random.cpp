@@ -140,7 +140,7 @@ void manual_seed(uint64_t seed) { Generator::instance().seed(seed); }
 
 Tensor Tensor::rand(Shape shape, DType dtype) {
   check_float(dtype, "rand");
-  check_shape(shape, "rand");
+  check_shape(shape, "rand", dtype);
   const int64_t n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
   return make_tensor(reshape_uop(unit_interval(draw(n, {}).block, 0, dtype.base()), shape));
@@ -148,7 +148,7 @@ Tensor Tensor::rand(Shape shape, DType dtype) {
 
 Tensor Tensor::randn(Shape shape, DType dtype) {
   check_float(dtype, "randn");
-  check_shape(shape, "randn");
+  check_shape(shape, "randn", dtype);
   const int64_t n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
   return make_tensor(reshape_uop(standard_normal(draw(n, {}).block, dtype.base()), shape));
@@ -163,7 +163,7 @@ Tensor Tensor::randint(int64_t low, int64_t high, Shape shape) {
     throw Error(
         fmt::format("randint: [{}, {}) does not fit the Int32 result (expected {} <= low < high <= {})", low,
                     high, kMin, kEnd));
-  check_shape(shape, "randint");
+  check_shape(shape, "randint", DType::Int32);
   const int64_t n = count(shape);
   if (n == 0) return zeros(std::move(shape), DType::Int32);
   const Draw d = draw(n, {low, high - low});

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace loom {
 
@@ -18,7 +19,7 @@ using namespace detail;
 // ---- creation ----------------------------------------------------------------------
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape) {
-  check_shape(shape, "from_vector");
+  check_shape(shape, "from_vector", dtype_of<T>());
   if (count(shape) != static_cast<int64_t>(data.size()))
     throw Error(fmt::format("from_vector: {} values do not fill shape {} ({} elements)", data.size(),
                             str(shape), count(shape)));
@@ -34,6 +35,7 @@ Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape) {
 
 Tensor Tensor::eye(int64_t n, DType dtype) {
   if (n < 0) throw Error(fmt::format("eye: size {} is negative", n));
+  check_shape({n, n}, "eye", dtype);
   UOpPtr i = UOp::make(Op::IOTA, DType::Int32, {}, Shape{n});
   UOpPtr rows = expand_uop(reshape_uop(i, {n, 1}), {n, n}), cols = expand_uop(reshape_uop(i, {1, n}), {n, n});
   return make_tensor(cast_uop(loom::eq(rows, cols), dtype));
@@ -77,18 +79,59 @@ int get_num_threads() { return num_threads(); }
 
 Tensor Tensor::scalar(double value, DType dtype) { return make_tensor(const_like(dtype, value)); }
 Tensor Tensor::full(Shape shape, double value, DType dtype) {
-  check_shape(shape, "full");
+  check_shape(shape, "full", dtype);
   return make_tensor(const_tensor(value, dtype, shape));
 }
-Tensor Tensor::zeros(Shape shape, DType dtype) { return full(std::move(shape), 0.0, dtype); }
-Tensor Tensor::ones(Shape shape, DType dtype) { return full(std::move(shape), 1.0, dtype); }
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  check_shape(shape, "zeros", dtype);
+  return full(std::move(shape), 0.0, dtype);
+}
+Tensor Tensor::ones(Shape shape, DType dtype) {
+  check_shape(shape, "ones", dtype);
+  return full(std::move(shape), 1.0, dtype);
+}
 Tensor Tensor::arange(int64_t stop) { return arange(0, stop, 1); }
-Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step) {
+namespace {
+// Elements of arange(start, stop, step), computed without overflow.
+int64_t arange_count(int64_t start, int64_t stop, int64_t step) {
   if (step == 0) throw Error(fmt::format("arange: step must be non-zero (start {}, stop {})", start, stop));
-  const int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
+  const __int128 span = static_cast<__int128>(stop) - start;
+  const __int128 n = span == 0 || (span > 0) != (step > 0) ? 0 : (span - (step > 0 ? 1 : -1)) / step + 1;
+  if (n > std::numeric_limits<int64_t>::max())
+    throw Error(
+        fmt::format("arange: {} to {} by {} has more elements than int64 can count", start, stop, step));
+  return static_cast<int64_t>(n);
+}
+}  // namespace
+
+Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step) {
+  const int64_t n = arange_count(start, stop, step);
+  const int64_t last = n == 0 ? start : start + (n - 1) * step;  // between start and stop: no overflow
+  const auto [lo, hi] = std::minmax(start, last);
+  if (n > 0 && (lo < std::numeric_limits<int32_t>::min() || hi > std::numeric_limits<int32_t>::max()))
+    throw Error(
+        fmt::format("arange: the values {} to {} leave the Int32 range of arange(start, stop, step); "
+                    "use arange({}, {}, {}, DType::Int64)",
+                    start, last, start, stop, step));
+  check_shape({n}, "arange", DType::Int32);
   UOpPtr i = UOp::make(Op::IOTA, DType::Int32, {}, Shape{n});
   return make_tensor(i * const_tensor(static_cast<double>(step), DType::Int32, {n}) +
                      const_tensor(static_cast<double>(start), DType::Int32, {n}));
+}
+
+Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
+  if (dtype == DType::Int32) return arange(start, stop, step);
+  if (dtype.is_bool()) throw Error("arange: dtype Bool is not supported (expected a number dtype)");
+  const int64_t n = arange_count(start, stop, step);
+  const int64_t last = n == 0 ? start : start + (n - 1) * step;
+  if (dtype == DType::UInt8 && n > 0 && (std::min(start, last) < 0 || std::max(start, last) > 255))
+    throw Error(fmt::format("arange: the values {} to {} leave the UInt8 range [0, 255]", start, last));
+  check_shape({n}, "arange", dtype);
+  auto exact = [n](int64_t v) {  // an Int64 constant of shape (n), exact beyond 2^53
+    return expand_uop(reshape_uop(const_int(DType::Int64, v), {1}), {n});
+  };
+  UOpPtr i = UOp::make(Op::IOTA, DType::Int64, {}, Shape{n});
+  return make_tensor(cast_uop(i * exact(step) + exact(start), dtype));
 }
 
 // ---- properties ------------------------------------------------------------------------

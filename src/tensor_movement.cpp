@@ -71,13 +71,16 @@ Tensor Tensor::reshape(Shape shape) const {
   if (infer != shape.end()) {
     if (std::count(shape.begin(), shape.end(), -1) > 1)
       throw Error(fmt::format("reshape: only one size may be -1, got {}", str(shape)));
-    int64_t known = -count(shape);
+    Shape others = shape;
+    *(others.begin() + (infer - shape.begin())) = 1;
+    check_shape(others, "reshape", x->dtype);
+    int64_t known = count(others);
     if (known == 0 || n % known != 0)
       throw Error(fmt::format("reshape: cannot infer the -1 in {} for a tensor of shape {} ({} elements)",
                               str(shape), str(*x->shape()), n));
     *infer = n / known;
   }
-  check_shape(shape, "reshape");
+  check_shape(shape, "reshape", x->dtype);
   if (count(shape) != n)
     throw Error(fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) to {} ({} elements)",
                             str(*x->shape()), n, str(shape), count(shape)));
@@ -118,6 +121,7 @@ Tensor Tensor::expand(Shape shape) const {
       throw Error(fmt::format("expand: cannot expand shape {} to {} (axis {}: size {} is neither 1 nor {})",
                               str(in), str(shape), i, from, shape[i]));
   }
+  check_shape(shape, "expand", x->dtype);
   return make_tensor(expand_uop(x, shape));
 }
 
@@ -129,13 +133,22 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
         "pad: {} (lo, hi) pairs given for a tensor of shape {} ({} dimensions); expected one per axis",
         padding.size(), str(in), in.size()));
   std::vector<int64_t> flat;
+  Shape padded_shape;
   for (size_t i = 0; i < in.size(); ++i) {
     if (padding[i].first < 0 || padding[i].second < 0)
       throw Error(fmt::format("pad: axis {} padding ({}, {}) is negative (use shrink to cut)", i,
                               padding[i].first, padding[i].second));
+    int64_t size = 0;
+    if (__builtin_add_overflow(in[i], padding[i].first, &size) ||
+        __builtin_add_overflow(size, padding[i].second, &size))
+      throw Error(
+          fmt::format("pad: axis {} of size {} padded by ({}, {}) has more elements than int64 can count", i,
+                      in[i], padding[i].first, padding[i].second));
     flat.push_back(padding[i].first);
     flat.push_back(padding[i].second);
+    padded_shape.push_back(size);
   }
+  check_shape(padded_shape, "pad", x->dtype);
   if (std::all_of(flat.begin(), flat.end(), [](int64_t v) { return v == 0; })) return *this;
   UOpPtr padded = UOp::make(Op::PAD, x->dtype, {x}, flat);
   if (value == 0) return make_tensor(padded);
@@ -170,9 +183,15 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
 Tensor Tensor::flip(std::vector<int> axes) const {
   const UOpPtr& x = uop(*this, "flip");
   std::vector<int64_t> ax;
-  for (int a : axes) ax.push_back(norm_axis(a, x->shape()->size(), "flip"));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = norm_axis(axes[i], x->shape()->size(), "flip");
+    for (size_t j = 0; j < i; ++j)
+      if (ax[j] == a)  // as PyTorch: naming one axis twice is a mistake, not a double flip
+        throw Error(fmt::format("flip: axis {} appears twice in {} (as {} and {})", a,
+                                str(Shape(axes.begin(), axes.end())), axes[j], axes[i]));
+    ax.push_back(a);
+  }
   std::sort(ax.begin(), ax.end());
-  ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   if (ax.empty() || x->shape()->empty()) return *this;
   return make_tensor(UOp::make(Op::FLIP, x->dtype, {x}, ax));
 }
@@ -227,8 +246,11 @@ Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const 
   const int a = norm_axis(axis, in.size(), "slice");
   if (step <= 0)
     throw Error(fmt::format("slice: step must be positive, got {} (axis {}, shape {})", step, a, str(in)));
-  const int64_t lo = clamp_bound(start, in[a]), hi = std::max(lo, clamp_bound(stop, in[a]));
-  const int64_t len = (hi - lo + step - 1) / step;
+  const int64_t lo = clamp_bound(start, in[a]), stop_at = std::max(lo, clamp_bound(stop, in[a]));
+  // (stop - lo - 1) / step + 1, not (stop - lo + step - 1) / step: a huge step must not overflow.
+  const int64_t len = stop_at == lo ? 0 : (stop_at - lo - 1) / step + 1;
+  if (len == 1) step = 1;  // one element: any step selects just lo, and the pad below stays small
+  const int64_t hi = len == 1 ? lo + 1 : stop_at;
   std::vector<std::pair<int64_t, int64_t>> bounds;
   for (int64_t d : in) bounds.emplace_back(0, d);
   bounds[a] = {lo, hi};

@@ -37,9 +37,19 @@ constexpr DType dtype_of() {
   }
 }
 
-inline void check_shape(const Shape& s, const char* op) {
+// A tensor's element count and byte size must fit in int64 (loom indexes with
+// it); a shape past that is an error naming the op that asked for it.
+inline void check_shape(const Shape& s, const char* op, DType dt) {
   for (int64_t d : s)
     if (d < 0) throw Error(fmt::format("{}: shape {} has a negative size", op, str(s)));
+  int64_t n = 1, bytes = 0;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(
+          fmt::format("{}: shape {} has more elements than int64 can count (at most 2^63 - 1)", op, str(s)));
+  if (__builtin_mul_overflow(n, int64_t{dt.itemsize()}, &bytes))
+    throw Error(fmt::format("{}: shape {} of {} is {} elements, more than 2^63 bytes", op, str(s),
+                            scalar_name(dt.scalar), n));
 }
 
 inline int norm_axis(int axis, size_t ndim, const char* op) {

@@ -26,7 +26,12 @@ class RandomGraphs {
 
   std::vector<UOpPtr> graph(size_t nodes) {
     pool_.clear();
-    while (pool_.size() < nodes) pool_.push_back(pick(4) == 0 || pool_.empty() ? leaf() : inner());
+    while (pool_.size() < nodes) {
+      try {
+        pool_.push_back(pick(4) == 0 || pool_.empty() ? leaf() : inner());
+      } catch (const Error&) {  // a node UOp::make refuses (ir/validate.cpp): draw another
+      }
+    }
     return pool_;
   }
   UOpPtr any() { return pool_.at(pick(pool_.size())); }

@@ -87,10 +87,11 @@ TEST_CASE("uop: hash-consing holds for every arg kind, and a different arg is a 
     CHECK(a != p.other());
     CHECK(a->hash() != p.other()->hash());
   }
-  // The arg's kind counts, not only its value: int64 1 is not double 1.0.
-  CHECK(UOp::make(Op::CONST, DType::Float32, {}, int64_t{1}) != fconst(1.0));
-  // So do the dtype and the order of the sources.
-  CHECK(UOp::make(Op::ADD, DType::Int32, {x, x}) != x + x);
+  // The arg's kind must fit the dtype: a float constant holds a double.
+  CHECK_THROWS_WITH_AS(UOp::make(Op::CONST, DType::Float32, {}, int64_t{1}),
+                       "UOp::make: CONST f32: a float constant holds a double", Error);
+  // The dtype and the order of the sources count.
+  CHECK(UOp::make(Op::CONST, DType::Int32, {}, int64_t{1}) != const_int(DType::Int64, 1));
   const auto c = const_int(DType::Int64, 2);
   CHECK(x - c != c - x);
 }

@@ -46,7 +46,7 @@ TEST_CASE("every kind of bad input gets a loom::Error that names the op and what
                   Tensor::from_vector<float>({1, 2, 3}, {2, 2});
                 }),
                 {"from_vector", "3", "[2, 2]"});
-  check_message(error_of([&] { Tensor::zeros({2, -1}); }), {"full", "negative"});
+  check_message(error_of([&] { Tensor::zeros({2, -1}); }), {"zeros", "negative"});
   check_message(error_of([&] { make(DType::Bool, {1}, {1}).neg(); }), {"neg", "Bool"});
   check_message(error_of([&] { Tensor::zeros({2, 0}).max(1); }), {"max", "axis 1", "size 0"});
   check_message(error_of([&] { Tensor::arange(0, 5, 0); }), {"arange", "step"});
