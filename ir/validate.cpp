@@ -142,7 +142,7 @@ void check_kernel_op(const Check& c) {
       c.arg_of<AxisArg>("an axis");
       if (!c.src[0]->dtype.is_int()) reject(c.op, c.dt, "its end must be an integer");
       break;
-    case Op::INDEX: c.sources(2, any); break;
+    case Op::INDEX: c.sources(1, any); break;  // a 0-d BUFFERIZE is indexed by nothing
     case Op::LOAD: c.sources(1, any); break;
     case Op::STORE: c.sources(2, any); break;
     case Op::REDUCE: {
