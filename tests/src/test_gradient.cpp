@@ -186,3 +186,119 @@ TEST_CASE("a deep composite: a two-layer MLP with cross-entropy built from tenso
       },
       {{{4, 2}}, {{2, 5}}, {{5}}, {{5, 3}}});
 }
+
+// ---- against hand-derived formulas --------------------------------------------------------------
+namespace {
+std::vector<double> draw_values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-2, 2);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(rng);
+  return v;
+}
+void check_close(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element ", i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12).scale(1e-12));
+  }
+}
+constexpr int64_t R = 3, C = 5;  // rows and columns of the row-wise formulas
+}  // namespace
+
+TEST_CASE("formula: sum and mean give the weights, spread over the summed axes") {
+  const auto xv = draw_values(R * C, 1), wv = draw_values(R, 2);
+  const Tensor x = Tensor::from_vector<double>(xv, {R, C}), w = Tensor::from_vector<double>(wv, {R});
+  std::vector<double> want_sum, want_mean;
+  for (int64_t i = 0; i < R * C; ++i) {
+    want_sum.push_back(wv[i / C]);
+    want_mean.push_back(wv[i / C] / C);
+  }
+  check_close(gradient((x.sum(1) * w).sum(), {x})[0].to_vector<double>(), want_sum);
+  check_close(gradient((x.mean(1) * w).sum(), {x})[0].to_vector<double>(), want_mean);
+  check_close(gradient(x.mean(), {x})[0].to_vector<double>(), std::vector<double>(R * C, 1.0 / (R * C)));
+}
+
+TEST_CASE("formula: matmul, dA = G B^T and dB = A^T G") {
+  constexpr int64_t M = 3, K = 4, N = 2;
+  const auto av = draw_values(M * K, 3), bv = draw_values(K * N, 4), gv = draw_values(M * N, 5);
+  const Tensor a = Tensor::from_vector<double>(av, {M, K}), b = Tensor::from_vector<double>(bv, {K, N});
+  const Tensor g = Tensor::from_vector<double>(gv, {M, N});
+  const auto grads = gradient((a.matmul(b) * g).sum(), {a, b});
+  std::vector<double> da(M * K, 0), db(K * N, 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) {
+        da[m * K + k] += gv[m * N + n] * bv[k * N + n];
+        db[k * N + n] += av[m * K + k] * gv[m * N + n];
+      }
+  check_close(grads[0].to_vector<double>(), da);
+  check_close(grads[1].to_vector<double>(), db);
+}
+
+namespace {
+// Row-wise formulas over [R, C]: y = f(row), L = sum(y * w); returns dL/dx.
+std::vector<double> softmax_rows(const std::vector<double>& x) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < R; ++r) {
+    double m = -1e300, s = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, x[r * C + c]);
+    for (int64_t c = 0; c < C; ++c) s += std::exp(x[r * C + c] - m);
+    for (int64_t c = 0; c < C; ++c) y[r * C + c] = std::exp(x[r * C + c] - m) / s;
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("formula: softmax, dx = y (w - sum(y w)); log_softmax, dx = w - softmax sum(w)") {
+  const auto xv = draw_values(R * C, 6), wv = draw_values(R * C, 7);
+  const Tensor x = Tensor::from_vector<double>(xv, {R, C}), w = Tensor::from_vector<double>(wv, {R, C});
+  const auto y = softmax_rows(xv);
+  std::vector<double> d_soft(R * C), d_log(R * C);
+  for (int64_t r = 0; r < R; ++r) {
+    double yw = 0, ws = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      yw += y[r * C + c] * wv[r * C + c];
+      ws += wv[r * C + c];
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      d_soft[r * C + c] = y[r * C + c] * (wv[r * C + c] - yw);
+      d_log[r * C + c] = wv[r * C + c] - y[r * C + c] * ws;
+    }
+  }
+  check_close(gradient((x.softmax(1) * w).sum(), {x})[0].to_vector<double>(), d_soft);
+  check_close(gradient((x.log_softmax(1) * w).sum(), {x})[0].to_vector<double>(), d_log);
+}
+
+TEST_CASE("formula: layer norm as tensor ops, dx = (w - mean(w) - y mean(w y)) / sigma") {
+  const double eps = 1e-5;
+  const auto xv = draw_values(R * C, 8), wv = draw_values(R * C, 9);
+  const Tensor x = Tensor::from_vector<double>(xv, {R, C}), w = Tensor::from_vector<double>(wv, {R, C});
+  const Tensor centered = x - x.mean(1, true);
+  const Tensor y = centered * (centered.square().mean(1, true) + eps).rsqrt();
+  std::vector<double> want(R * C);
+  for (int64_t r = 0; r < R; ++r) {
+    double mean = 0, var = 0, mw = 0, mwy = 0;
+    for (int64_t c = 0; c < C; ++c) mean += xv[r * C + c] / C;
+    for (int64_t c = 0; c < C; ++c) var += (xv[r * C + c] - mean) * (xv[r * C + c] - mean) / C;
+    const double sigma = std::sqrt(var + eps);
+    for (int64_t c = 0; c < C; ++c) {
+      const double yc = (xv[r * C + c] - mean) / sigma;
+      mw += wv[r * C + c] / C;
+      mwy += wv[r * C + c] * yc / C;
+    }
+    for (int64_t c = 0; c < C; ++c)
+      want[r * C + c] = (wv[r * C + c] - mw - (xv[r * C + c] - mean) / sigma * mwy) / sigma;
+  }
+  check_close(gradient((y * w).sum(), {x})[0].to_vector<double>(), want);
+}
+
+TEST_CASE("formula: the L2 norm, dx = x / |x|") {
+  const auto xv = draw_values(R * C, 10);
+  const Tensor x = Tensor::from_vector<double>(xv, {R * C});
+  double sq = 0;
+  for (double v : xv) sq += v * v;
+  std::vector<double> want;
+  for (double v : xv) want.push_back(v / std::sqrt(sq));
+  check_close(gradient(x.square().sum().sqrt(), {x})[0].to_vector<double>(), want);
+}

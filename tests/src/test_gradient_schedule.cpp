@@ -1,0 +1,99 @@
+// The gradient is scheduled with the forward graph and fuses with it: checked on
+// the kernels the scheduler generates (kernel count, REDUCEs and their ranges,
+// loads) and on the kernels a realize runs.
+#include "check.hpp"
+
+#include "schedule/schedule.hpp"
+#include "support/graph_builders.hpp"
+
+#include <loom/loom.hpp>
+
+#include <cmath>
+
+using namespace loom;
+
+namespace {
+Schedule schedule_of(const std::vector<Tensor>& targets) {
+  std::vector<UOpPtr> roots;
+  for (const Tensor& t : targets) roots.push_back(t.node()->uop);
+  gb::FakeBuffers fb;
+  return create_schedule(roots, fb.factory());
+}
+
+std::vector<UOpPtr> nodes_of(const Schedule& s, Op op) {
+  std::vector<UOpPtr> out;
+  for (const auto& k : s.kernels)
+    for (const auto& n : toposort(k.ast))
+      if (n->op == op) out.push_back(n);
+  return out;
+}
+
+// Elements one REDUCE runs over: the product of its reduce ranges' ends.
+int64_t reduced_elements(const UOpPtr& reduce) {
+  int64_t n = 1;
+  for (size_t i = 1; i < reduce->src.size(); ++i) n *= reduce->src[i]->src[0]->const_int();
+  return n;
+}
+
+Tensor ramp(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i % 97) - 48) / 16.0f;
+  return Tensor::from_vector<float>(v, {n});
+}
+}  // namespace
+
+TEST_CASE("the gradient of x.sum() with respect to x is one fill kernel: no reduce, no load of x") {
+  for (int64_t n : {int64_t{4096}, int64_t{1} << 20}) {
+    const Tensor x = ramp(n);
+    const Tensor g = gradient(x.sum(), {x})[0];
+    const Schedule s = schedule_of({g});
+    CHECK(s.kernels.size() <= 1);
+    CHECK(nodes_of(s, Op::REDUCE).empty());
+    CHECK(nodes_of(s, Op::LOAD).empty());
+    const auto before = counters().kernels_executed;
+    const std::vector<float> v = g.to_vector<float>();
+    CHECK(counters().kernels_executed - before <= 1);
+    CHECK(std::all_of(v.begin(), v.end(), [](float f) { return f == 1; }));
+  }
+}
+
+TEST_CASE("the L2 norm and its gradient together: at most 2 kernels and exactly one REDUCE over N") {
+  for (int64_t n : {int64_t{4096}, int64_t{1} << 20}) {
+    const Tensor x = ramp(n);
+    const Tensor norm = x.square().sum().sqrt();
+    const Tensor g = gradient(norm, {x})[0];
+    const Schedule s = schedule_of({norm, g});
+    CHECK(s.kernels.size() <= 2);
+    const std::vector<UOpPtr> reduces = nodes_of(s, Op::REDUCE);
+    REQUIRE(reduces.size() == 1);
+    CHECK(reduced_elements(reduces[0]) == n);
+    // And what realize runs: two kernels, the values x / |x|.
+    const auto before = counters().kernels_executed;
+    realize({norm, g});
+    CHECK(counters().kernels_executed - before <= 2);
+    const std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>();
+    double sq = 0;
+    for (float f : xs) sq += static_cast<double>(f) * f;
+    const float computed = norm.item<float>();
+    CHECK(computed == doctest::Approx(std::sqrt(sq)).epsilon(1e-3));  // a Float32 sum of up to 2^20 terms
+    for (size_t i = 0; i < xs.size(); i += 997)
+      CHECK(gs[i] == doctest::Approx(xs[i] / computed).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("backward of a matmul loss reuses the forward's reduce: one REDUCE per matmul, none recomputed") {
+  // loss = sum(relu(x @ w)): the forward has one matmul reduce; the gradient w.r.t. w is x^T @ mask, one
+  // more.
+  const Tensor x = Tensor::rand({64, 32}), w = Tensor::rand({32, 16});
+  const Tensor loss = x.matmul(w).relu().sum();
+  const Tensor gw = gradient(loss, {w})[0];
+  const Schedule s = schedule_of({loss, gw});
+  const std::vector<UOpPtr> reduces = nodes_of(s, Op::REDUCE);
+  int64_t over_k = 0, over_m = 0;  // the forward's sum over 32, the gradient's over 64 rows
+  for (const UOpPtr& r : reduces) {
+    over_k += reduced_elements(r) == 32;
+    over_m += reduced_elements(r) == 64;
+  }
+  CHECK(over_k == 1);
+  CHECK(over_m == 1);
+}
