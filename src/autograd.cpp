@@ -18,11 +18,10 @@ using namespace detail;
 
 namespace {
 
-// The node that stands for a tensor in graphs built from it: a view of a buffer is the
-// buffer (reshapes of reshapes collapse onto it), anything else itself.
-UOpPtr identity(const UOpPtr& u) {
-  return u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER ? u->src[0] : u;
-}
+// The node that stands for a tensor in graphs built from it: a reshape of a reshape
+// collapses into one reshape of the first one's source (src/tensor_ops.hpp), so a reshape
+// stands for its source (a view of a buffer for the buffer), anything else for itself.
+UOpPtr identity(const UOpPtr& u) { return u->op == Op::RESHAPE ? u->src[0] : u; }
 
 // What the gradient must find beside the graphs: the leaves (by their tensor node) and the
 // graph behind each realized buffer that was computed from a leaf (for as long as the buffer

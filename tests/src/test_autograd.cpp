@@ -144,6 +144,10 @@ TEST_CASE("loom::gradient: lazy, zeros where the target does not depend, differe
   const Tensor x2 = Tensor::from_vector<double>({1, 2, 3}, {3});
   const Tensor g1 = gradient((x2 * x2 * x2).sum(), {x2})[0];
   CHECK(gradient(g1.sum(), {x2})[0].to_vector<double>() == std::vector<double>{6, 12, 18});
+  // With respect to a lazy reshape: graphs built from it reshape its source directly.
+  const Tensor r = x.reshape({3, 1});
+  CHECK(gradient((r.reshape({1, 3}) * r.transpose()).sum(), {r})[0].to_vector<double>() ==
+        std::vector<double>{2, 4, 6});
   // With respect to an intermediate, and to its input through every path.
   const Tensor h = x.exp();
   const std::vector<Tensor> gh = gradient((h * x).sum(), {h, x});
