@@ -3,6 +3,8 @@
 // kept away from kinks (the kinks are test_gradient_kinks.cpp's).
 #include "gradcheck.hpp"
 
+#include "src/tensor_node.hpp"
+
 using namespace loom;
 using test::gradcheck;
 using test::gradcheck1;
@@ -26,6 +28,18 @@ TEST_CASE("binary primitives: add, sub, mul, div with broadcasting") {
   gradcheck([](const Ts& x) { return x[0] * x[1]; }, in);
   gradcheck([](const Ts& x) { return x[0] / x[1]; }, in);
   gradcheck([](const Ts& x) { return x[1] / x[0]; }, {{{2, 3}, 0.5, 2}, {{3}}});
+}
+
+TEST_CASE("primitives the front end builds only inside composites: MULACC, TRUNC, COPY") {
+  auto prim = [](Op op, const Ts& x) {
+    std::vector<UOpPtr> src;
+    for (const Tensor& t : x) src.push_back(t.node()->uop);
+    return detail::make_tensor(op == Op::COPY ? UOp::make(op, src[0]->dtype, src) : alu(op, src));
+  };
+  gradcheck([&](const Ts& x) { return prim(Op::MULACC, x); }, {{{2, 3}}, {{2, 3}}, {{2, 3}}});
+  // trunc is a step function: derivative 0 away from the integers.
+  gradcheck1([&](const Tensor& x) { return prim(Op::TRUNC, {x}) + x * 2; }, {{6}, -3, 3, 0.02});
+  gradcheck1([&](const Tensor& x) { return prim(Op::COPY, {x}).exp(); }, {{4}});
 }
 
 TEST_CASE("maximum and minimum away from ties, both operands") {
