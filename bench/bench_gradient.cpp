@@ -15,63 +15,38 @@ loom::Tensor input(int64_t n) {
   return loom::Tensor::from_vector(v, {n});
 }
 
-void report(benchmark::State& state, int64_t bytes_per_iteration) {
-  state.SetBytesProcessed(state.iterations() * bytes_per_iteration);
-}
-
-// x.sum(): one pass over x.
-void sum_forward(benchmark::State& state) {
+// Realizes `loss(x)` each iteration; with `backward`, the gradient in the same realize.
+template <class Loss>
+void run(benchmark::State& state, Loss loss_of, bool backward, int64_t bytes_per_element) {
   const int64_t n = state.range(0);
   loom::Tensor x = input(n).requires_grad_();
   for (auto _ : state) {
-    loom::Tensor loss = x.sum();
-    loss.realize();
+    loom::Tensor loss = loss_of(x);
+    if (backward) {
+      loss.backward();
+      loom::realize({loss, x.grad()});
+      x.zero_grad();
+    } else {
+      loss.realize();
+    }
     benchmark::DoNotOptimize(loss);
   }
-  report(state, n * 4);
+  state.SetBytesProcessed(state.iterations() * n * bytes_per_element);
 }
 
-// x.sum() and its gradient (ones, written once).
-void sum_forward_backward(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  loom::Tensor x = input(n).requires_grad_();
-  for (auto _ : state) {
-    loom::Tensor loss = x.sum();
-    loss.backward();
-    loom::realize({loss, x.grad()});
-    x.zero_grad();
-    benchmark::DoNotOptimize(loss);
-  }
-  report(state, n * 8);
-}
+loom::Tensor sum(const loom::Tensor& x) { return x.sum(); }
+loom::Tensor l2_norm(const loom::Tensor& x) { return x.square().sum().sqrt(); }
+
+// x.sum(): one pass over x; its gradient is ones, written once.
+void sum_forward(benchmark::State& state) { run(state, sum, false, 4); }
+void sum_forward_backward(benchmark::State& state) { run(state, sum, true, 8); }
 BENCHMARK(sum_forward)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(sum_forward_backward)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// |x| = x.square().sum().sqrt(): one pass over x.
-void l2_norm_forward(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  loom::Tensor x = input(n).requires_grad_();
-  for (auto _ : state) {
-    loom::Tensor norm = x.square().sum().sqrt();
-    norm.realize();
-    benchmark::DoNotOptimize(norm);
-  }
-  report(state, n * 4);
-}
-
-// |x| and its gradient x / |x|: the reduce once, then one pass reading x and writing the gradient.
-void l2_norm_forward_backward(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  loom::Tensor x = input(n).requires_grad_();
-  for (auto _ : state) {
-    loom::Tensor norm = x.square().sum().sqrt();
-    norm.backward();
-    loom::realize({norm, x.grad()});
-    x.zero_grad();
-    benchmark::DoNotOptimize(norm);
-  }
-  report(state, n * 12);
-}
+// |x|: one pass over x; with its gradient x / |x|, the reduce once, then one pass reading x and
+// writing the gradient.
+void l2_norm_forward(benchmark::State& state) { run(state, l2_norm, false, 4); }
+void l2_norm_forward_backward(benchmark::State& state) { run(state, l2_norm, true, 12); }
 BENCHMARK(l2_norm_forward)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(l2_norm_forward_backward)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -81,6 +81,18 @@ TEST_CASE("the L2 norm and its gradient together: at most 2 kernels and exactly 
   }
 }
 
+TEST_CASE("through backward() and grad(), as a training step reads them: the same two kernels") {
+  Tensor x = ramp(1 << 16).requires_grad_();
+  const Tensor norm = x.square().sum().sqrt();
+  norm.backward();
+  const Schedule s = schedule_of({norm, x.grad()});
+  CHECK(s.kernels.size() <= 2);
+  CHECK(nodes_of(s, Op::REDUCE).size() == 1);
+  const auto before = counters().kernels_executed;
+  realize({norm, x.grad()});
+  CHECK(counters().kernels_executed - before <= 2);
+}
+
 TEST_CASE("backward of a matmul loss reuses the forward's reduce: one REDUCE per matmul, none recomputed") {
   // loss = sum(relu(x @ w)): the forward has one matmul reduce; the gradient w.r.t. w is x^T @ mask, one
   // more.
