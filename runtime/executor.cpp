@@ -168,6 +168,15 @@ void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<i
   detail::count_kernel_executed();
 }
 
+void run_tasks(size_t n, const std::function<void(size_t)>& task) {
+  if (n == 1) return task(0);
+  const std::shared_ptr<tbb::task_arena> arena = Arenas::get().arena();
+  arena->execute([&] {
+    tbb::parallel_for(
+        size_t{0}, n, [&](size_t i) { task(i); }, tbb::simple_partitioner());
+  });
+}
+
 int last_run_distinct_threads() { return g_last_distinct_threads.load(std::memory_order_relaxed); }
 
 }  // namespace loom

@@ -5,6 +5,8 @@
 // identical for every LOOM_THREADS.
 #include "runtime/jit.hpp"
 
+#include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace loom {
@@ -29,6 +31,12 @@ void set_num_threads(int n);  // throws loom::Error if n < 1
 
 // The cores this process may run on: the default thread count.
 int default_num_threads();
+
+// Runs task(0) ... task(n - 1) on the arena's threads, as many at once as there
+// are threads, and returns when they are done (compiling a schedule's kernels).
+// If tasks throw, the first exception is rethrown here; tasks not yet started
+// may then not run.
+void run_tasks(size_t n, const std::function<void(size_t)>& task);
 
 // Slices of the last run_kernel call run on distinct threads (for tests).
 int last_run_distinct_threads();

@@ -1,7 +1,9 @@
-// The process-wide LLJIT (docs/design.md §7). One compile: parse the IR text
-// into a fresh context, verify, run the new pass manager's O2 pipeline for the
-// host, add the module to a JITDylib of its own (so two kernels may share a
-// name) and look the function up, which compiles it on the calling thread.
+// The process-wide LLJIT (docs/design.md §7). compile_object parses the IR text
+// into a fresh context, verifies it, runs the pass pipeline for the host and
+// emits an object file, all on the calling thread with a TargetMachine of its
+// own. load adds an object to a JITDylib of its own (so two kernels may share a
+// name, and removing the dylib frees exactly that kernel's code) and looks the
+// function up, which links it.
 //
 // LLVM is built without exceptions: every llvm::Error/Expected is consumed here
 // and turned into a loom::Error naming the kernel; nothing throws through LLVM.
@@ -13,14 +15,19 @@
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
+#include <llvm/ExecutionEngine/JITLink/EHFrameSupport.h>
+#include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Process.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -30,8 +37,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace loom {
@@ -39,6 +48,11 @@ namespace loom {
 namespace {
 
 std::string message(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // The host's features, sorted, as LLVM spells them: "+avx2,+avx512f,-amx-tile,...".
 std::vector<std::string> host_feature_list() {
@@ -53,8 +67,8 @@ std::vector<std::string> host_feature_list() {
 }
 
 // TargetMachines are not thread-safe (they cache subtargets), so each compile
-// leases one for its pass pipeline; the pool grows to the number of threads
-// that compile at once.
+// leases one for its pass pipeline and code generator; the pool grows to the
+// number of threads that compile at once.
 class TargetMachinePool {
  public:
   explicit TargetMachinePool(llvm::orc::JITTargetMachineBuilder builder) : builder_(std::move(builder)) {}
@@ -89,9 +103,14 @@ struct TargetMachineLease {
   ~TargetMachineLease() { pool.give(std::move(tm)); }
 };
 
-// The new pass manager's O2 pipeline for the host, with the loop and SLP
-// vectorisers on (O3 measured no better on loom's kernels).
-void optimize(llvm::Module& module, llvm::TargetMachine& tm) {
+// JitLevel::Light: promote the accumulators to registers, fold and hoist what
+// is invariant, and stop; about a tenth of O2's time (docs/pipeline.md).
+constexpr const char* kLightPipeline =
+    "function(sroa,early-cse,loop-mssa(licm),instcombine<no-verify-fixpoint>,simplifycfg)";
+
+// The new pass manager's pipeline for the host: for JitLevel::Full, O2 with the
+// loop and SLP vectorisers on (O3 measured no better on loom's kernels).
+void optimize(llvm::Module& module, llvm::TargetMachine& tm, JitLevel level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -107,7 +126,14 @@ void optimize(llvm::Module& module, llvm::TargetMachine& tm) {
   passes.registerFunctionAnalyses(fam);
   passes.registerLoopAnalyses(lam);
   passes.crossRegisterProxies(lam, fam, cgam, mam);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+  if (level == JitLevel::Full) {
+    passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
+    return;
+  }
+  llvm::ModulePassManager light;
+  if (llvm::Error error = passes.parsePassPipeline(light, kLightPipeline))
+    throw Error("jit: the light pass pipeline does not parse: " + message(std::move(error)));
+  light.run(module, mam);
 }
 
 // The module's assembly as `tm` (configured like the JIT's own) emits it. Code
@@ -123,6 +149,62 @@ std::string assembly(const llvm::Module& module, llvm::TargetMachine& tm, const 
   return std::string(text.str());
 }
 
+// Counts the memory the linker keeps for each ResourceTracker: the standard
+// (not finalize-only) segments of its link graphs, in whole pages, as the
+// in-process memory manager allocates them.
+class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
+ public:
+  void modifyPassConfig(llvm::orc::MaterializationResponsibility& mr, llvm::jitlink::LinkGraph&,
+                        llvm::jitlink::PassConfiguration& config) override {
+    config.PostAllocationPasses.push_back([this, &mr](llvm::jitlink::LinkGraph& g) -> llvm::Error {
+      llvm::jitlink::BasicLayout layout(g);
+      auto sizes = layout.getContiguousPageBasedLayoutSizes(llvm::sys::Process::getPageSizeEstimate());
+      if (!sizes) return sizes.takeError();
+      const uint64_t bytes = sizes->StandardSegs;
+      return mr.withResourceKeyDo([&](llvm::orc::ResourceKey key) { add(key, bytes); });
+    });
+  }
+  llvm::Error notifyFailed(llvm::orc::MaterializationResponsibility&) override {
+    return llvm::Error::success();
+  }
+  llvm::Error notifyRemovingResources(llvm::orc::JITDylib&, llvm::orc::ResourceKey key) override {
+    std::lock_guard lock(mu_);
+    if (auto it = bytes_.find(key); it != bytes_.end()) {
+      total_ -= it->second;
+      bytes_.erase(it);
+    }
+    return llvm::Error::success();
+  }
+  void notifyTransferringResources(llvm::orc::JITDylib&, llvm::orc::ResourceKey dst,
+                                   llvm::orc::ResourceKey src) override {
+    std::lock_guard lock(mu_);
+    if (auto it = bytes_.find(src); it != bytes_.end()) {
+      bytes_[dst] += it->second;
+      bytes_.erase(src);
+    }
+  }
+
+  size_t bytes_of(llvm::orc::ResourceKey key) const {
+    std::lock_guard lock(mu_);
+    auto it = bytes_.find(key);
+    return it == bytes_.end() ? 0 : it->second;
+  }
+  size_t total() const {
+    std::lock_guard lock(mu_);
+    return total_;
+  }
+
+ private:
+  void add(llvm::orc::ResourceKey key, uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    bytes_[key] += bytes;
+    total_ += bytes;
+  }
+  mutable std::mutex mu_;
+  std::unordered_map<llvm::orc::ResourceKey, size_t> bytes_;
+  size_t total_ = 0;
+};
+
 }  // namespace
 
 struct Jit::Impl {
@@ -131,11 +213,13 @@ struct Jit::Impl {
   bool avx512 = false;
   std::unique_ptr<TargetMachinePool> machines;
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  CodeBytesPlugin* code_bytes = nullptr;  // owned by the JIT's object linking layer
   std::atomic<uint64_t> next_dylib{0};
+  std::mutex kept_mu;
+  std::vector<std::shared_ptr<const JitCode>> kept;  // code from compile(): lives until exit
 
   std::unique_ptr<llvm::Module> parse(const std::string& ir, const std::string& name, llvm::LLVMContext& ctx);
-  void add_and_link(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> ctx,
-                    const std::string& name, JitResult& result);
+  void remove(llvm::orc::JITDylib& dylib);
 };
 
 Jit& Jit::instance() {
@@ -158,10 +242,21 @@ Jit::Jit() : impl_(new Impl) {
   host.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
   impl_->machines = std::make_unique<TargetMachinePool>(host);
 
-  // Concurrent compilation: each compile gets its own TargetMachine, so threads
-  // may compile kernels at the same time (each on its own thread).
+  // JITLink, with EH frames registered as LLJIT would, and the code-bytes count.
+  auto linking_layer = [impl = impl_](
+                           llvm::orc::ExecutionSession& session,
+                           const llvm::Triple&) -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+    auto layer = std::make_unique<llvm::orc::ObjectLinkingLayer>(session);
+    layer->addPlugin(std::make_unique<llvm::orc::EHFrameRegistrationPlugin>(
+        session, std::make_unique<llvm::jitlink::InProcessEHFrameRegistrar>()));
+    auto plugin = std::make_unique<CodeBytesPlugin>();
+    impl->code_bytes = plugin.get();
+    layer->addPlugin(std::move(plugin));
+    return layer;
+  };
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(host)
+                 .setObjectLinkingLayerCreator(linking_layer)
                  .setSupportConcurrentCompilation(true)
                  .create();
   if (!jit) throw Error("jit: cannot create the LLJIT for the host: " + message(jit.takeError()));
@@ -180,6 +275,8 @@ std::string Jit::host_features() const {
   return out;
 }
 
+size_t Jit::live_code_bytes() const { return impl_->code_bytes->total(); }
+
 std::unique_ptr<llvm::Module> Jit::Impl::parse(const std::string& ir, const std::string& name,
                                                llvm::LLVMContext& ctx) {
   llvm::SMDiagnostic diag;
@@ -197,48 +294,86 @@ std::unique_ptr<llvm::Module> Jit::Impl::parse(const std::string& ir, const std:
   return module;
 }
 
+JitObject Jit::compile_object(const std::string& llvm_ir, const std::string& name,
+                              const JitOptions& options) const {
+  JitObject out;
+  out.name = name;
+  auto t0 = Clock::now();
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> module = impl_->parse(llvm_ir, name, ctx);
+  out.timings.parse = ms_since(t0);
+  TargetMachineLease lease{*impl_->machines};
+  const bool full = options.level == JitLevel::Full;
+  lease.tm->setOptLevel(full ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Less);
+  module->setDataLayout(lease.tm->createDataLayout());
+  module->setTargetTriple(lease.tm->getTargetTriple().str());
+  // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want
+  // the 16 float lanes (docs/design.md §6).
+  if (impl_->avx512)
+    for (llvm::Function& fn : *module)
+      if (!fn.isDeclaration()) fn.addFnAttr("prefer-vector-width", "512");
+  t0 = Clock::now();
+  optimize(*module, *lease.tm, options.level);
+  out.timings.optimize = ms_since(t0);
+  if (options.keep_optimized_ir) {
+    llvm::raw_string_ostream ir_out(out.optimized_ir);
+    module->print(ir_out, nullptr);
+  }
+  if (options.keep_assembly) out.assembly = assembly(*module, *lease.tm, name);
+  t0 = Clock::now();
+  auto object = llvm::orc::SimpleCompiler(*lease.tm)(*module);
+  if (!object)
+    throw Error(
+        fmt::format("jit: kernel '{}': code generation failed: {}", name, message(object.takeError())));
+  out.bytes.assign((*object)->getBufferStart(), (*object)->getBufferSize());
+  out.timings.codegen = ms_since(t0);
+  return out;
+}
+
+void Jit::Impl::remove(llvm::orc::JITDylib& dylib) {
+  if (llvm::Error error = jit->getExecutionSession().removeJITDylib(dylib))
+    log().warn("jit: freeing a kernel's code failed: {}", message(std::move(error)));
+}
+
+JitCode::~JitCode() {
+  if (dylib_) Jit::instance().impl_->remove(*static_cast<llvm::orc::JITDylib*>(dylib_));
+}
+
+// A JITDylib per kernel: names never clash, removing it frees exactly this
+// code, and the default link order gives it the process's symbols (libm for
+// sin, pow, exp2 and log2).
+std::shared_ptr<const JitCode> Jit::load(const std::string& object, const std::string& name,
+                                         JitTimings* timings) {
+  const auto t0 = Clock::now();
+  auto dylib = impl_->jit->createJITDylib(fmt::format("loom.kernel.{}", impl_->next_dylib.fetch_add(1)));
+  if (!dylib) throw Error(fmt::format("jit: kernel '{}': {}", name, message(dylib.takeError())));
+  std::shared_ptr<JitCode> code(new JitCode());
+  code->dylib_ = &*dylib;  // from here on, the handle removes the dylib, also on the errors below
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+  if (llvm::Error error = impl_->jit->addObjectFile(*dylib, std::move(buffer)))
+    throw Error(fmt::format("jit: kernel '{}': cannot add the object: {}", name, message(std::move(error))));
+  auto address = impl_->jit->lookup(*dylib, name);  // links here
+  if (!address)
+    throw Error(
+        fmt::format("jit: kernel '{}': compiling or linking failed: {}", name, message(address.takeError())));
+  code->fn_ = address->toPtr<KernelFn>();
+  code->bytes_ = impl_->code_bytes->bytes_of(dylib->getDefaultResourceTracker()->getKeyUnsafe());
+  if (timings) timings->link = ms_since(t0);
+  return code;
+}
+
 JitResult Jit::compile(const std::string& llvm_ir, const std::string& name) {
   return compile(llvm_ir, name, JitOptions{});
 }
 
 JitResult Jit::compile(const std::string& llvm_ir, const std::string& name, const JitOptions& options) {
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> module = impl_->parse(llvm_ir, name, *ctx);
-  JitResult result;
-  {
-    TargetMachineLease lease{*impl_->machines};
-    module->setDataLayout(lease.tm->createDataLayout());
-    module->setTargetTriple(lease.tm->getTargetTriple().str());
-    // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want
-    // the 16 float lanes (docs/design.md §6).
-    if (impl_->avx512)
-      for (llvm::Function& fn : *module)
-        if (!fn.isDeclaration()) fn.addFnAttr("prefer-vector-width", "512");
-    optimize(*module, *lease.tm);
-    if (options.keep_assembly) result.assembly = assembly(*module, *lease.tm, name);
-  }
-  if (options.keep_optimized_ir) {
-    llvm::raw_string_ostream out(result.optimized_ir);
-    module->print(out, nullptr);
-  }
-  impl_->add_and_link(std::move(module), std::move(ctx), name, result);
+  JitObject object = compile_object(llvm_ir, name, options);
+  JitResult result{nullptr, std::move(object.optimized_ir), std::move(object.assembly), object.timings};
+  auto code = load(object.bytes, name, &result.timings);
+  result.fn = code->fn();
+  std::lock_guard lock(impl_->kept_mu);
+  impl_->kept.push_back(std::move(code));
   return result;
-}
-
-// A JITDylib per kernel: names never clash, and the default link order gives
-// it the process's symbols (libm for sin, pow, exp2 and log2).
-void Jit::Impl::add_and_link(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> ctx,
-                             const std::string& name, JitResult& result) {
-  auto dylib = jit->createJITDylib(fmt::format("loom.kernel.{}", next_dylib.fetch_add(1)));
-  if (!dylib) throw Error(fmt::format("jit: kernel '{}': {}", name, message(dylib.takeError())));
-  if (llvm::Error error =
-          jit->addIRModule(*dylib, llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))))
-    throw Error(fmt::format("jit: kernel '{}': cannot add the module: {}", name, message(std::move(error))));
-  auto address = jit->lookup(*dylib, name);  // compiles and links here
-  if (!address)
-    throw Error(
-        fmt::format("jit: kernel '{}': compiling or linking failed: {}", name, message(address.takeError())));
-  result.fn = address->toPtr<KernelFn>();
 }
 
 }  // namespace loom

@@ -1,39 +1,96 @@
 #pragma once
-// The process-wide LLJIT for the host CPU. Takes LLVM IR text (codegen's output),
-// verifies it, runs the O2 pipeline tuned for the host, compiles, and returns the
-// entry point. No LLVM types here; everything LLVM stays in runtime/jit.cpp.
+// The process-wide LLJIT for the host CPU. Two steps, so objects can be cached
+// on disk and kernels compiled on several threads at once:
+//   compile_object: LLVM IR text (codegen's output) -> verified, optimised,
+//                   an object file in memory. Touches no JIT state.
+//   load:           object file -> callable code in a JITDylib and
+//                   ResourceTracker of its own, freed when the last JitCode
+//                   handle goes.
+// No LLVM types here; everything LLVM stays in runtime/jit.cpp.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace loom {
 
 using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
 
+// How hard LLVM works on one module. Full: the new pass manager's O2 pipeline
+// with the loop and SLP vectorisers, and the O2 code generator. Light: O1 and
+// the O1 code generator, for kernels too small for O2 to buy anything
+// (docs/pipeline.md says where the line is).
+enum class JitLevel { Full, Light };
+
+struct JitOptions {
+  bool keep_optimized_ir = false;  // print the optimised module into JitObject::optimized_ir
+  bool keep_assembly = false;      // print its assembly into JitObject::assembly (LOOM_DEBUG=6)
+  JitLevel level = JitLevel::Full;
+};
+
+// Where one compile's time went, in milliseconds.
+struct JitTimings {
+  double parse = 0;     // IR text -> module, verified
+  double optimize = 0;  // the IR pass pipeline
+  double codegen = 0;   // module -> object file
+  double link = 0;      // object -> code in memory, symbol looked up
+};
+
+struct JitObject {
+  std::string name;          // the function's symbol
+  std::string bytes;         // a relocatable object file for the host
+  std::string optimized_ir;  // after the pipeline, if asked for
+  std::string assembly;      // the host assembly of the optimised module, if asked for
+  JitTimings timings;
+};
+
+// One kernel's machine code. Destroying the last handle removes its JITDylib,
+// which frees the code. Run `fn` only while holding the handle.
+class JitCode {
+ public:
+  KernelFn fn() const { return fn_; }
+  size_t code_bytes() const { return bytes_; }  // memory the linker allocated for it (whole pages)
+  ~JitCode();
+  JitCode(const JitCode&) = delete;
+  JitCode& operator=(const JitCode&) = delete;
+
+ private:
+  friend class Jit;
+  JitCode() = default;
+  KernelFn fn_ = nullptr;
+  size_t bytes_ = 0;
+  void* dylib_ = nullptr;  // the llvm::orc::JITDylib it lives in
+};
+
 struct JitResult {
   KernelFn fn = nullptr;
   std::string optimized_ir;  // after the pipeline, for LOOM_DEBUG dumps (if asked for)
   std::string assembly;      // the host assembly of the optimised module (if asked for)
-};
-
-struct JitOptions {
-  bool keep_optimized_ir = false;  // print the optimised module into JitResult::optimized_ir
-  bool keep_assembly = false;      // print its assembly into JitResult::assembly (LOOM_DEBUG=6)
+  JitTimings timings;
 };
 
 class Jit {
  public:
   static Jit& instance();  // thread-safe; created on first use
-  // Throws loom::Error naming `name` if the IR does not parse or verify or the
-  // symbol cannot be found; never aborts.
-  // Thread-safe: several threads may compile at once. Each call adds a new
-  // function, even for a name compiled before.
+  // Every call below is thread-safe, and throws loom::Error naming `name` if the
+  // IR does not parse or verify, the object does not link, or the symbol cannot
+  // be found; never aborts.
+  JitObject compile_object(const std::string& llvm_ir, const std::string& name,
+                           const JitOptions& options = {}) const;
+  // A second load of one object is another copy of the code.
+  std::shared_ptr<const JitCode> load(const std::string& object, const std::string& name,
+                                      JitTimings* timings = nullptr);
+  // compile_object + load, for tools and tests: the code stays until the process exits.
   JitResult compile(const std::string& llvm_ir, const std::string& name);
   JitResult compile(const std::string& llvm_ir, const std::string& name, const JitOptions& options);
+
+  // Bytes of machine code currently loaded through `load` and not yet freed.
+  size_t live_code_bytes() const;
   std::string host_cpu() const;
   std::string host_features() const;
 
  private:
   Jit();
+  friend class JitCode;
   struct Impl;
   Impl* impl_;
 };

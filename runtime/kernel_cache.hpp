@@ -21,13 +21,14 @@ struct CompiledKernel {
   // the key, so a kernel compiled one way never runs where another was asked for.
   std::string options;
   KernelFn fn = nullptr;
-  UOpPtr ast;                // the kernel as scheduled: the cache key, kept alive here
-  UOpPtr optimized_ast;      // after the optimiser: its parallel range gives the run's extent
-  std::string llvm_ir;       // codegen's output
-  std::string optimized_ir;  // after the JIT's pipeline, for LOOM_DEBUG dumps
-  std::string linear;        // the linearized loops, when a dump asked for them
-  std::string assembly;      // the host assembly, when a dump asked for it
-  double flops = 0;          // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
+  std::shared_ptr<const JitCode> code;  // owns fn's machine code: freed with the last holder
+  UOpPtr ast;                           // the kernel as scheduled: the cache key, kept alive here
+  UOpPtr optimized_ast;                 // after the optimiser: its parallel range gives the run's extent
+  std::string llvm_ir;                  // codegen's output
+  std::string optimized_ir;             // after the JIT's pipeline, for LOOM_DEBUG dumps
+  std::string linear;                   // the linearized loops, when a dump asked for them
+  std::string assembly;                 // the host assembly, when a dump asked for it
+  double flops = 0;                     // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
 };
 
 // Thread-safe: lookups share a lock, inserts and clear take it exclusively.

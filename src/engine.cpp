@@ -29,6 +29,7 @@
 #include <chrono>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace loom::detail {
 
@@ -59,11 +60,64 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
   if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, kernel, stage, ext, text);
 }
 
+// Which kernels get JitLevel::Light rather than O2 (figures in docs/pipeline.md):
+// - a body that runs at most kLightWork times: its code runs for about a
+//   microsecond at either level, while O2 and its code generator take several
+//   times longer to compile it (light code runs a few times slower per
+//   iteration, so larger kernels keep O2);
+// - LLVM IR of kLightLines lines or more: O2's time grows faster than the IR
+//   (seconds for cat of 200 tensors) and would take thousands of runs to pay back.
+constexpr int64_t kLightWork = 512;
+constexpr int64_t kLightLines = 2000;
+
+// How many times the kernel's innermost body runs: the product of its ranges'
+// extents (nested loops), or -1 when an extent is symbolic.
+int64_t kernel_work(const UOpPtr& kernel) {
+  int64_t work = 1;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::RANGE) {
+      if (n->src[0]->op != Op::CONST) return -1;
+      work = n->src[0]->const_int() > 0 && work > INT64_MAX / n->src[0]->const_int()
+                 ? INT64_MAX
+                 : work * n->src[0]->const_int();
+    }
+  return work;
+}
+
+JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
+  const int64_t work = kernel_work(kernel);
+  const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
+  return (work >= 0 && work <= kLightWork) || lines >= kLightLines ? JitLevel::Light : JitLevel::Full;
+}
+
+// Where one kernel's compile time went, for LOOM_DEBUG=2.
+struct CompileTimes {
+  double optimizer = 0, emit = 0;  // loom's optimiser; linearizer and LLVM IR emission
+  JitTimings jit;
+};
+
+void log_compile(const CompiledKernel& k, JitLevel level, const CompileTimes& t) {
+  const double total = t.optimizer + t.emit + t.jit.parse + t.jit.optimize + t.jit.codegen + t.jit.link;
+  log().info(
+      "  {} compiled in {:.3f} ms ({}): optimiser {:.2f}, emit {:.2f}, LLVM parse {:.2f}, passes {:.2f}, "
+      "codegen {:.2f}, link {:.2f}; {} lines of IR, {} bytes of code",
+      k.name, total, level == JitLevel::Full ? "O2" : "light", t.optimizer, t.emit, t.jit.parse,
+      t.jit.optimize, t.jit.codegen, t.jit.link, std::count(k.llvm_ir.begin(), k.llvm_ir.end(), '\n'),
+      k.code->code_bytes());
+}
+
 // Schedules the graph over placeholders and compiles every kernel before any
 // runs, so a kernel that fails to compile leaves nothing half done.
 std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
                                        const std::vector<int64_t>& into, const Flags& flags) {
   auto plan = std::make_shared<Plan>(schedule_plan(targets, sig, into, flags));
+  // Each distinct kernel compiles once, all of them at once on the arena's
+  // threads; the loop after them then hits the kernel cache.
+  std::vector<PlanKernel*> distinct;
+  std::unordered_set<const UOp*> seen;
+  for (auto& k : plan->kernels)
+    if (seen.insert(k.ast.get()).second) distinct.push_back(&k);
+  run_tasks(distinct.size(), [&](size_t i) { compile_planned_kernel(*distinct[i], flags); });
   for (auto& k : plan->kernels) compile_planned_kernel(k, flags);
   return plan;
 }
@@ -124,7 +178,6 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   const std::string options = codegen_options(flags);
   if (auto hit = kernel_cache().find(ast, options)) return hit;
   ProfileSpan span("compile", name);
-  const auto t0 = Clock::now();
   const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
   CompiledKernel k;
   k.ast = ast;
@@ -132,23 +185,30 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.options = options;
   k.flops = kernel_flops(ast);
   if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
+  CompileTimes times;
+  auto t0 = Clock::now();
   k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
+  times.optimizer = ms_since(t0);
   notify_pass({PassLevel::Kernel, "optimizer", name, ast, k.optimized_ast});
   if (texts) {
     k.linear = linearize(k.optimized_ast).dump();
     show_stage(flags, 3, name, "linear", "txt", k.linear);
   }
+  t0 = Clock::now();
   k.llvm_ir = emit_llvm_ir(k.optimized_ast, name);
+  times.emit = ms_since(t0);
   if (texts) show_stage(flags, 4, name, "llvm", "ll", k.llvm_ir);
   JitOptions jit_options;
   jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
-  JitResult jit = Jit::instance().compile(k.llvm_ir, name, jit_options);
-  k.fn = jit.fn;
-  k.optimized_ir = std::move(jit.optimized_ir);
-  k.assembly = std::move(jit.assembly);
+  jit_options.level = jit_level(k.optimized_ast, k.llvm_ir);
+  JitObject object = Jit::instance().compile_object(k.llvm_ir, name, jit_options);
+  k.code = Jit::instance().load(object.bytes, name, &object.timings);
+  k.fn = k.code->fn();
+  k.assembly = std::move(object.assembly);
+  times.jit = object.timings;
   if (jit_options.keep_assembly) show_stage(flags, 6, name, "asm", "s", k.assembly);
   count_kernel_compiled();
-  if (flags.debug >= 2) log().info("  {} compiled in {:.3f} ms", name, ms_since(t0));
+  if (flags.debug >= 2) log_compile(k, jit_options.level, times);
   return kernel_cache().insert(std::move(k));
 }
 

@@ -173,3 +173,39 @@ TEST_CASE("Jit: describes the host it compiles for") {
   CHECK(Jit::instance().host_features().find("+sse2") != std::string::npos);
 #endif
 }
+
+TEST_CASE("Jit: an object loads twice as two copies; each copy's code is freed with its last handle") {
+  const size_t before = Jit::instance().live_code_bytes();
+  const JitObject object = Jit::instance().compile_object(scale_ir("owned", 6), "owned");
+  CHECK(object.bytes.size() > 0);
+  CHECK(object.timings.codegen > 0);
+  auto first = Jit::instance().load(object.bytes, "owned");
+  auto second = Jit::instance().load(object.bytes, "owned");
+  CHECK((first->fn() != second->fn()));
+  CHECK(first->code_bytes() >= 4096);  // whole pages
+  CHECK(Jit::instance().live_code_bytes() == before + first->code_bytes() + second->code_bytes());
+  CHECK(run_scale(first->fn(), 0, 1, 1)[0] == 7);
+  const size_t second_bytes = second->code_bytes();
+  first.reset();
+  CHECK(Jit::instance().live_code_bytes() == before + second_bytes);
+  CHECK(run_scale(second->fn(), 0, 1, 2)[0] == 8);
+  second.reset();
+  CHECK(Jit::instance().live_code_bytes() == before);
+}
+
+TEST_CASE("Jit: the light level gives the same results") {
+  const JitObject object =
+      Jit::instance().compile_object(scale_ir("light", 5), "light", JitOptions{.level = JitLevel::Light});
+  auto code = Jit::instance().load(object.bytes, "light");
+  CHECK(run_scale(code->fn(), 0, 6, 1) == std::vector<int64_t>{6, 11, 16, 21, 26, 31});
+}
+
+TEST_CASE("Jit: an object that is not a whole object file is an error naming the kernel, never a crash") {
+  const size_t before = Jit::instance().live_code_bytes();
+  const std::string whole = Jit::instance().compile_object(scale_ir("cut", 2), "cut").bytes;
+  for (const std::string& broken :
+       {whole.substr(0, whole.size() / 2), whole.substr(0, 16), std::string("junk")})
+    CHECK_THROWS_WITH_AS(Jit::instance().load(broken, "cut"), doctest::Contains("kernel 'cut'"), Error);
+  CHECK(Jit::instance().live_code_bytes() == before);
+  CHECK(run_scale(Jit::instance().load(whole, "cut")->fn(), 0, 1, 0)[0] == 2);
+}

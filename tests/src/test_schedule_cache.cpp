@@ -2,6 +2,7 @@
 // its cached plan with no scheduling and no compiling, and gives the new values.
 #include "check.hpp"
 
+#include "codegen/codegen.hpp"
 #include "ir/log.hpp"
 #include "src/schedule_cache.hpp"
 
@@ -132,4 +133,16 @@ TEST_CASE(
   CHECK(cache.find(key(0)) == first);
   cache.clear();
   CHECK(cache.size() == 0);
+}
+
+TEST_CASE("a schedule with a kernel that fails to compile runs none of its kernels and caches no plan") {
+  Tensor a = make(DType::Float32, iota(8), {8});
+  auto graph = [&a] { return (a * 3 + 1) / (a * 3 + 1).sum(); };  // two kernels
+  codegen_testing_break_next_kernel();
+  const auto before = counters();
+  CHECK_THROWS_AS(graph().realize(), Error);
+  CHECK(counters().kernels_executed == before.kernels_executed);
+  const auto values = graph().to_vector<float>();  // scheduled afresh: nothing half-made was cached
+  CHECK(counters().schedule_cache_misses == before.schedule_cache_misses + 2);
+  CHECK(values[1] == doctest::Approx(4.0 / 92));  // (3*1 + 1) / sum of 3i + 1 over i < 8
 }
