@@ -18,7 +18,9 @@ namespace loom {
 
 // Which tensor-level nodes get a buffer: the targets, CONTIGUOUS, and every
 // REDUCE_AXIS whose result is broadcast (EXPAND) before its next buffer, since
-// fusing it there would recompute the reduce per broadcast element (docs/design.md §4).
+// fusing it there would recompute the reduce per broadcast element (docs/design.md §4);
+// and, past the kernel-size cap (kMaxKernelOps in rangeify.cpp), an
+// intermediate of a huge fused region, so LLVM never sees a giant function.
 std::vector<UOpPtr> realization_points(const std::vector<UOpPtr>& targets);
 
 // SINK of one BUFFERIZE per target (same order). BUFFERIZE: src = (value,

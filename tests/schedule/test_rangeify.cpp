@@ -172,3 +172,24 @@ TEST_CASE("a reduce loops over a fresh reduce range inside the output loop") {
   CHECK(rr->src[0]->const_int() == 5);
   CHECK(k.load_index->src[1] == simplify(k.range(0) * 5 + rr));
 }
+
+TEST_CASE("the kernel-size cap: a 10,000-op chain is cut into kernels of at most 4,000 ops") {
+  UOpPtr x = input(1, {64});
+  const UOpPtr one = UOp::make(
+      Op::EXPAND, DType::Float32,
+      {UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1})}, Shape{64});
+  std::vector<UOpPtr> chain;
+  for (int i = 0; i < 10000; ++i) chain.push_back(x = x + one);
+  const std::vector<UOpPtr> points = realization_points({x});
+  // The target and two intermediates, 4,000 chain links apart (constants and movement cost nothing).
+  REQUIRE(points.size() == 3);
+  CHECK(points[0] == chain[3999]);
+  CHECK(points[1] == chain[7999]);
+  CHECK(points[2] == x);
+  FakeBuffers fb;
+  Schedule sched = create_schedule({x}, fb.factory());
+  CHECK(sched.kernels.size() == 3);
+  for (const auto& k : sched.kernels) CHECK(count_op(k.ast, Op::LOAD) == 1);
+  // A graph under the cap keeps fusing into one kernel.
+  CHECK(realization_points({chain[3999]}).size() == 1);
+}
