@@ -18,6 +18,30 @@ const std::vector<Example>& examples() {
        "idx = randint(0, 65536, 256)\n"
        "rows = (idx.one_hot(65536).cast(f32).unsqueeze(-1) * table).sum(1)  # [256, 64]\n"
        "picked = table.index_select(0, idx)\n"},
+      {"mlp-step", "one SGD step of a two-layer MLP on a batch of 256: forward, backward, update",
+       "x = randn(256, 64)\n"
+       "labels = randint(0, 10, 256)\n"
+       "w1 = randn(64, 128)\n"
+       "b1 = zeros(128)\n"
+       "w2 = randn(128, 10)\n"
+       "b2 = zeros(10)\n"
+       "h = (x @ w1 + b1).relu()\n"
+       "logits = h @ w2 + b2\n"
+       "loss = -(logits.log_softmax(-1) * labels.one_hot(10).cast(f32)).sum(1).mean()\n"
+       "new_w1 = w1 - 0.01 * grad(loss, w1)\n"
+       "new_b1 = b1 - 0.01 * grad(loss, b1)\n"
+       "new_w2 = w2 - 0.01 * grad(loss, w2)\n"
+       "new_b2 = b2 - 0.01 * grad(loss, b2)\n"},
+      {"norm-grad", "the gradient of a layer norm over 512 rows of 768, by input and by weight",
+       "x = randn(512, 768)\n"
+       "weight = ones(768)\n"
+       "upstream = randn(512, 768)  # the gradient arriving from the layers above\n"
+       "mu = x.mean(1, keepdim=1)\n"
+       "var = ((x - mu) ** 2).mean(1, keepdim=1)\n"
+       "y = (x - mu) / (var + 1e-5).sqrt() * weight\n"
+       "loss = (y * upstream).sum()\n"
+       "dx = grad(loss, x)\n"
+       "dweight = grad(loss, weight)\n"},
       {"mla", "multi-head latent attention, forward: 128 tokens, 4 heads of 64, a 64-wide latent",
        "x = randn(128, 256)\n"
        "wq = randn(256, 256)\n"

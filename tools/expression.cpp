@@ -1,6 +1,7 @@
 #include "tools/expression.hpp"
 
 #include <loom/error.hpp>
+#include <loom/gradient.hpp>
 
 #include <fmt/format.h>
 
@@ -596,6 +597,10 @@ class Interpreter {
     }
     if (name.text == "cat" || name.text == "stack")
       return guarded(name.pos, [&] { return function(name.text, args); });
+    if (name.text == "grad") {  // d(target)/d(w), symbolic (loom::gradient)
+      args.expect_count(2, 2);
+      return guarded(name.pos, [&] { return gradient(args.tensor(0), {args.tensor(1)}).at(0); });
+    }
     if (methods().count(name.text)) {  // f(x, ...) is x.f(...)
       if (args.count() == 0)
         fail(name.pos, fmt::format("{} needs a tensor as its first argument", name.text));

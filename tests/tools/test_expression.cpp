@@ -57,6 +57,17 @@ TEST_CASE("methods, keyword arguments, dtypes and functions of several tensors")
         std::vector<double>{1, 2, 3});
 }
 
+TEST_CASE("grad(target, w) is the symbolic gradient") {
+  const Program p = run_program("x = rand(5); loss = (x * x * 3).sum(); out = grad(loss, x)");
+  REQUIRE(p.outputs.size() == 1);
+  const std::vector<double> x = values(p.inputs.at(0).tensor), g = values(p.outputs[0].tensor);
+  REQUIRE(g.size() == 5);
+  for (size_t i = 0; i < 5; ++i) CHECK(g[i] == doctest::Approx(6 * x[i]).epsilon(1e-6));
+  CHECK(error_of([] {
+          run_program("x = rand(5); out = grad(x.sum())");
+        }).find("grad takes 2 arguments, got 1") != std::string::npos);
+}
+
 TEST_CASE("a syntax error names its column and points at it") {
   const std::string e = error_of([] { run_program("a = rand(4, 4); out = a.sum(1,"); });
   CHECK(e.find("column 31: expected a value, got the end of the program") == 0);
