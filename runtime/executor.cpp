@@ -1,6 +1,7 @@
 #include "runtime/executor.hpp"
 
 #include "ir/flags.hpp"
+#include "ir/profile.hpp"
 
 #include <loom/debug.hpp>
 #include <loom/error.hpp>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -143,7 +145,7 @@ int64_t slice_grain(int64_t parallel_extent) {
 }
 
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent) {
+                int64_t parallel_extent, const std::string& profile_name) {
   if (!fn) throw Error("run_kernel: the kernel function is null");
   if (parallel_extent < 0)
     throw Error("run_kernel: parallel extent " + std::to_string(parallel_extent) + " is negative");
@@ -159,6 +161,12 @@ void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<i
           tbb::blocked_range<int64_t>(0, parallel_extent, static_cast<size_t>(grain)),
           [&](const tbb::blocked_range<int64_t>& slice) {
             ran_on.note_this_thread();
+            std::optional<ProfileSpan> span;
+            if (!profile_name.empty()) {
+              span.emplace("slice", profile_name);
+              span->arg("begin", static_cast<double>(slice.begin()));
+              span->arg("end", static_cast<double>(slice.end()));
+            }
             fn(bufs.data(), vars.data(), slice.begin(), slice.end());
           },
           tbb::simple_partitioner());

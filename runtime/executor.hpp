@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace loom {
@@ -14,9 +15,10 @@ namespace loom {
 // Calls `fn` on disjoint slices covering [0, parallel_extent). Extent 0 or 1 (a
 // kernel without a parallel range passes 1) is one direct call on the calling
 // thread with [0, extent). Counts one executed kernel. Throws loom::Error on a
-// null function or a negative extent.
+// null function or a negative extent. With a `profile_name` (LOOM_PROFILE on),
+// each slice is a profile event of that name on the thread that ran it.
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent);
+                int64_t parallel_extent, const std::string& profile_name = {});
 
 // The slicing rule: slices hold at most slice_grain(extent) = ceil(extent / 64)
 // iterations (at least 1); tbb::simple_partitioner halves the range until each

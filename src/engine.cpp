@@ -249,7 +249,7 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   }
   const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
   const auto t0 = Clock::now();
-  run_kernel(k->fn, bufs, vars, pk.parallel_extent);
+  run_kernel(k->fn, bufs, vars, pk.parallel_extent, span.active() ? pk.name : std::string());
   t.ms = ms_since(t0);
   if (span.active()) {
     span.arg("GFLOP/s", t.gflops());

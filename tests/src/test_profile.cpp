@@ -1,6 +1,6 @@
 // LOOM_PROFILE end to end: a realize under a Context writes a Chrome trace-event
 // file that parses as JSON and holds scheduling, each stage, compilation and
-// each kernel run, each on its thread's track.
+// each kernel run (and its slices), each on its thread's track.
 #include "check.hpp"
 
 #include <loom/context.hpp>
@@ -63,6 +63,14 @@ TEST_CASE("LOOM_PROFILE writes scheduling, stages, compilation and kernel runs, 
       CHECK(e.at("dur").get<double>() >= 0);
     }
   }
+  // Its slices, on whichever threads ran them, cover the parallel range once.
+  double covered = 0;
+  for (const auto& e : events(trace, "slice")) {
+    CHECK(e.at("name") == "r_128_64");
+    CHECK(e.at("tid").is_number_integer());
+    covered += e.at("args").at("end").get<double>() - e.at("args").at("begin").get<double>();
+  }
+  CHECK(covered == 128);
   // The run nests inside the realize on the same thread.
   const auto realize = events(trace, "realize");
   REQUIRE(realize.size() == 1);
