@@ -36,6 +36,24 @@ struct Usage {  // a mistake on the command line: exit code 2
 
 const char* kUsage = "usage: loom-dump [options] (FILE | -e PROGRAM | --example NAME)";
 
+// `text` in lines of at most `width` columns, each indented by `indent`.
+std::string wrapped(const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return line.empty() ? out : out + std::string(indent, ' ') + line + "\n";
+}
+
 std::string help() {
   std::string out = fmt::format(R"({}
 
@@ -69,7 +87,7 @@ examples:
   for (const Example& e : examples()) out += fmt::format("  {:<15} {}\n", e.name, e.summary);
   out += "\nenvironment (read once at start; a loom::Context overrides them in code):\n";
   for (const FlagInfo& f : flag_table())
-    out += fmt::format("  {:<18} {}\n  {:<18} {}\n", f.name, f.values, "", f.effect);
+    out += fmt::format("  {:<18} {}\n{}", f.name, f.values, wrapped(std::string(f.effect), 21, 100));
   return out;
 }
 
