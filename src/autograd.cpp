@@ -182,8 +182,8 @@ bool Tensor::requires_grad() const {
 }
 
 Tensor& Tensor::requires_grad_(bool on) {
-  TensorNode& n = *node_;
   const UOpPtr& u = uop(*this, "requires_grad_");
+  TensorNode& n = *node_;
   if (!on) {
     if (!n.requires_grad && requires_grad())
       throw Error(
@@ -207,8 +207,8 @@ Tensor& Tensor::requires_grad_(bool on) {
 }
 
 void Tensor::backward() const {
-  TensorNode& n = *node_;
   check_one_float_element(uop(*this, "backward"), "backward");
+  TensorNode& n = *node_;
   const UOpPtr root = walk_root(n);
   const Index idx = index_tracked();
   const std::vector<UOpPtr> grads =

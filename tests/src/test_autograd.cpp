@@ -169,6 +169,14 @@ TEST_CASE("errors name the op and say what was expected") {
   CHECK_THROWS_WITH_AS(gradient(w.sum(), {Tensor::arange(3)}), doctest::Contains("wrt[0] has dtype Int32"),
                        Error);
   CHECK_THROWS_WITH_AS(Tensor().backward(), doctest::Contains("backward: the tensor is undefined"), Error);
+  CHECK_THROWS_WITH_AS(Tensor().requires_grad_(), doctest::Contains("requires_grad_: the tensor is undefined"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tensor().requires_grad(), doctest::Contains("requires_grad: the tensor is undefined"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tensor().grad(), doctest::Contains("grad: the tensor is undefined"), Error);
+  CHECK_THROWS_WITH_AS(Tensor().detach(), doctest::Contains("detach: the tensor is undefined"), Error);
+  CHECK_THROWS_WITH_AS(gradient(w.sum(), {Tensor()}), doctest::Contains("gradient: the tensor is undefined"),
+                       Error);
   CHECK_FALSE(Tensor::arange(3).requires_grad());
   // Integer values get no gradient: the path through a cast to an integer is cut.
   Tensor v = vec({1.5f, 2.5f}).requires_grad_();
