@@ -35,7 +35,7 @@ const std::vector<FlagInfo> kFlagTable = {
      "1 makes every kernel check each load and store index against its buffer"},
     {"LOOM_DUMP_DIR", "a directory",
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
-    {"LOOM_CACHE_DIR", "a directory, or off", "where compiled kernels persist; default ~/.cache/loom"},
+    {"LOOM_CACHE_DIR", "a directory, or off", "where compiled kernels persist as object files; default $XDG_CACHE_HOME/loom, else ~/.cache/loom"},
     {"LOOM_LOG", "trace, debug, info, warn, error, critical or off",
      "the level of loom's own logger (named loom, on stderr; default info); the host program's loggers "
      "are never touched"},

@@ -12,6 +12,7 @@ namespace loom {
 
 namespace {
 std::atomic<uint64_t> g_kernels_compiled{0};
+std::atomic<uint64_t> g_kernels_loaded{0};
 std::atomic<uint64_t> g_kernels_executed{0};
 std::atomic<uint64_t> g_schedules_built{0};
 std::atomic<uint64_t> g_schedule_cache_hits{0};
@@ -21,6 +22,7 @@ std::atomic<uint64_t> g_schedule_cache_misses{0};
 Counters counters() {
   Counters c;
   c.kernels_compiled = g_kernels_compiled.load(std::memory_order_relaxed);
+  c.kernels_loaded = g_kernels_loaded.load(std::memory_order_relaxed);
   c.kernels_executed = g_kernels_executed.load(std::memory_order_relaxed);
   c.schedules_built = g_schedules_built.load(std::memory_order_relaxed);
   c.schedule_cache_hits = g_schedule_cache_hits.load(std::memory_order_relaxed);
@@ -35,6 +37,7 @@ Counters counters() {
 
 void reset_counters() {
   g_kernels_compiled.store(0, std::memory_order_relaxed);
+  g_kernels_loaded.store(0, std::memory_order_relaxed);
   g_kernels_executed.store(0, std::memory_order_relaxed);
   g_schedules_built.store(0, std::memory_order_relaxed);
   g_schedule_cache_hits.store(0, std::memory_order_relaxed);
@@ -43,6 +46,7 @@ void reset_counters() {
 
 namespace detail {
 void count_kernel_compiled() { g_kernels_compiled.fetch_add(1, std::memory_order_relaxed); }
+void count_kernel_loaded() { g_kernels_loaded.fetch_add(1, std::memory_order_relaxed); }
 void count_kernel_executed() { g_kernels_executed.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_built() { g_schedules_built.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_cache(bool hit) {

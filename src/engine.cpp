@@ -11,6 +11,7 @@
 #include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/disk_cache.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "schedule/schedule.hpp"
@@ -173,6 +174,53 @@ Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   return plan;
 }
 
+namespace {
+// The kernel's code from the disk cache, if it holds it: no IR, no LLVM.
+bool load_from_disk(CompiledKernel& k, const DiskCache& disk, const std::string& key) {
+  auto entry = disk.find(key);
+  if (!entry) return false;
+  try {
+    k.code = Jit::instance().load(entry->object, entry->symbol);
+  } catch (const Error& e) {  // it passed the checksum but does not link: compile instead
+    log().debug("disk cache: {}", e.what());
+    return false;
+  }
+  k.name = entry->symbol;
+  k.fn = k.code->fn();
+  count_kernel_loaded();
+  return true;
+}
+
+// Emits, optimises, generates and links the kernel's code, and stores the object on disk.
+void compile_fresh(CompiledKernel& k, const Flags& flags, bool keep_text, CompileTimes& times,
+                   const DiskCache& disk, const std::string& disk_key) {
+  const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
+  if (texts) {
+    k.linear = linearize(k.optimized_ast).dump();
+    show_stage(flags, 3, k.name, "linear", "txt", k.linear);
+  }
+  auto t0 = Clock::now();
+  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name);
+  times.emit = ms_since(t0);
+  if (texts) show_stage(flags, 4, k.name, "llvm", "ll", k.llvm_ir);
+  JitOptions jit_options;
+  jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
+  jit_options.level = jit_level(k.optimized_ast, k.llvm_ir);
+  JitObject object = Jit::instance().compile_object(k.llvm_ir, k.name, jit_options);
+  k.code = Jit::instance().load(object.bytes, k.name, &object.timings);
+  k.fn = k.code->fn();
+  k.assembly = std::move(object.assembly);
+  times.jit = object.timings;
+  if (jit_options.keep_assembly) show_stage(flags, 6, k.name, "asm", "s", k.assembly);
+  disk.store(disk_key, {k.name, std::move(object.bytes)});
+  count_kernel_compiled();
+  if (flags.debug >= 2) log_compile(k, jit_options.level, times);
+}
+}  // namespace
+
+// A kernel comes from the in-memory cache, else from the disk cache, else it is
+// compiled. LOOM_DEBUG >= 3 and LOOM_DUMP_DIR compile it afresh, so that every
+// stage shows; the disk copy is then rewritten, never read.
 std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
                                                      const Flags& flags, bool keep_text) {
   const std::string options = codegen_options(flags);
@@ -184,31 +232,16 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.name = name;
   k.options = options;
   k.flops = kernel_flops(ast);
-  if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
+  const std::string ast_text = to_text(ast);
+  if (texts) show_stage(flags, 3, name, "kernel", "uop", ast_text);
   CompileTimes times;
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
   k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
   times.optimizer = ms_since(t0);
   notify_pass({PassLevel::Kernel, "optimizer", name, ast, k.optimized_ast});
-  if (texts) {
-    k.linear = linearize(k.optimized_ast).dump();
-    show_stage(flags, 3, name, "linear", "txt", k.linear);
-  }
-  t0 = Clock::now();
-  k.llvm_ir = emit_llvm_ir(k.optimized_ast, name);
-  times.emit = ms_since(t0);
-  if (texts) show_stage(flags, 4, name, "llvm", "ll", k.llvm_ir);
-  JitOptions jit_options;
-  jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
-  jit_options.level = jit_level(k.optimized_ast, k.llvm_ir);
-  JitObject object = Jit::instance().compile_object(k.llvm_ir, name, jit_options);
-  k.code = Jit::instance().load(object.bytes, name, &object.timings);
-  k.fn = k.code->fn();
-  k.assembly = std::move(object.assembly);
-  times.jit = object.timings;
-  if (jit_options.keep_assembly) show_stage(flags, 6, name, "asm", "s", k.assembly);
-  count_kernel_compiled();
-  if (flags.debug >= 2) log_compile(k, jit_options.level, times);
+  const DiskCache disk(disk_cache_dir(flags));
+  const std::string disk_key = fmt::format("options {}\n{}", options, ast_text);
+  if (texts || !load_from_disk(k, disk, disk_key)) compile_fresh(k, flags, keep_text, times, disk, disk_key);
   return kernel_cache().insert(std::move(k));
 }
 

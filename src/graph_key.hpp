@@ -5,6 +5,7 @@
 // realizes of one computation over new buffers of the same shapes get the same
 // key, so the schedule cache (src/schedule_cache.hpp) can hand back the plan
 // made the first time. docs/pipeline.md ("Schedule cache") documents the key.
+#include "ir/key_hasher.hpp"
 #include "ir/uop.hpp"
 
 #include <cstdint>
@@ -13,30 +14,11 @@
 
 namespace loom::detail {
 
-// 128 bits: a hit runs a cached plan without comparing graphs, so a collision
-// must be out of reach (two 64-bit lanes mixed independently, not one hash twice).
-struct GraphKey {
-  uint64_t a = 0, b = 0;
-  friend bool operator==(const GraphKey&, const GraphKey&) = default;
-};
-struct GraphKeyHash {
-  size_t operator()(const GraphKey& k) const {
-    return static_cast<size_t>(k.a ^ (k.b * 0x9e3779b97f4a7c15ULL));
-  }
-};
-
-// Feeds words, args and text into a GraphKey.
-class KeyHasher {
- public:
-  explicit KeyHasher(GraphKey seed = {0x6c6f6f6d, 0x6b6579}) : k_(seed) {}
-  KeyHasher& word(uint64_t v);
-  KeyHasher& text(std::string_view s);
-  KeyHasher& arg(const Arg& a);
-  GraphKey key() const { return k_; }
-
- private:
-  GraphKey k_;
-};
+// 128 bits (ir/key_hasher.hpp): a hit runs a cached plan without comparing
+// graphs, so a collision must be out of reach.
+using GraphKey = Key128;
+using GraphKeyHash = Key128Hash;
+using loom::KeyHasher;
 
 struct GraphSignature {
   GraphKey key;                 // the targets' structure, buffers by position

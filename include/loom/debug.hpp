@@ -4,10 +4,11 @@
 
 namespace loom {
 
-// The first five count events since reset_counters(); the rest are levels:
+// The first six count events since reset_counters(); the rest are levels:
 // what is alive at the moment counters() is called.
 struct Counters {
-  uint64_t kernels_compiled = 0;
+  uint64_t kernels_compiled = 0;  // by LLVM, in this process
+  uint64_t kernels_loaded = 0;    // from the disk cache (LOOM_CACHE_DIR) instead
   uint64_t kernels_executed = 0;
   uint64_t schedules_built = 0;        // graphs scheduled (rangeify, stages, kernel split)
   uint64_t schedule_cache_hits = 0;    // realizes that reused a plan: no scheduling
@@ -23,6 +24,7 @@ void reset_counters();
 
 namespace detail {
 void count_kernel_compiled();
+void count_kernel_loaded();
 void count_kernel_executed();
 void count_schedule_built();
 void count_schedule_cache(bool hit);

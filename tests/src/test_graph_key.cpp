@@ -48,15 +48,3 @@ TEST_CASE("inputs are numbered in order of first appearance; position_of finds t
   CHECK(sig.position_of(c.node()->uop.get()) == 2);
   CHECK(sig.position_of(y.get()) == -1);
 }
-
-TEST_CASE("KeyHasher: every word, text and arg moves both lanes") {
-  const auto k0 = detail::KeyHasher().key();
-  const auto k1 = detail::KeyHasher().word(1).key();
-  CHECK(k1.a != k0.a);
-  CHECK(k1.b != k0.b);
-  CHECK(detail::KeyHasher().text("ab").key() != detail::KeyHasher().text("ba").key());
-  CHECK(detail::KeyHasher().text("").key() != detail::KeyHasher().text(std::string(1, '\0')).key());
-  CHECK(detail::KeyHasher().arg(int64_t{1}).key() != detail::KeyHasher().arg(1.0).key());
-  CHECK(detail::KeyHasher().arg(std::vector<int64_t>{1, 2}).key() !=
-        detail::KeyHasher().arg(std::vector<int64_t>{2, 1}).key());
-}
