@@ -1,14 +1,16 @@
 #pragma once
-// Testing only: deliberately wrong rewrite rules, off in every real run. The
-// fuzzer's own test switches one on to prove that the fuzzer catches a wrong
-// rewrite (and pins it to its pass) within its CI budget (docs/fuzzing.md).
+// Testing only: deliberately wrong rewrite and gradient rules, off in every
+// real run. The fuzzer's own test switches one on to prove that the fuzzer
+// catches a wrong rewrite (and pins it to its pass), or a wrong gradient,
+// within its CI budget (docs/fuzzing.md).
 #include <cstdint>
 
 namespace loom {
 
 enum class PlantedFault : uint8_t {
   None,
-  FlipConstantSub,  // the simplifier rewrites float x - c to x + c (a flipped sign)
+  FlipConstantSub,      // the simplifier rewrites float x - c to x + c (a flipped sign)
+  DoubledSqrtGradient,  // the gradient rule of SQRT drops its factor 1/2: g / sqrt(x)
 };
 
 // Thread-safe; process-wide.

@@ -5,6 +5,7 @@
 // forward graph, scheduled and fused with it.
 #include "src/gradient.hpp"
 
+#include "ir/planted_fault.hpp"
 #include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -81,6 +82,11 @@ Grads pow_rule(const UOpPtr& ret, const UOpPtr& g) {
   return {da, db};
 }
 
+Grads sqrt_rule(const UOpPtr& ret, const UOpPtr& g) {
+  const double two = planted_fault() == PlantedFault::DoubledSqrtGradient ? 1 : 2;  // ir/planted_fault.hpp
+  return {g / (ret * c(g, two))};
+}
+
 Grads cast_rule(const UOpPtr& ret, const UOpPtr& g) {
   const UOpPtr& x = ret->src[0];
   return {x->dtype.is_float() ? cast_uop(g, x->dtype) : nullptr};
@@ -130,7 +136,7 @@ const std::unordered_map<Op, Rule> kRules = {
   {Op::EXP2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * c(g, std::numbers::ln2)}; }},
   {Op::LOG2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret->src[0] * c(g, std::numbers::ln2))}; }},
   {Op::SIN,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * cos_in_f64(ret->src[0])}; }},
-  {Op::SQRT,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret * c(g, 2))}; }},
+  {Op::SQRT,    sqrt_rule},
   {Op::RECIP,   [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * (ret * ret))}; }},
   {Op::ADD,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g, g}; }},
   {Op::SUB,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g, -g}; }},

@@ -1,8 +1,10 @@
 // One program, checked: the reference interpreter's values (taken before
 // realize, which may write into input buffers), then loom's, compared per
-// output with the tolerance of its dtype and op class.
+// output with the tolerance of its dtype and op class; for a gradient program,
+// loom's gradients of output 0 against finite differences (fuzz/gradient_check).
 #include "fuzz/compare.hpp"
 #include "fuzz/fuzz.hpp"
+#include "fuzz/gradient_check.hpp"
 #include "fuzz/kernel_checker.hpp"
 #include "fuzz/op_class.hpp"
 #include "src/engine.hpp"
@@ -36,12 +38,6 @@ Expected reference(const Tensor& t) {
   return e;
 }
 
-ref::RefTensor realized(const Tensor& t) {
-  const UOpPtr& v = t.node()->uop;
-  const UOpPtr& buffer = v->op == Op::RESHAPE ? v->src[0] : v;
-  return ref::RefTensor::from_bytes(t.dtype(), t.shape(), detail::buffer_data(buffer));
-}
-
 void count_coverage(const std::vector<Tensor>& outputs, Coverage& c) {
   std::vector<UOpPtr> roots;
   for (const auto& t : outputs) roots.push_back(t.node()->uop);
@@ -59,7 +55,6 @@ void count_coverage(const std::vector<Tensor>& outputs, Coverage& c) {
 }  // namespace
 
 Outcome check_graph(const std::string& graph_text, const CheckOptions& options, Coverage* coverage) {
-  Outcome out;
   std::vector<Tensor> outputs;
   std::vector<Expected> want;
   try {
@@ -68,9 +63,20 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
   } catch (const Error& e) {
     return Outcome{false, e.what(), std::nullopt};
   }
+  const bool gradient_program = options.gradients && is_gradient_program(graph_text);
+  if (gradient_program)
+    if (std::string why = loss_problem(outputs); !why.empty()) return Outcome{false, why, std::nullopt};
   if (coverage) {
     ++coverage->programs;
     count_coverage(outputs, *coverage);
+  }
+  Outcome out;
+  std::optional<GradientCheck> gradient;
+  try {
+    if (gradient_program) gradient.emplace(outputs[0]);
+  } catch (const Error& e) {
+    out.failure = Failure{"error", fmt::format("gradient threw: {}", e.what())};
+    return out;
   }
   Coverage local;
   {
@@ -84,7 +90,9 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     detail::schedule_cache().clear();
     const auto kernels_before = counters().kernels_executed;
     try {
-      realize(outputs);
+      std::vector<Tensor> all = outputs;  // the gradients in the same schedule, as backward() does
+      if (gradient) all.insert(all.end(), gradient->gradients().begin(), gradient->gradients().end());
+      realize(all);
     } catch (const Error& e) {
       out.failure = Failure{"error", fmt::format("realize threw: {}", e.what())};
     }
@@ -101,6 +109,11 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
       out.failure = Failure{"mismatch", fmt::format("output {}: {}", i, diff)};
       return out;
     }
+  }
+  if (gradient) {
+    Coverage grad_coverage;
+    out.failure = gradient->check(&grad_coverage);
+    if (coverage) coverage->merge(grad_coverage);
   }
   return out;
 }

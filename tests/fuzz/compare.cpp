@@ -1,6 +1,9 @@
 #include "fuzz/compare.hpp"
 
+#include "src/engine.hpp"
 #include "support/reference_tensor.hpp"
+
+#include <loom/tensor.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +19,12 @@ double magnitude(const ref::RefTensor& t) {
   for (double v : t.f)
     if (std::isfinite(v)) m = std::max(m, std::abs(v));
   return m;
+}
+
+ref::RefTensor realized(const Tensor& t) {
+  const UOpPtr& v = t.node()->uop;
+  const UOpPtr& buffer = v->op == Op::RESHAPE ? v->src[0] : v;
+  return ref::RefTensor::from_bytes(t.dtype(), t.shape(), detail::buffer_data(buffer));
 }
 
 namespace {

@@ -12,6 +12,9 @@
 
 #include <string>
 
+namespace loom {
+class Tensor;
+}
 namespace loom::ref {
 struct RefTensor;
 }
@@ -23,6 +26,9 @@ double relative_tolerance(DType dt);
 // "" when they agree, else a message naming the first element that differs.
 std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, bool approximate,
                            double scale);
+
+// What a realized tensor holds (a buffer or a reshaped view of one).
+ref::RefTensor realized(const Tensor& t);
 
 // The largest finite magnitude among a float tensor's elements (0 otherwise).
 double magnitude(const ref::RefTensor& t);

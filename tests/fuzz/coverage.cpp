@@ -6,9 +6,13 @@ namespace loom::fuzz {
 
 void Coverage::merge(const Coverage& o) {
   using Counts = std::map<std::string, int64_t>;
-  const std::pair<Counts*, const Counts*> pairs[] = {
-      {&api_ops, &o.api_ops}, {&uops, &o.uops},     {&dtypes, &o.dtypes},
-      {&ranks, &o.ranks},     {&stages, &o.stages}, {&kernel_checks, &o.kernel_checks}};
+  const std::pair<Counts*, const Counts*> pairs[] = {{&api_ops, &o.api_ops},
+                                                     {&uops, &o.uops},
+                                                     {&dtypes, &o.dtypes},
+                                                     {&ranks, &o.ranks},
+                                                     {&stages, &o.stages},
+                                                     {&kernel_checks, &o.kernel_checks},
+                                                     {&gradient_checks, &o.gradient_checks}};
   for (const auto& [mine, theirs] : pairs)
     for (const auto& [k, v] : *theirs) (*mine)[k] += v;
   programs += o.programs;
@@ -19,7 +23,7 @@ void Coverage::merge(const Coverage& o) {
 
 namespace {
 std::string line(const char* title, const std::map<std::string, int64_t>& m) {
-  std::string out = fmt::format("  {:<14}", title);
+  std::string out = fmt::format("  {:<16}", title);
   for (const auto& [k, v] : m) out += fmt::format(" {}:{}", k, v);
   return out + "\n";
 }
@@ -27,7 +31,7 @@ std::string line(const char* title, const std::map<std::string, int64_t>& m) {
 
 std::string Coverage::report() const {
   std::string out =
-      fmt::format("coverage: {} programs, {} kernels run, {} under LOOM_CHECK_BOUNDS, {} gradients\n",
+      fmt::format("coverage: {} programs, {} kernels run, {} under LOOM_CHECK_BOUNDS, {} gradients checked\n",
                   programs, kernels, bounds_checked, gradients);
   out += line("api ops", api_ops);
   out += line("uops", uops);
@@ -35,6 +39,7 @@ std::string Coverage::report() const {
   out += line("ranks", ranks);
   out += line("stages", stages);
   out += line("kernel checks", kernel_checks);
+  out += line("gradient probes", gradient_checks);
   return out;
 }
 

@@ -21,7 +21,11 @@ struct Coverage {
   std::map<std::string, int64_t> ranks;          // ranks of tensor-level nodes
   std::map<std::string, int64_t> stages;         // passes and stages that ran (pass observer)
   std::map<std::string, int64_t> kernel_checks;  // kernel-checker outcomes: checked, unchanged, skipped
-  int64_t programs = 0, kernels = 0, bounds_checked = 0, gradients = 0;
+  // Gradient probes (fuzz/gradient_check.hpp): agreed, unstable (a kink within the
+  // step: skipped), and gradient programs whose loss is not finite (not probed).
+  std::map<std::string, int64_t> gradient_checks;
+  int64_t programs = 0, kernels = 0, bounds_checked = 0;
+  int64_t gradients = 0;  // gradient programs whose gradients were compared with finite differences
 
   void merge(const Coverage& other);
   std::string report() const;
@@ -35,7 +39,7 @@ struct Failure {
 struct CheckOptions {
   bool kernel_checker = true;  // interpret every kernel after every kernel-level pass
   bool check_bounds = false;   // run under LOOM_CHECK_BOUNDS=1
-  bool gradients = true;       // check `@grad` programs against finite differences
+  bool gradients = true;       // check `# @grad` programs against finite differences
 };
 
 struct Outcome {
@@ -52,6 +56,9 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
 struct GenerateOptions {
   int max_steps = 8;           // ops per program
   int64_t max_elements = 512;  // per tensor
+  // A gradient program (`# @grad`): Float64 values, operands kept away from
+  // poles, and output 0 a random scalar loss of the last values.
+  bool gradient = false;
 };
 std::string generate_program(uint64_t seed, const GenerateOptions& options, Coverage* coverage = nullptr);
 
@@ -63,6 +70,7 @@ struct RunOptions {
   GenerateOptions generate;
   CheckOptions check;
   int bounds_share = 8;        // every n-th program runs with LOOM_CHECK_BOUNDS=1 (0: never)
+  int gradient_share = 4;      // every n-th program is a gradient program (0: never)
   std::string replay_dir;      // where shrunk failures are written ("" : not written)
   bool stop_at_first = false;  // stop after the first failure
   bool verbose = false;        // one line per program on stderr

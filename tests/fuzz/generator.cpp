@@ -1,8 +1,11 @@
 // Random tensor programs built through the public Tensor API, so the fuzzer
 // checks what users build: the front end's decompositions, promotion and
 // broadcasting included. A step that the API refuses (loom::Error at
-// construction) is dropped and another is drawn.
+// construction) is dropped and another is drawn. A gradient program
+// (fuzz/gradient_check.hpp) computes in Float64 from continuous data, keeps
+// every operand away from a pole, and ends in a random scalar loss.
 #include "fuzz/fuzz.hpp"
+#include "fuzz/gradient_check.hpp"
 #include "fuzz/op_class.hpp"
 
 #include <loom/loom.hpp>
@@ -28,13 +31,13 @@ struct Value {
 class Generator {
  public:
   Generator(uint64_t seed, const GenerateOptions& options, Coverage* coverage)
-      : rng_(seed), options_(options), coverage_(coverage) {}
+      : rng_(seed), options_(options), gradient_(options.gradient), coverage_(coverage) {}
 
   std::vector<Tensor> program() {
     const int steps = between(1, options_.max_steps);
     values_.push_back(input_value(random_shape(), random_dtype()));
     for (int i = 0; i < steps; ++i) step();
-    return outputs();
+    return gradient_ ? gradient_outputs() : outputs();
   }
 
  private:
@@ -48,6 +51,7 @@ class Generator {
   }
 
   DType random_dtype() {
+    if (gradient_) return DType::Float64;  // finite differences need float64's precision
     static const std::vector<std::pair<DType, int>> weights{{DType::Float32, 35}, {DType::Float64, 12},
                                                             {DType::Int32, 16},   {DType::Int64, 10},
                                                             {DType::UInt8, 10},   {DType::Bool, 17}};
@@ -81,6 +85,8 @@ class Generator {
   }
 
   double random_element(DType dt, bool wide, bool specials) {
+    // Continuous values: ties and exact zeros would sit on kinks (relu, abs, max).
+    if (dt.is_float() && gradient_) return uniform(-3, 3);
     if (dt.is_float()) {
       if (specials && chance(0.02)) {
         static const std::vector<double> special{0.0,
@@ -165,6 +171,9 @@ class Generator {
   // A float operand made safe for an op whose result is ill-conditioned near 0
   // (log, division, pow): |x| + 0.5, so an approximate input cannot blow up.
   static Tensor away_from_zero(const Tensor& t) { return t.abs() + 0.5; }
+  // Where an exact operand may take a pole (division by 0, sqrt at 0): in a
+  // gradient program it never does, since an infinite derivative has nothing to agree with.
+  bool pole_allowed(const Value& x) const { return x.exact && !gradient_; }
 
   Value unary(const Value& x) {
     const Tensor& t = x.t;
@@ -183,7 +192,7 @@ class Generator {
     if (op == "exp2") return make_value(t.clamp(-40, 40).exp2());
     if (op == "log") return make_value(away_from_zero(t).log());
     if (op == "log2") return make_value(away_from_zero(t).log2());
-    if (op == "sqrt") return make_value(t.abs().sqrt());
+    if (op == "sqrt") return make_value(gradient_ ? away_from_zero(t).sqrt() : t.abs().sqrt());
     if (op == "rsqrt") return make_value(away_from_zero(t).rsqrt());
     if (op == "sin") return make_value(t.sin());
     if (op == "cos") return make_value(t.cos());
@@ -193,7 +202,8 @@ class Generator {
     if (op == "abs") return make_value(t.abs());
     if (op == "sign") return make_value(t.sign());
     if (op == "square") return make_value(t.square());
-    if (op == "reciprocal") return make_value(x.exact ? t.reciprocal() : away_from_zero(t).reciprocal());
+    if (op == "reciprocal")
+      return make_value(pole_allowed(x) ? t.reciprocal() : away_from_zero(t).reciprocal());
     if (op == "clamp")
       return make_value(t.clamp(-static_cast<double>(between(0, 3)), static_cast<double>(between(0, 5))));
     if (op == "logical_not") return make_value(t.logical_not());
@@ -233,7 +243,9 @@ class Generator {
     if (op == "mul") return make_value(a * b);
     if (op == "maximum") return make_value(a.maximum(b));
     if (op == "minimum") return make_value(a.minimum(b));
-    if (op == "div") return make_value(exact || !b.dtype().is_float() ? a / b : a / away_from_zero(b));
+    if (op == "div")
+      return make_value((pole_allowed(y) && x.exact) || !b.dtype().is_float() ? a / b
+                                                                              : a / away_from_zero(b));
     if (op == "pow") {
       if (any_float) return make_value(away_from_zero(a).pow(b.clamp(-3, 3)));
       return make_value(a.pow(b.clamp(0, 5)));
@@ -260,7 +272,10 @@ class Generator {
       case 0: note("add_scalar"); return make_value(int_scalar ? t + static_cast<int>(s) : t + s);
       case 1: note("mul_scalar"); return make_value(int_scalar ? static_cast<int>(s) * t : s * t);
       case 2: note("sub_scalar"); return make_value(int_scalar ? static_cast<int>(s) - t : t - s);
-      case 3: note("div_scalar"); return make_value(int_scalar ? t / static_cast<int>(s) : t / s);
+      case 3:
+        if (s == 0 && gradient_) throw Skip{};
+        note("div_scalar");
+        return make_value(int_scalar ? t / static_cast<int>(s) : t / s);
       case 4:
         if (!x.exact) throw Skip{};
         note("lt_scalar");
@@ -418,7 +433,8 @@ class Generator {
         return make_value(chance(0.5) ? where(cond, t, other.t) : where(cond, other.t, t));
       }
       case 3: {
-        const DType to = random_dtype();
+        const DType to =
+            gradient_ && chance(0.3) ? pick(std::vector<DType>{DType::Int32, DType::Bool}) : random_dtype();
         if (!x.exact && !to.is_float()) throw Skip{};  // float -> integer truncates: exact inputs only
         note("cast");
         return make_value(t.cast(to));
@@ -497,8 +513,34 @@ class Generator {
     return unique;
   }
 
+  // Output 0 a scalar loss of the last value and up to two others, then the assigned inputs.
+  std::vector<Tensor> gradient_outputs() {
+    std::vector<Tensor> parts{values_.back().t};
+    for (int64_t i = 0, extra = between(0, 2); i < extra; ++i) parts.push_back(pick(values_).t);
+    Tensor loss;
+    for (const auto& t : parts) loss = loss.defined() ? loss + loss_term(t) : loss_term(t);
+    note("gradient");
+    std::vector<Tensor> out{loss};
+    out.insert(out.end(), assigned_targets_.begin(), assigned_targets_.end());
+    return out;
+  }
+
+  Tensor loss_term(const Tensor& v) {
+    const Tensor t = v.dtype() == DType::Float64 ? v : v.cast(DType::Float64);
+    switch (between(0, 3)) {
+      case 0: note("loss_weighted_sum"); return (t * input(DType::Float64, t.shape())).sum();
+      case 1: note("loss_sum_of_squares"); return t.square().sum();
+      case 2: note("loss_logsumexp"); return t.reshape({-1}).logsumexp(0);
+      default:
+        if (numel(t.shape()) == 0) return t.sum();
+        note("loss_max");
+        return t.reshape({-1}).max();
+    }
+  }
+
   std::mt19937_64 rng_;
   GenerateOptions options_;
+  bool gradient_;
   Coverage* coverage_;
   std::vector<Value> values_;
   std::vector<Tensor> inputs_, assigned_targets_;
@@ -509,7 +551,12 @@ class Generator {
 
 std::string generate_program(uint64_t seed, const GenerateOptions& options, Coverage* coverage) {
   Generator g(seed, options, coverage);
-  return graph_to_text(g.program());
+  const std::string text = graph_to_text(g.program());
+  if (!options.gradient) return text;
+  const size_t header_end = text.find('\n') + 1;
+  return text.substr(0, header_end) + std::string(kGradientMarker) +
+         ": output 0 is a loss; loom-fuzz checks its gradient by every Float64 buffer\n" +
+         text.substr(header_end);
 }
 
 }  // namespace loom::fuzz

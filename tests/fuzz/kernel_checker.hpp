@@ -1,7 +1,7 @@
 #pragma once
 // The kernel-level checker: hung on libloom's pass observer (ir/pass_observer.hpp)
 // for its lifetime, it evaluates each kernel before and after every kernel-level
-// pass with the kernel-IR interpreter, on the same seeded random buffers, and
+// pass with the kernel-IR interpreter, on the same seeded random buffers (three sets), and
 // compares what every buffer holds afterwards. A pass that changes a kernel's
 // result is named with the kernel. It also records which stages ran.
 #include "fuzz/fuzz.hpp"
@@ -34,7 +34,7 @@ class KernelChecker {
   std::optional<Failure> failure_;
 };
 
-// Evaluates `before` and `after` on the same random buffers; "" if every buffer
+// Evaluates `before` and `after` on the same random buffers, three sets; "" if every buffer
 // ends equal (floats within the approximate-class tolerance), "skipped: why" if
 // the interpreter cannot run them, else what differs.
 std::string compare_kernels(const UOpPtr& before, const UOpPtr& after, uint64_t seed);

@@ -1,5 +1,6 @@
 // loom-fuzz: the differential fuzzer from the shell (docs/fuzzing.md).
-//   loom-fuzz --seed S --count N [--out DIR] [--steps K] [--bounds-share N] [--stop] [--verbose]
+//   loom-fuzz --seed S --count N [--out DIR] [--steps K] [--bounds-share N] [--gradient-share N]
+//             [--stop] [--verbose]
 //   loom-fuzz --replay FILE [--bounds]
 #include "fuzz/fuzz.hpp"
 #include "ir/planted_fault.hpp"
@@ -19,13 +20,17 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   loom-fuzz [--seed S] [--count N] [--out DIR] [--steps K] [--bounds-share N]
-            [--no-kernel-check] [--stop] [--verbose] [--coverage] [--plant-fault]
+            [--gradient-share N] [--no-kernel-check] [--stop] [--verbose] [--coverage]
+            [--plant-fault | --plant-gradient-fault]
       runs programs S, S+1, ..., S+N-1 (default: --seed 1 --count 100) against the
       reference interpreter; each failure is shrunk and written to DIR (default
       ./loom-fuzz-failures) as a replay file. --bounds-share N runs every N-th program
-      with LOOM_CHECK_BOUNDS=1 (default 8, 0: never). Exit status 1 if any failed.
+      with LOOM_CHECK_BOUNDS=1 (default 8, 0: never); --gradient-share N makes every
+      N-th program a gradient program, its loss's gradient checked against finite
+      differences (default 4, 0: never). Exit status 1 if any failed.
       --plant-fault switches on a deliberately wrong simplifier rule (float x - c
-      becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite.
+      becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite;
+      --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth).
   loom-fuzz --replay FILE [--bounds] [--no-kernel-check]
       reruns one replay (any graph file) and says whether it still fails.
 )";
@@ -80,6 +85,8 @@ int main(int argc, char** argv) {
         options.generate.max_steps = std::stoi(next());
       else if (a == "--bounds-share")
         options.bounds_share = std::stoi(next());
+      else if (a == "--gradient-share")
+        options.gradient_share = std::stoi(next());
       else if (a == "--replay")
         replay_file = next();
       else if (a == "--bounds")
@@ -94,6 +101,8 @@ int main(int argc, char** argv) {
         coverage = true;
       else if (a == "--plant-fault")
         loom::set_planted_fault(loom::PlantedFault::FlipConstantSub);
+      else if (a == "--plant-gradient-fault")
+        loom::set_planted_fault(loom::PlantedFault::DoubledSqrtGradient);
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;

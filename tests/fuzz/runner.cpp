@@ -28,7 +28,11 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     CheckOptions check = options.check;
     check.check_bounds =
         options.bounds_share > 0 && program_seed % static_cast<uint64_t>(options.bounds_share) == 0;
-    const std::string text = generate_program(program_seed, options.generate, &result.coverage);
+    GenerateOptions generate = options.generate;
+    generate.gradient =
+        options.gradient_share > 0 &&
+        program_seed % static_cast<uint64_t>(options.gradient_share) == 1 % options.gradient_share;
+    const std::string text = generate_program(program_seed, generate, &result.coverage);
     const Outcome outcome = check_graph(text, check, &result.coverage);
     ++result.programs;
     if (!outcome.valid) {

@@ -19,6 +19,7 @@ namespace {
 struct GraphFile {
   std::vector<UOpPtr> roots;            // BUFFER nodes are the file's placeholders
   std::map<int64_t, std::string> data;  // buffer number -> its `@data` line
+  std::string directives;               // comment lines that say how to check it (`# @grad`)
 };
 
 GraphFile split(const std::string& text) {
@@ -32,6 +33,8 @@ GraphFile split(const std::string& text) {
       int64_t number = -1;
       fields >> tag >> number;
       g.data[number] = line;
+    } else if (line.rfind("# @", 0) == 0) {
+      g.directives += line + '\n';
     } else if (line.rfind('#', 0) != 0) {
       graph += line + '\n';
     }
@@ -41,7 +44,7 @@ GraphFile split(const std::string& text) {
 }
 
 std::string join(const GraphFile& g) {
-  std::string out = "# loom graph 1\n" + to_text(g.roots);
+  std::string out = "# loom graph 1\n" + g.directives + to_text(g.roots);
   for (const auto& n : toposort(g.roots))
     if (n->op == Op::BUFFER)
       if (auto it = g.data.find(n->get<std::vector<int64_t>>().at(0)); it != g.data.end())

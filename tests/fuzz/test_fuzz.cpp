@@ -1,7 +1,9 @@
 // The differential fuzzer in CI: a fixed seed's programs agree with the
-// reference interpreter, a planted wrong rewrite is caught and pinned to its
-// pass within the same budget, and every shrunk failure ever found replays clean.
+// reference interpreter and their gradients with finite differences, a planted
+// wrong rewrite is caught and pinned to its pass within the same budget (and a
+// planted wrong gradient rule too), and every shrunk failure ever found replays clean.
 #include "fuzz/fuzz.hpp"
+#include "fuzz/gradient_check.hpp"
 #include "fuzz/kernel_checker.hpp"
 #include "ir/planted_fault.hpp"
 
@@ -54,6 +56,11 @@ TEST_CASE("500 fuzzed programs from a fixed seed agree with the reference interp
   for (const char* stage : {"simplify", "optimizer"}) CHECK_MESSAGE(r.coverage.stages.count(stage), stage);
   CHECK(r.coverage.kernel_checks.count("checked"));
   CHECK(r.coverage.bounds_checked > 0);
+  // Every 4th program is a gradient program; nearly all have a finite loss and are probed.
+  CHECK(r.coverage.gradients >= kCiPrograms / 5);
+  auto probes = r.coverage.gradient_checks;
+  CHECK(probes["agreed"] >= 5 * r.coverage.gradients);
+  CHECK(probes["unstable"] * 50 <= probes["agreed"]);
 }
 
 TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its pass, and shrunk") {
@@ -82,6 +89,61 @@ TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its
   // Minimal: a handful of nodes, and it passes once the fault is gone.
   CHECK(std::count(shrunk.begin(), shrunk.end(), '%') < 40);
   CHECK_FALSE(fuzz::check_graph(shrunk, {}).failure);
+}
+
+TEST_CASE("a planted wrong gradient rule is caught within the CI budget against finite differences") {
+  fuzz::RunOptions options;
+  options.stop_at_first = true;
+  fuzz::RunResult r;
+  {
+    PlantFault fault(PlantedFault::DoubledSqrtGradient);
+    r = fuzz::run(kCiSeed, kCiPrograms, options);
+  }
+  REQUIRE(r.failures.size() == 1);
+  const auto& [seed, failure] = r.failures[0];
+  MESSAGE("caught after " << r.programs << " programs: " << failure.message);
+  CHECK(failure.kind == "gradient");
+  CHECK(failure.message.find("the gradient graph itself is wrong") != std::string::npos);
+  const std::string& shrunk = r.shrunk[0];
+  MESSAGE("shrunk:\n" << shrunk);
+  CHECK(fuzz::is_gradient_program(shrunk));
+  CHECK(std::count(shrunk.begin(), shrunk.end(), '%') < 20);
+  {
+    PlantFault fault(PlantedFault::DoubledSqrtGradient);
+    const auto again = fuzz::check_graph(shrunk, {});
+    REQUIRE(again.failure);
+    CHECK(again.failure->kind == "gradient");
+  }
+  CHECK_FALSE(fuzz::check_graph(shrunk, {}).failure);
+}
+
+TEST_CASE("a gradient program: d/dx of sum(x * w) is w, checked against finite differences") {
+  // loss = sum(x * w) + sum(x^2): d/dx = w + 2x, d/dw = x. 13 elements: twelve
+  // coordinates and one random direction are probed.
+  std::vector<double> x(13), w(13);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25 * static_cast<double>(i) - 1, w[i] = 3 - 0.5 * i;
+  const Tensor tx = Tensor::from_vector(x, {13}), tw = Tensor::from_vector(w, {13});
+  std::string text = graph_to_text({(tx * tw).sum() + tx.square().sum()});
+  CHECK_FALSE(fuzz::is_gradient_program(text));
+  text = std::string(fuzz::kGradientMarker) + "\n" + text;
+  REQUIRE(fuzz::is_gradient_program(text));
+  fuzz::Coverage coverage;
+  const auto outcome = fuzz::check_graph(text, {}, &coverage);
+  CHECK(outcome.valid);
+  CHECK_FALSE(outcome.failure);
+  CHECK(coverage.gradients == 1);
+  CHECK(coverage.gradient_checks["agreed"] == 13);
+  // Not a scalar loss: the program is refused, not checked.
+  const std::string not_scalar = std::string(fuzz::kGradientMarker) + "\n" + graph_to_text({tx * 2});
+  CHECK_FALSE(fuzz::check_graph(not_scalar, {}).valid);
+  {
+    PlantFault fault(PlantedFault::DoubledSqrtGradient);
+    const std::string sqrt_loss =
+        std::string(fuzz::kGradientMarker) + "\n" + graph_to_text({(tx.abs() + 1).sqrt().sum()});
+    const auto wrong = fuzz::check_graph(sqrt_loss, {});
+    REQUIRE(wrong.failure);
+    CHECK(wrong.failure->kind == "gradient");
+  }
 }
 
 TEST_CASE("the kernel checker compares a kernel before and after a pass on the same random buffers") {

@@ -1,0 +1,187 @@
+#include "fuzz/gradient_check.hpp"
+
+#include "fuzz/compare.hpp"
+#include "src/engine.hpp"
+#include "src/tensor_node.hpp"
+#include "support/reference_interpreter.hpp"
+
+#include <loom/gradient.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace loom::fuzz {
+
+namespace {
+
+// Probes per program: this many single elements (all of them when there are
+// fewer) and, past that, one random direction over every element at once.
+constexpr size_t kCoordinates = 12;
+constexpr uint64_t kProbeSeed = 0x9e3779b97f4a7c15;  // fixed: a replay probes the same elements
+// The step is kStep * max(1, |x|): small enough that the central difference's
+// truncation error (h^2 f''' / 6) is far below the tolerance, large enough that
+// the loss's float64 rounding divided by 2h stays under kAbsolute * scale.
+constexpr double kStep = 1e-6;
+// Agreement: |loom - fd| <= kRelative * (|fd| + |loom's terms|) + kAbsolute * (1 + scale), where
+// scale is the largest finite magnitude the reference met computing the loss (rounding
+// errors of the loss are relative to its intermediate values, not to the loss).
+constexpr double kRelative = 1e-5;
+constexpr double kAbsolute = 1e-6;
+
+bool close(double a, double b, double tolerance) {
+  return std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= tolerance;
+}
+
+std::vector<double> doubles_of(const void* data, int64_t n) {
+  std::vector<double> v(static_cast<size_t>(n));
+  if (n > 0) std::memcpy(v.data(), data, v.size() * sizeof(double));
+  return v;
+}
+
+}  // namespace
+
+bool is_gradient_program(const std::string& graph_text) {
+  return graph_text.rfind(kGradientMarker, 0) == 0 ||
+         graph_text.find("\n" + std::string(kGradientMarker)) != std::string::npos;
+}
+
+std::string loss_problem(const std::vector<Tensor>& outputs) {
+  if (outputs.empty()) return "@grad: the file has no output to be the loss";
+  const Tensor& loss = outputs[0];
+  if (loss.dtype().is_float() && ref::numel(loss.shape()) == 1) return "";
+  return fmt::format("@grad: output 0 is the loss, a float tensor of one element, not {} {}",
+                     to_string(loss.dtype()), loss.shape());
+}
+
+GradientCheck::GradientCheck(const Tensor& loss) {
+  loss_ = loss.node()->uop;
+  std::vector<Tensor> wrt;
+  for (const auto& n : toposort(loss_)) {
+    if (n->op != Op::BUFFER) continue;
+    const int64_t size = n->get<std::vector<int64_t>>().at(1);
+    const auto* data = static_cast<const uint8_t*>(detail::buffer_data(n));
+    bytes_[n.get()].assign(data, data + size * n->dtype.itemsize());
+    if (n->dtype != DType::Float64) continue;
+    buffers_.push_back(n);
+    values_.push_back(doubles_of(data, size));
+    wrt.push_back(detail::make_tensor(n));
+  }
+  grads_ = gradient(loss, wrt);
+  for (const auto& g : grads_) grad_graphs_.push_back(g.node()->uop);
+  const ref::RefTensor l = ref::evaluate(
+      loss_, [&](const UOpPtr& b) -> const void* { return bytes_.at(b.get()).data(); }, {},
+      [&](const UOpPtr&, const ref::RefTensor& v) { scale_ = std::max(scale_, magnitude(v)); });
+  loss0_ = l.at(0);
+}
+
+double GradientCheck::loss_at(const Overrides& overrides) const {
+  return ref::evaluate(loss_,
+                       [&](const UOpPtr& b) -> const void* {
+                         for (const auto& [i, v] : overrides)
+                           if (buffers_[i] == b) return v.data();
+                         return bytes_.at(b.get()).data();
+                       })
+      .at(0);
+}
+
+std::vector<GradientCheck::Probe> GradientCheck::probes() const {
+  std::vector<std::pair<size_t, int64_t>> all;
+  for (size_t b = 0; b < values_.size(); ++b)
+    for (size_t e = 0; e < values_[b].size(); ++e) all.emplace_back(b, static_cast<int64_t>(e));
+  std::mt19937_64 rng(kProbeSeed);
+  std::vector<Probe> out;
+  if (all.size() > kCoordinates) {
+    Probe direction{fmt::format("a random direction over all {} elements of {} buffer{}", all.size(),
+                                values_.size(), values_.size() == 1 ? "" : "s"),
+                    {}};
+    std::uniform_real_distribution<double> weight(-1, 1);
+    for (const auto& [b, e] : all) direction.terms.push_back({b, e, weight(rng)});
+    out.push_back(std::move(direction));
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(kCoordinates);
+  }
+  for (const auto& [b, e] : all)
+    out.push_back({fmt::format("element {} of Float64 input {} (of {} elements; inputs in graph order)", e, b,
+                               values_[b].size()),
+                   {{b, e, 1.0}}});
+  return out;
+}
+
+double GradientCheck::step_for(const Probe& p) const {
+  double largest = 1;
+  for (const Term& t : p.terms)
+    largest = std::max(largest, std::abs(values_[t.buffer][static_cast<size_t>(t.element)]));
+  return kStep * largest;
+}
+
+double GradientCheck::finite_difference(const Probe& p, double step) const {
+  Overrides plus, minus;
+  for (const Term& t : p.terms) {
+    if (!plus.count(t.buffer)) plus[t.buffer] = minus[t.buffer] = values_[t.buffer];
+    plus[t.buffer][static_cast<size_t>(t.element)] += step * t.weight;
+    minus[t.buffer][static_cast<size_t>(t.element)] -= step * t.weight;
+  }
+  return (loss_at(plus) - loss_at(minus)) / (2 * step);
+}
+
+double GradientCheck::along(const Probe& p, const std::vector<std::vector<double>>& grads) {
+  double sum = 0;
+  for (const Term& t : p.terms) sum += t.weight * grads[t.buffer][static_cast<size_t>(t.element)];
+  return sum;
+}
+
+std::optional<Failure> GradientCheck::check(Coverage* coverage) const {
+  auto count = [&](const char* outcome) {
+    if (coverage) ++coverage->gradient_checks[outcome];
+  };
+  if (buffers_.empty()) return std::nullopt;
+  if (!std::isfinite(loss0_)) {
+    count("loss not finite");
+    return std::nullopt;
+  }
+  if (coverage) ++coverage->gradients;
+  std::vector<std::vector<double>> got;
+  for (const auto& g : grads_) got.push_back(realized(g).f);
+  for (const Probe& p : probes()) {
+    const double mine = along(p, got), h = step_for(p), fd = finite_difference(p, h);
+    double magnitude = 0;
+    for (const Term& t : p.terms)
+      magnitude += std::abs(t.weight * got[t.buffer][static_cast<size_t>(t.element)]);
+    const double tolerance =
+        kRelative * (std::abs(fd) + (std::isfinite(magnitude) ? magnitude : 0)) + kAbsolute * (1 + scale_);
+    if (close(mine, fd, tolerance)) {
+      count("agreed");
+      continue;
+    }
+    // A kink or a jump within the step (or a loss too ill-conditioned here): the
+    // difference quotient depends on the step and is no derivative to compare with.
+    const double fd4 = finite_difference(p, 4 * h);
+    if (!close(fd, fd4, tolerance)) {
+      count("unstable");
+      continue;
+    }
+    std::vector<std::vector<double>> by_reference;
+    for (const auto& g : grad_graphs_)
+      by_reference.push_back(
+          ref::evaluate(g, [&](const UOpPtr& b) -> const void* { return bytes_.at(b.get()).data(); }).f);
+    const double reference = along(p, by_reference);
+    return Failure{
+        "gradient",
+        fmt::format(
+            "d(loss)/d({}): loom's gradient gives {}, central differences give {} (step {:.3g}) and {} "
+            "(step {:.3g}), tolerance {:.3g}; the reference interpreter on loom's gradient graph gives {}: "
+            "{}",
+            p.name, mine, fd, h, fd4, 4 * h, tolerance, reference,
+            close(reference, fd, tolerance)
+                ? "the gradient graph is right and its compiled code is not"
+                : "the gradient graph itself is wrong (a rule of src/gradient.cpp)")};
+  }
+  return std::nullopt;
+}
+
+}  // namespace loom::fuzz

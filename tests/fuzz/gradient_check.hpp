@@ -1,0 +1,69 @@
+#pragma once
+// The fuzzer's gradient check (docs/fuzzing.md, "Gradients"). A gradient
+// program is a graph file with the line `# @grad`; its output 0 is a float
+// scalar loss. loom's gradient of the loss with respect to every Float64 buffer
+// it reads (loom::gradient, compiled and run like any graph) is compared in
+// float64 with central finite differences of the loss, which the reference
+// interpreter evaluates at x + h and x - h: it has no autodiff, so nothing of
+// src/gradient.cpp is checked against itself.
+#include "fuzz/fuzz.hpp"
+#include "ir/uop.hpp"
+
+#include <loom/tensor.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::fuzz {
+
+// The line that makes a graph file a gradient program.
+inline constexpr std::string_view kGradientMarker = "# @grad";
+bool is_gradient_program(const std::string& graph_text);
+// Why `outputs` cannot be a gradient program's ("" if output 0 is a float scalar).
+std::string loss_problem(const std::vector<Tensor>& outputs);
+
+class GradientCheck {
+ public:
+  // Builds the lazy gradients of `loss` and keeps a copy of every buffer it
+  // reads: call it before realize, which may write into them (assign). The
+  // loss is a float scalar (loss_problem).
+  explicit GradientCheck(const Tensor& loss);
+
+  // To realize in the same schedule as the program's outputs, as backward() would.
+  const std::vector<Tensor>& gradients() const { return grads_; }
+
+  // After realize: each probe's directional derivative from loom's gradients
+  // against finite differences; the first disagreement, if any.
+  std::optional<Failure> check(Coverage* coverage) const;
+
+ private:
+  struct Term {
+    size_t buffer;
+    int64_t element;
+    double weight;
+  };
+  struct Probe {
+    std::string name;
+    std::vector<Term> terms;
+  };
+  using Overrides = std::map<size_t, std::vector<double>>;  // buffer -> perturbed elements
+
+  std::vector<Probe> probes() const;
+  double loss_at(const Overrides& overrides) const;
+  double finite_difference(const Probe& p, double step) const;
+  double step_for(const Probe& p) const;
+  static double along(const Probe& p, const std::vector<std::vector<double>>& grads);
+
+  UOpPtr loss_;
+  std::vector<UOpPtr> buffers_;                       // the Float64 buffers: what the gradient is by
+  std::vector<std::vector<double>> values_;           // their elements before realize
+  std::map<const UOp*, std::vector<uint8_t>> bytes_;  // every buffer the loss reads, before realize
+  std::vector<Tensor> grads_;
+  std::vector<UOpPtr> grad_graphs_;  // the gradients' graphs, for the reference's opinion
+  double loss0_ = 0, scale_ = 0;     // the loss at x, the largest finite magnitude on its way
+};
+
+}  // namespace loom::fuzz
