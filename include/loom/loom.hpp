@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a loom program uses.
+#include <loom/checkpoint.hpp>
 #include <loom/context.hpp>
 #include <loom/debug.hpp>
 #include <loom/dtype.hpp>

@@ -6,16 +6,9 @@
 #include <string>
 
 using namespace loom;
+using test::check_message;
 using test::error_of;
 using test::make;
-
-namespace {
-void check_message(const std::string& msg, std::initializer_list<const char*> parts) {
-  CHECK_MESSAGE(!msg.empty(), "no loom::Error was thrown");
-  for (const char* p : parts)
-    CHECK_MESSAGE(msg.find(p) != std::string::npos, "'" << p << "' missing from: " << msg);
-}
-}  // namespace
 
 TEST_CASE("every kind of bad input gets a loom::Error that names the op and what was wrong") {
   Tensor a = make(DType::Float32, {1, 2, 3, 4, 5, 6}, {2, 3});

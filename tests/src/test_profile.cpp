@@ -17,7 +17,7 @@ using test::make;
 
 namespace {
 
-nlohmann::json load(const std::filesystem::path& path) {
+nlohmann::json load_trace(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);  // throws (and fails the test) unless the whole file is JSON
 }
@@ -42,7 +42,7 @@ TEST_CASE("LOOM_PROFILE writes scheduling, stages, compilation and kernel runs, 
     Tensor y = (a * 5.125 - 2).exp().sum(1);
     y.realize();
   }
-  const nlohmann::json trace = load(path);
+  const nlohmann::json trace = load_trace(path);
   REQUIRE(events(trace, "schedule").size() == 1);
   std::set<std::string> stages;
   for (const auto& e : events(trace, "stage")) stages.insert(e.at("name"));
@@ -83,7 +83,7 @@ TEST_CASE("LOOM_PROFILE writes scheduling, stages, compilation and kernel runs, 
     Tensor z = (a * 5.125 - 2).exp().sum(1);  // cached: runs without compiling
     z.realize();
   }
-  const nlohmann::json again = load(path);
+  const nlohmann::json again = load_trace(path);
   CHECK(events(again, "run").size() == 2);
   CHECK(events(again, "compile").size() == 1);
   std::filesystem::remove(path);
