@@ -329,6 +329,10 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
       pending.push_back(n);
     }
   if (targets.empty()) return;
+  for (auto& holder : assigns_reached(targets, pending)) {  // realized with the graph that reads them
+    targets.push_back(holder->uop);
+    pending.push_back(std::move(holder));
+  }
   const std::vector<UOpPtr> into = in_place_buffers(targets);
   realize_targets(pending, targets, into);
   keep_graphs(kept);

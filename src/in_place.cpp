@@ -3,7 +3,9 @@
 #include "schedule/schedule.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace loom::detail {
 
@@ -41,6 +43,66 @@ std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets) {
       if (!read_later[pos.at(buffer.get())]) into[i] = buffer;
     }
   return into;
+}
+
+namespace {
+// The assigns not yet realized, each with the tensor holding it. An entry
+// whose ASSIGN node died can no longer be reached by any graph and is dropped.
+class PendingAssigns {
+ public:
+  static PendingAssigns& get() {
+    static PendingAssigns* p = new PendingAssigns();  // never destroyed: tensors may outlive statics
+    return *p;
+  }
+  void add(const std::shared_ptr<TensorNode>& holder) {
+    std::lock_guard lock(mu_);
+    entries_.push_back({holder->uop, holder});
+    if (entries_.size() >= prune_at_) {
+      prune();
+      prune_at_ = std::max<size_t>(64, 2 * entries_.size());
+    }
+  }
+  // Live (ASSIGN, holder) pairs.
+  std::vector<std::pair<UOpPtr, std::shared_ptr<TensorNode>>> live() {
+    std::lock_guard lock(mu_);
+    prune();
+    std::vector<std::pair<UOpPtr, std::shared_ptr<TensorNode>>> out;
+    for (const auto& e : entries_)
+      if (auto a = e.assign.lock())
+        if (auto h = e.holder.lock()) out.emplace_back(std::move(a), std::move(h));
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const UOp> assign;
+    std::weak_ptr<TensorNode> holder;
+  };
+  void prune() {
+    std::erase_if(entries_, [](const Entry& e) { return e.assign.expired() || e.holder.expired(); });
+  }
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+  size_t prune_at_ = 64;
+};
+}  // namespace
+
+void note_assign(const std::shared_ptr<TensorNode>& holder) { PendingAssigns::get().add(holder); }
+
+std::vector<std::shared_ptr<TensorNode>> assigns_reached(
+    const std::vector<UOpPtr>& targets, const std::vector<std::shared_ptr<TensorNode>>& pending) {
+  const auto live = PendingAssigns::get().live();
+  if (live.empty()) return {};
+  std::unordered_set<const UOp*> assigns;
+  for (const auto& n : toposort(targets))
+    if (n->op == Op::ASSIGN) assigns.insert(n.get());
+  std::vector<std::shared_ptr<TensorNode>> out;
+  for (const auto& [assign, holder] : live)
+    if (assigns.count(assign.get()) && holder->uop == assign &&
+        std::find(pending.begin(), pending.end(), holder) == pending.end() &&
+        std::find(out.begin(), out.end(), holder) == out.end())
+      out.push_back(holder);
+  return out;
 }
 
 }  // namespace loom::detail

@@ -7,6 +7,7 @@
 #include "runtime/executor.hpp"
 #include "schedule/schedule.hpp"
 #include "src/autograd.hpp"
+#include "src/in_place.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -71,6 +72,7 @@ Tensor& Tensor::assign(const Tensor& value) {
   // A view of another buffer is copied, never aliased.
   UOpPtr copy = is_buffer_view(v) ? UOp::make(Op::CONTIGUOUS, v->dtype, {v}) : v;
   node_->uop = UOp::make(Op::ASSIGN, v->dtype, {target, copy});
+  detail::note_assign(node_);
   return *this;
 }
 

@@ -46,6 +46,13 @@ inline std::vector<double> values(const Tensor& t) {
   return {};
 }
 
+// The base address of a realized tensor's buffer: the same address before and
+// after an assign means the write happened in place.
+inline const void* buffer_address(const Tensor& t) {
+  const UOpPtr& v = t.node()->uop;
+  return detail::buffer_data(v->op == Op::RESHAPE ? v->src[0] : v);
+}
+
 // A tensor of `dt` holding `v` (converted like a C++ static_cast).
 inline Tensor make(DType dt, const std::vector<double>& v, Shape shape) {
   auto conv = [&]<class T>(T) {

@@ -12,16 +12,10 @@
 #include <thread>
 
 using namespace loom;
+using test::buffer_address;
 using test::check_values;
 using test::iota;
 using test::make;
-
-namespace {
-const void* buffer_address(const Tensor& t) {
-  const UOpPtr& v = t.node()->uop;
-  return detail::buffer_data(v->op == Op::RESHAPE ? v->src[0] : v);
-}
-}  // namespace
 
 TEST_CASE("a fused expression runs as exactly one kernel") {
   Tensor a = make(DType::Float32, iota(64), {8, 8}), b = make(DType::Float32, iota(64, -1), {8, 8}),

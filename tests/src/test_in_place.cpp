@@ -3,16 +3,12 @@
 // schedule read it (they run first).
 #include "check.hpp"
 
+#include "schedule/schedule.hpp"
+
 using namespace loom;
+using test::buffer_address;
 using test::check_values;
 using test::make;
-
-namespace {
-const void* buffer_address(const Tensor& t) {
-  const UOpPtr& v = t.node()->uop;
-  return detail::buffer_data(v->op == Op::RESHAPE ? v->src[0] : v);
-}
-}  // namespace
 
 TEST_CASE("a lazy tensor built from the old value keeps it, through any depth of graph") {
   Tensor a = make(DType::Float32, {1, 2, 3}, {3});
@@ -85,4 +81,29 @@ TEST_CASE("a sum of the old weights realized with their assign runs first; the w
   CHECK(buffer_address(w) == before);
   check_values(total * 1, {10});
   check_values(w * 1, {10, 20, 30, 40});
+}
+
+TEST_CASE("an assign reached through another tensor's graph is realized into its own tensor, in place") {
+  Tensor cache = make(DType::Float32, {1, 2, 3}, {3});
+  const void* before = buffer_address(cache);
+  for (int step = 1; step <= 3; ++step) {
+    cache.assign(cache + 1);
+    Tensor y = cache * 2;  // only y is asked for
+    check_values(y, {2.0 + 2 * step, 4.0 + 2 * step, 6.0 + 2 * step});
+    REQUIRE(is_buffer_view(cache.node()->uop));  // the assign happened: no graph left to grow
+    CHECK(buffer_address(cache) == before);
+  }
+  check_values(cache * 1, {4, 5, 6});
+}
+
+TEST_CASE("an assign whose tensor is gone is computed like any other node") {
+  Tensor base = make(DType::Float32, {1, 2}, {2});
+  Tensor y;
+  {
+    Tensor alias = base.reshape({2});  // another handle that is assigned, then dropped
+    alias.assign(alias * 10);
+    y = alias + 1;
+  }
+  check_values(y, {11, 21});
+  check_values(base * 1, {1, 2});  // base never held the assign
 }
