@@ -340,3 +340,33 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
 }
 
 }  // namespace loom::detail
+
+namespace loom {
+
+std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors) {
+  std::vector<UOpPtr> targets;
+  for (const auto& t : tensors) {
+    if (!t.defined()) throw Error("schedule_of: a tensor is undefined (default-constructed)");
+    if (!is_buffer_view(t.node()->uop)) targets.push_back(t.node()->uop);
+  }
+  if (targets.empty()) return {};
+  const detail::GraphSignature sig = detail::sign_graph(targets);
+  const detail::Plan plan = detail::plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
+  std::vector<ScheduledKernelInfo> out;
+  for (const auto& k : plan.kernels) {
+    ScheduledKernelInfo info{k.name, {}};
+    for (uint32_t slot : k.args) {
+      if (slot < plan.inputs) {
+        const UOpPtr& b = sig.buffer(slot);
+        info.buffers.push_back({b->dtype.base(), b->get<std::vector<int64_t>>().at(1)});
+      } else {
+        const detail::PlanBuffer& a = plan.allocations[slot - plan.inputs];
+        info.buffers.push_back({a.dtype, a.size});
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+}  // namespace loom

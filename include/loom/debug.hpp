@@ -1,6 +1,11 @@
 #pragma once
-// Counters that tests and tools read to see what the engine did.
+// Counters that tests and tools read to see what the engine did, and a look
+// at the kernels a realize would run.
+#include <loom/tensor.hpp>
+
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace loom {
 
@@ -21,6 +26,21 @@ struct Counters {
 };
 Counters counters();
 void reset_counters();
+
+// One kernel of a schedule: its name (as LOOM_DEBUG prints it) and the buffers
+// it binds, slot 0 its output, then each buffer it reads.
+struct ScheduledBuffer {
+  DType dtype;
+  int64_t numel;
+};
+struct ScheduledKernelInfo {
+  std::string name;
+  std::vector<ScheduledBuffer> buffers;
+};
+// The kernels realizing `tensors` together would run, in order, without
+// running, compiling or allocating anything: the tensors stay lazy. Shows
+// which intermediate tensors a graph materialises (their buffer sizes).
+std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors);
 
 namespace detail {
 void count_kernel_compiled();

@@ -174,3 +174,26 @@ TEST_CASE("the live counts in Counters follow tensors, buffers and cached kernel
   CHECK(counters().live_buffers == before.live_buffers);
   CHECK(counters().live_buffer_bytes == before.live_buffer_bytes);
 }
+
+TEST_CASE("schedule_of lists the kernels a realize would run and the buffers they bind, running nothing") {
+  Tensor x = make(DType::Float32, iota(12), {3, 4});
+  Tensor y = x.softmax(1);
+  const Counters before = counters();
+  const std::vector<ScheduledKernelInfo> kernels = schedule_of({y});
+  CHECK(counters().kernels_compiled == before.kernels_compiled);
+  CHECK(counters().kernels_executed == before.kernels_executed);
+  CHECK(!is_buffer_view(y.node()->uop));  // still lazy
+  REQUIRE(kernels.size() >= 2);           // the row max and sum come before the division
+  const ScheduledKernelInfo& last = kernels.back();
+  CHECK(last.buffers.at(0).numel == 12);  // the result
+  CHECK(last.buffers.at(0).dtype == DType::Float32);
+  bool reads_x = false;
+  for (const auto& k : kernels) {
+    CHECK(!k.name.empty());
+    for (size_t slot = 1; slot < k.buffers.size(); ++slot) reads_x |= k.buffers[slot].numel == 12;
+  }
+  CHECK(reads_x);
+  y.realize();
+  CHECK(counters().kernels_executed - before.kernels_executed == kernels.size());
+  CHECK(schedule_of({y}).empty());  // realized: nothing left to run
+}

@@ -13,7 +13,7 @@
 using namespace loom;
 
 namespace {
-Schedule schedule_of(const std::vector<Tensor>& targets) {
+Schedule kernel_asts_of(const std::vector<Tensor>& targets) {
   std::vector<UOpPtr> roots;
   for (const Tensor& t : targets) roots.push_back(t.node()->uop);
   gb::FakeBuffers fb;
@@ -46,7 +46,7 @@ TEST_CASE("the gradient of x.sum() with respect to x is one fill kernel: no redu
   for (int64_t n : {int64_t{4096}, int64_t{1} << 20}) {
     const Tensor x = ramp(n);
     const Tensor g = gradient(x.sum(), {x})[0];
-    const Schedule s = schedule_of({g});
+    const Schedule s = kernel_asts_of({g});
     CHECK(s.kernels.size() <= 1);
     CHECK(nodes_of(s, Op::REDUCE).empty());
     CHECK(nodes_of(s, Op::LOAD).empty());
@@ -62,7 +62,7 @@ TEST_CASE("the L2 norm and its gradient together: at most 2 kernels and exactly 
     const Tensor x = ramp(n);
     const Tensor norm = x.square().sum().sqrt();
     const Tensor g = gradient(norm, {x})[0];
-    const Schedule s = schedule_of({norm, g});
+    const Schedule s = kernel_asts_of({norm, g});
     CHECK(s.kernels.size() <= 2);
     const std::vector<UOpPtr> reduces = nodes_of(s, Op::REDUCE);
     REQUIRE(reduces.size() == 1);
@@ -85,7 +85,7 @@ TEST_CASE("through backward() and grad(), as a training step reads them: the sam
   Tensor x = ramp(1 << 16).requires_grad_();
   const Tensor norm = x.square().sum().sqrt();
   norm.backward();
-  const Schedule s = schedule_of({norm, x.grad()});
+  const Schedule s = kernel_asts_of({norm, x.grad()});
   CHECK(s.kernels.size() <= 2);
   CHECK(nodes_of(s, Op::REDUCE).size() == 1);
   const auto before = counters().kernels_executed;
@@ -99,7 +99,7 @@ TEST_CASE("backward of a matmul loss reuses the forward's reduce: one REDUCE per
   const Tensor x = Tensor::rand({64, 32}), w = Tensor::rand({32, 16});
   const Tensor loss = x.matmul(w).relu().sum();
   const Tensor gw = gradient(loss, {w})[0];
-  const Schedule s = schedule_of({loss, gw});
+  const Schedule s = kernel_asts_of({loss, gw});
   const std::vector<UOpPtr> reduces = nodes_of(s, Op::REDUCE);
   int64_t over_k = 0, over_m = 0;  // the forward's sum over 32, the gradient's over 64 rows
   for (const UOpPtr& r : reduces) {
