@@ -167,6 +167,18 @@ bool depends_on_leaf(const TensorNode& n, const Index& idx) {
          gradient_reaches(walk_root(n), idx.leaf_set, idx.behind);
 }
 
+// Was the graph behind this realized tensor dropped by backward()? Then nothing can be
+// differentiated through it again (PyTorch without retain_graph).
+bool released(const TensorNode& n) {
+  return n.backward_done && is_buffer_view(n.uop) && !graph_behind(n.uop);
+}
+std::string released_message(const char* op) {
+  return fmt::format(
+      "{}: the graph behind this tensor was released by an earlier backward() (it was realized before "
+      "that); build it again to differentiate it again",
+      op);
+}
+
 // Is `buffer` the identity of a leaf other than `self`?
 bool taken(const UOpPtr& buffer, const TensorNode* self) {
   for (const auto& n : Tracked::get().live().first)
@@ -214,11 +226,9 @@ void Tensor::backward() const {
   const std::vector<UOpPtr> grads =
       gradients(root, const_tensor(1, root->dtype, *root->shape()), idx.leaf_keys, idx.behind, true);
   if (std::none_of(grads.begin(), grads.end(), [](const UOpPtr& g) { return g != nullptr; }))
-    throw Error(n.backward_done && is_buffer_view(n.uop)
-                    ? "backward: the graph behind this tensor was released by an earlier backward() (it "
-                      "was realized before that); build the loss again for another backward()"
-                    : "backward: the tensor does not depend on any tensor that requires a gradient (call "
-                      "requires_grad_() on the parameters, and build the loss outside NoGrad)");
+    throw Error(released(n) ? released_message("backward")
+                            : "backward: the tensor does not depend on any tensor that requires a gradient "
+                              "(call requires_grad_() on the parameters, and build the loss outside NoGrad)");
   for (size_t i = 0; i < grads.size(); ++i)
     if (grads[i]) accumulate(*idx.leaves[i], reshape_uop(grads[i], *idx.leaves[i]->uop->shape()));
   n.backward_done = true;
@@ -238,6 +248,7 @@ Tensor Tensor::detach() const { return make_tensor(detach_uop(uop(*this, "detach
 // ---- functional gradient and NoGrad ----------------------------------------------------------------
 std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& wrt) {
   check_one_float_element(uop(target, "gradient"), "gradient");
+  if (released(*target.node())) throw Error(released_message("gradient"));
   std::vector<UOpPtr> keys;
   for (size_t i = 0; i < wrt.size(); ++i) {
     const UOpPtr& w = uop(wrt[i], "gradient");

@@ -51,6 +51,8 @@ TEST_CASE("backward after the loss was realized: the graph behind it is kept, th
   CHECK(values(w.grad()) == std::vector<float>{2, 4, 6});
   // Like PyTorch without retain_graph, the graph went with the first backward().
   CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("released by an earlier backward()"), Error);
+  CHECK_THROWS_WITH_AS(gradient(loss, {w}),
+                       doctest::Contains("gradient: the graph behind this tensor was released"), Error);
   // A lazy loss keeps its graph in itself: backward() twice accumulates twice.
   w.zero_grad();
   const Tensor lazy = (w * 2).sum();
@@ -169,8 +171,8 @@ TEST_CASE("errors name the op and say what was expected") {
   CHECK_THROWS_WITH_AS(gradient(w.sum(), {Tensor::arange(3)}), doctest::Contains("wrt[0] has dtype Int32"),
                        Error);
   CHECK_THROWS_WITH_AS(Tensor().backward(), doctest::Contains("backward: the tensor is undefined"), Error);
-  CHECK_THROWS_WITH_AS(Tensor().requires_grad_(), doctest::Contains("requires_grad_: the tensor is undefined"),
-                       Error);
+  CHECK_THROWS_WITH_AS(Tensor().requires_grad_(),
+                       doctest::Contains("requires_grad_: the tensor is undefined"), Error);
   CHECK_THROWS_WITH_AS(Tensor().requires_grad(), doctest::Contains("requires_grad: the tensor is undefined"),
                        Error);
   CHECK_THROWS_WITH_AS(Tensor().grad(), doctest::Contains("grad: the tensor is undefined"), Error);
