@@ -1,9 +1,11 @@
 #pragma once
 // codegen/'s interface to the engine: kernel AST in, optimised kernel AST and
 // LLVM IR text out. No LLVM types here; docs/kernel-ir.md is the contract.
+#include "ir/flags.hpp"
 #include "ir/uop.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace loom {
@@ -15,6 +17,18 @@ struct OptimizerOptions {
 // Chooses per kernel which output range runs across threads (kind `parallel`)
 // and, later, SIMD upcasts, unrolls and tiles. Records its choices as RANGE kinds.
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {});
+
+// Every REDUCE becomes an accumulator register (DEFINE_REG) with its updates
+// ordered by AFTER, so the linearizer only places what it is given.
+UOpPtr lower_reduce(const UOpPtr& kernel);
+
+// The kernel passes in order (docs/pipeline.md): optimizer, lower_reduce. Each
+// is reported to the pass observers (ir/pass_observer.hpp) under its name;
+// LOOM_DISABLE may switch off `optimizer` (as LOOM_NOOPT does). The result is
+// what the linearizer and the emitter take.
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags);
+// The names of the passes lower_kernel runs, in order.
+const std::vector<std::string_view>& kernel_pass_names();
 
 // Iterations of the kernel's parallel range for these variable values, 1 if none.
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);

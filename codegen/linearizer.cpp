@@ -3,7 +3,10 @@
 // inner loop that asked for it, then flattened into the instruction list.
 #include "codegen/linearizer.hpp"
 
+#include "codegen/open_ranges.hpp"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
@@ -17,16 +20,12 @@ std::string_view linear_kind_name(LinearKind k) {
     case LinearKind::LoopBegin: return "LOOP";
     case LinearKind::LoopEnd: return "ENDLOOP";
     case LinearKind::Value: return "VALUE";
-    case LinearKind::AccInit: return "ACC_INIT";
-    case LinearKind::AccFold: return "ACC_FOLD";
     case LinearKind::Store: return "STORE";
   }
   return "?";
 }
 
 namespace {
-
-using RangeSet = std::vector<const UOp*>;  // sorted
 
 struct Block;
 struct Item {
@@ -47,35 +46,15 @@ struct Block {
 
 std::string range_name(const UOp& r) { return fmt::format("r{}", r.get<AxisArg>().id); }
 
-// Ranges each node depends on that are still open where the node is used:
-// a REDUCE closes its own reduce ranges.
-std::unordered_map<const UOp*, RangeSet> live_ranges(const UOpPtr& kernel) {
-  std::unordered_map<const UOp*, RangeSet> live;
-  for (const auto& n : toposort(kernel)) {
-    RangeSet set;
-    for (const auto& s : n->src) {
-      const RangeSet& add = live.at(s.get());
-      RangeSet merged;
-      std::set_union(set.begin(), set.end(), add.begin(), add.end(), std::back_inserter(merged));
-      set = std::move(merged);
-    }
-    if (n->op == Op::RANGE) set.insert(std::lower_bound(set.begin(), set.end(), n.get()), n.get());
-    if (n->op == Op::REDUCE)
-      for (size_t i = 1; i < n->src.size(); ++i) std::erase(set, n->src[i].get());
-    live.emplace(n.get(), std::move(set));
-  }
-  return live;
-}
-
 class Builder {
  public:
-  explicit Builder(const UOpPtr& kernel) : live_(live_ranges(kernel)) { open_.push_back(&root_); }
+  explicit Builder(const UOpPtr& kernel) : live_(kernel) { open_.push_back(&root_); }
 
   void effect(const UOpPtr& u);
   std::vector<LinearInst> flatten() const;
 
  private:
-  std::unordered_map<const UOp*, RangeSet> live_;
+  mutable OpenRanges live_;
   Block root_;
   std::vector<Block*> open_;  // open_[0] = &root_, then the open loops, outermost first
 
@@ -86,14 +65,15 @@ class Builder {
   void close_loop();
   void value(const UOpPtr& u);
   void place(const UOpPtr& u);
-  void reduce(const UOpPtr& u);
+  void place_store(const UOpPtr& u);
+  void place_end(const UOpPtr& u);
   void flatten_into(const Block& b, int depth, std::vector<LinearInst>& out) const;
 };
 
 // The outermost block where every live range of `u` is open.
 size_t Builder::depth_of(const UOpPtr& u) const {
   size_t depth = 0, found = 0;
-  const RangeSet& need = live_.at(u.get());
+  const RangeSet& need = live_(u);
   for (size_t i = 1; i < open_.size(); ++i)
     if (std::binary_search(need.begin(), need.end(), open_[i]->range.get())) depth = i, ++found;
   if (found != need.size())
@@ -138,24 +118,29 @@ void Builder::close_loop() {
 }
 
 // Makes `u` available in the innermost open loop: places it and, first, every
-// source it needs that is not placed yet. Iterative over the sources so a deep
-// expression does not exhaust the stack; REDUCE is placed as a unit.
+// source it needs that is not placed yet, effects it waits for included.
+// Iterative over the sources so a deep expression does not exhaust the stack;
+// an END is placed as a unit (its loops, then its body inside them).
 void Builder::value(const UOpPtr& u) {
   if (is_placed(u)) return;
   std::vector<std::pair<UOpPtr, size_t>> stack{{u, 0}};  // node, next source to visit
   std::unordered_set<const UOp*> seen{u.get()};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    const bool descend = node->op != Op::REDUCE;
-    if (descend && next < node->src.size()) {
+    if (node->op == Op::REDUCE)
+      throw Error(fmt::format("linearize: REDUCE {} must be lowered to an accumulator first (lower_reduce)",
+                              to_string(node->dtype)));
+    if (node->op != Op::END && next < node->src.size()) {
       const UOpPtr& s = node->src[next++];
       if (!is_placed(s) && seen.insert(s.get()).second) stack.emplace_back(s, 0);
       continue;
     }
     const UOpPtr done = node;
     stack.pop_back();
-    if (done->op == Op::REDUCE)
-      reduce(done);
+    if (done->op == Op::END)
+      place_end(done);
+    else if (done->op == Op::STORE)
+      place_store(done);
     else
       place(done);
   }
@@ -163,10 +148,8 @@ void Builder::value(const UOpPtr& u) {
 
 void Builder::place(const UOpPtr& u) {
   switch (u->op) {
-    case Op::STORE:
-    case Op::END:
     case Op::SINK:
-      throw Error(fmt::format("linearize: {} is an effect but is used as a value", op_name(u->op)));
+      throw Error(fmt::format("linearize: {} is the kernel's root but is used as a value", op_name(u->op)));
     default: break;
   }
   Block& b = *open_[depth_of(u)];
@@ -174,19 +157,22 @@ void Builder::place(const UOpPtr& u) {
   b.placed.insert(u.get());
 }
 
-// acc = identity; loops over the reduce ranges { acc = op(acc, value) }; read acc.
-// All of it goes in the block where the REDUCE's result is placed, so the loops
-// open there, and deeper open loops are set aside meanwhile.
-void Builder::reduce(const UOpPtr& u) {
+// A STORE something waits for (an accumulator's update): once per iteration of
+// the loops its index and value need, so in the outermost block that has them.
+void Builder::place_store(const UOpPtr& u) {
+  Block& b = *open_[depth_of(u)];
+  add(b, LinearKind::Store, u);
+  b.placed.insert(u.get());
+}
+
+// An END something waits for (an accumulator's loop): its loops open in the
+// block where the END is placed, and deeper open loops are set aside meanwhile.
+void Builder::place_end(const UOpPtr& u) {
   const size_t depth = depth_of(u);
   std::vector<Block*> deeper(open_.begin() + static_cast<std::ptrdiff_t>(depth) + 1, open_.end());
   open_.resize(depth + 1);
-  add(*open_.back(), LinearKind::AccInit, u);
-  for (size_t i = 1; i < u->src.size(); ++i) open_loop(u->src[i]);
-  value(u->src.at(0));
-  add(*open_.back(), LinearKind::AccFold, u);
-  for (size_t i = 1; i < u->src.size(); ++i) close_loop();
-  place(u);
+  effect(u);
+  open_[depth]->placed.insert(u.get());
   open_.insert(open_.end(), deeper.begin(), deeper.end());
 }
 
@@ -229,10 +215,15 @@ std::string const_text(const UOp& c) {
 
 struct Namer {
   std::unordered_map<const UOp*, std::string> names;
-  int values = 0, accs = 0;
+  int values = 0, stores = 0;
   std::string operator()(const UOpPtr& u) const {
     if (u->op == Op::CONST) return const_text(*u);
     if (u->op == Op::RANGE) return range_name(*u);
+    if (u->op == Op::END) {  // an effect an AFTER waits for: its loops
+      std::string loops;
+      for (size_t i = 1; i < u->src.size(); ++i) loops += (i > 1 ? " " : "") + (*this)(u->src[i]);
+      return "end(" + loops + ")";
+    }
     auto it = names.find(u.get());
     return it == names.end() ? "?" : it->second;
   }
@@ -248,26 +239,18 @@ std::string inst_text(const LinearInst& inst, Namer& name) {
       return fmt::format("LOOP {} {} [0, {})", name(inst.uop), axis_kind_name(axis.kind), name(u.src[0]));
     }
     case LinearKind::LoopEnd: return "ENDLOOP " + name(inst.uop);
-    case LinearKind::AccInit: {
-      std::string acc = fmt::format("acc{}", name.accs++);
-      name.names[inst.uop.get()] = acc;
-      return fmt::format("{} = ACC_INIT {} {}", acc, to_string(u.dtype), op_name(u.get<ReduceArg>().op));
+    case LinearKind::Store: {
+      name.names[inst.uop.get()] = fmt::format("store{}", name.stores++);
+      return fmt::format("STORE {}, {}", name(u.src[0]), name(u.src[1]));
     }
-    case LinearKind::AccFold:
-      return fmt::format("{0} = {1} {0}, {2}", name(inst.uop), op_name(u.get<ReduceArg>().op),
-                         name(u.src[0]));
-    case LinearKind::Store: return fmt::format("STORE {}, {}", name(u.src[0]), name(u.src[1]));
     case LinearKind::Value: break;
   }
-  std::string text;
-  if (u.op == Op::REDUCE) {
-    text = fmt::format("= {} {}", to_string(u.dtype), name(inst.uop));  // the accumulator's value
-  } else {
-    text = fmt::format("= {} {}", op_name(u.op), to_string(u.dtype));
-    for (size_t i = 0; i < u.src.size(); ++i) text += (i ? ", " : " ") + name(u.src[i]);
-    if (u.op == Op::DEFINE_GLOBAL) text += fmt::format(" [slot {}]", u.arg_int());
-    if (u.op == Op::DEFINE_VAR) text += fmt::format(" [{}]", u.get<VarArg>().name);
-  }
+  std::string text = fmt::format("= {} {}", op_name(u.op), to_string(u.dtype));
+  for (size_t i = 0; i < u.src.size(); ++i) text += (i ? ", " : " ") + name(u.src[i]);
+  if (u.op == Op::DEFINE_GLOBAL) text += fmt::format(" [slot {}]", u.arg_int());
+  if (u.op == Op::DEFINE_VAR) text += fmt::format(" [{}]", u.get<VarArg>().name);
+  if (u.op == Op::DEFINE_REG || u.op == Op::GEP)
+    text += fmt::format(" [{}]", fmt::join(u.get<std::vector<int64_t>>(), " "));
   std::string id = fmt::format("%{}", name.values++);
   name.names[inst.uop.get()] = id;
   return id + " " + text;

@@ -6,8 +6,9 @@
 // Placement (loop-invariant code motion, docs/design.md §6): every value sits in the
 // outermost open loop where all the ranges it depends on are defined, so an
 // expression of the outer range alone is computed once per outer iteration,
-// not once per inner one. REDUCE becomes an accumulator set to the identity,
-// its reduce loops, a fold inside them, and a read of the accumulator after them.
+// not once per inner one. Effects a value waits for (AFTER's STORE and END
+// sources: lower_reduce's accumulator updates) are placed the same way, so the
+// linearizer knows nothing of reductions; a REDUCE must be lowered first.
 #include "ir/uop.hpp"
 
 #include <string>
@@ -18,10 +19,7 @@ namespace loom {
 enum class LinearKind : uint8_t {
   LoopBegin,  // uop = RANGE: opens its loop; iterates [0, end), or [begin, end) of the ABI if parallel
   LoopEnd,    // uop = RANGE: closes the loop opened last
-  Value,      // uop = an ALU/CAST/BITCAST/INDEX/LOAD/DEFINE_*: computed from its sources;
-              // uop = REDUCE: the accumulator's final value, read after its loops
-  AccInit,    // uop = REDUCE: its accumulator set to the identity of its op
-  AccFold,    // uop = REDUCE: accumulator = op(accumulator, value of uop->src[0])
+  Value,      // uop = an ALU/CAST/BITCAST/INDEX/LOAD/AFTER/VECTORIZE/GEP/DEFINE_*: computed from its sources
   Store,      // uop = STORE
 };
 std::string_view linear_kind_name(LinearKind k);

@@ -40,17 +40,25 @@ void check_operands(const UOp& u) {
                               to_string(want)));
   };
   if (u.op == Op::WHERE) {
-    same(0, DType::Bool);
+    same(0, DType::Bool.vec(u.dtype.lanes));
     same(1, u.dtype);
     same(2, u.dtype);
     return;
   }
   if (is_comparison(u.op)) {
-    if (!(u.dtype == DType::Bool)) throw Error(describe(u) + ": a comparison gives bool");
+    if (!(u.dtype == DType::Bool.vec(u.src.at(0)->dtype.lanes)))
+      throw Error(describe(u) + ": a comparison gives bool, one lane per operand lane");
     same(1, u.src.at(0)->dtype);
     return;
   }
   for (size_t i = 0; i < u.src.size(); ++i) same(i, u.dtype);
+}
+
+// The buffer behind an INDEX, through the AFTERs that order it.
+const UOp& buffer_of(const UOp& index) {
+  const UOp* b = index.src.at(0).get();
+  while (b->op == Op::AFTER) b = b->src.at(0).get();
+  return *b;
 }
 
 class Emitter {
@@ -67,7 +75,6 @@ class Emitter {
   llvm::BasicBlock* entry_ = nullptr;
   std::vector<UOpPtr> vars_;
   std::unordered_map<const UOp*, Value*> values_;
-  std::unordered_map<const UOp*, llvm::AllocaInst*> accs_;
   std::map<int64_t, llvm::MDNode*> slot_scopes_;  // one alias scope per buffer slot
 
   struct OpenLoop {
@@ -89,9 +96,9 @@ class Emitter {
   void inst(const LinearInst& inst);
   void begin_loop(const UOpPtr& range);
   void end_loop();
-  void acc_init(const UOpPtr& reduce);
-  void acc_fold(const UOpPtr& reduce);
   Value* value(const UOp& u);
+  Value* vectorize(const UOp& u);
+  Value* lane_select(const UOp& u);
   Value* alu(const UOp& u);
   Value* binary(Op op, DType dt, Value* a, Value* b);
   Value* divide(Op op, DType dt, Value* a, Value* b);
@@ -101,9 +108,13 @@ class Emitter {
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
+  struct Access;
   void setup_alias_scopes();
   void tag_access(llvm::Instruction* access, const UOp& index);
   Value* buffer_base(const UOp& global);
+  Value* register_base(const UOp& reg);
+  Value* index(const UOp& u);
+  Access access(const UOp& user, const UOp& index, DType value);
   Value* load(const UOp& load);
   void store(const UOp& store);
   template <class F>
@@ -142,8 +153,6 @@ void Emitter::inst(const LinearInst& i) {
   switch (i.kind) {
     case LinearKind::LoopBegin: return begin_loop(i.uop);
     case LinearKind::LoopEnd: return end_loop();
-    case LinearKind::AccInit: return acc_init(i.uop);
-    case LinearKind::AccFold: return acc_fold(i.uop);
     case LinearKind::Store: return store(*i.uop);
     case LinearKind::Value: values_[i.uop.get()] = value(*i.uop); return;
   }
@@ -151,9 +160,8 @@ void Emitter::inst(const LinearInst& i) {
 
 // ---- types and constants --------------------------------------------------------------
 llvm::Type* Emitter::type_of(DType dt) {
-  if (dt.lanes != 1 || dt.ptr)
-    throw Error(
-        fmt::format("dtype {} is not supported by the LLVM emitter yet (scalars only)", to_string(dt)));
+  if (dt.ptr) return llvm::PointerType::get(ctx_, 0);
+  if (dt.lanes > 1) return llvm::FixedVectorType::get(type_of(dt.base()), dt.lanes);
   switch (dt.scalar) {
     case Scalar::Bool: return b_.getInt1Ty();
     case Scalar::UInt8: return b_.getInt8Ty();
@@ -165,12 +173,15 @@ llvm::Type* Emitter::type_of(DType dt) {
   throw Error("unknown dtype " + to_string(dt));
 }
 
+// In buffers and registers a Bool is a byte (a vector of Bools, of bytes).
 llvm::Type* Emitter::memory_type(DType dt) {
-  return dt.base().is_bool() ? b_.getInt8Ty() : type_of(dt.base());
+  const DType value = dt.deref();
+  return value.is_bool() ? type_of(DType::UInt8.vec(value.lanes)) : type_of(value);
 }
 
+// A scalar constant, splat over dt's lanes.
 llvm::Constant* Emitter::constant(DType dt, double f, int64_t i) {
-  llvm::Type* t = type_of(dt);
+  llvm::Type* t = type_of(dt);  // ConstantFP/ConstantInt::get splat over a vector type
   if (dt.is_float()) return llvm::ConstantFP::get(t, f);
   if (dt.is_bool()) i = i != 0;
   return llvm::ConstantInt::get(t, llvm::APInt(64, static_cast<uint64_t>(i), true).trunc(dt.bits()));
@@ -225,41 +236,6 @@ void Emitter::end_loop() {
   b_.SetInsertPoint(loop.exit);
 }
 
-// The identity of the REDUCE's op: 0, 1, or the lowest value (-inf for floats).
-void Emitter::acc_init(const UOpPtr& reduce) {
-  const DType dt = reduce->dtype;
-  const Op op = reduce->get<ReduceArg>().op;
-  llvm::Constant* identity = nullptr;
-  switch (op) {
-    case Op::ADD: identity = zero(dt); break;
-    case Op::MUL: identity = constant(dt, 1.0, 1); break;
-    case Op::MAX:
-      if (dt.is_float())
-        identity = llvm::ConstantFP::getInfinity(type_of(dt), /*Negative=*/true);
-      else if (dt.is_unsigned())
-        identity = zero(dt);
-      else
-        identity = llvm::ConstantInt::get(type_of(dt), llvm::APInt::getSignedMinValue(dt.bits()));
-      break;
-    default:
-      throw Error(
-          fmt::format("{}: REDUCE op must be ADD, MUL or MAX, got {}", describe(*reduce), op_name(op)));
-  }
-  llvm::IRBuilder<> at_entry(entry_, entry_->begin());  // allocas in the entry block, for mem2reg
-  llvm::AllocaInst* acc = at_entry.CreateAlloca(type_of(dt), nullptr, "acc");
-  accs_[reduce.get()] = acc;
-  b_.CreateStore(identity, acc);
-}
-
-void Emitter::acc_fold(const UOpPtr& reduce) {
-  if (!(reduce->src.at(0)->dtype == reduce->dtype))
-    throw Error(fmt::format("{}: folds a {} value", describe(*reduce), to_string(reduce->src[0]->dtype)));
-  llvm::AllocaInst* acc = accs_.at(reduce.get());
-  Value* folded = binary(reduce->get<ReduceArg>().op, reduce->dtype,
-                         b_.CreateLoad(acc->getAllocatedType(), acc), get(reduce->src.at(0)));
-  b_.CreateStore(folded, acc);
-}
-
 // ---- values -------------------------------------------------------------------------------
 Value* Emitter::value(const UOp& u) {
   switch (u.op) {
@@ -271,26 +247,12 @@ Value* Emitter::value(const UOp& u) {
       Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), fn_->getArg(1), i);
       return b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8), u.get<VarArg>().name);
     }
-    case Op::INDEX: {
-      const UOp& buffer = *u.src.at(0);
-      if (buffer.op != Op::DEFINE_GLOBAL || !u.dtype.ptr || !(buffer.dtype == u.dtype))
-        throw Error(fmt::format("{} must index a DEFINE_GLOBAL of its own dtype, got {}", describe(u),
-                                describe(buffer)));
-      const bool masked = u.src.size() > 2;
-      if (masked && !(u.src[2]->dtype == DType::Bool))
-        throw Error(
-            fmt::format("{}: validity must be bool, got {}", describe(u), to_string(u.src[2]->dtype)));
-      llvm::Type* element = memory_type(u.dtype);
-      Value* base = get(u.src[0]);
-      Value* idx = to_i64(u.src.at(1));
-      // An invalid (masked) index may point anywhere; it is never dereferenced.
-      return masked ? b_.CreateGEP(element, base, idx) : b_.CreateInBoundsGEP(element, base, idx);
-    }
+    case Op::DEFINE_REG: return register_base(u);
+    case Op::AFTER: return get(u.src.at(0));  // the order is the linearizer's; the value is the source's
+    case Op::INDEX: return index(u);
     case Op::LOAD: return load(u);
-    case Op::REDUCE: {
-      llvm::AllocaInst* acc = accs_.at(&u);
-      return b_.CreateLoad(acc->getAllocatedType(), acc);
-    }
+    case Op::VECTORIZE: return vectorize(u);
+    case Op::GEP: return lane_select(u);
     case Op::CAST: return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     case Op::BITCAST: return bitcast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     default:
@@ -438,8 +400,9 @@ void Emitter::setup_alias_scopes() {
 }
 
 void Emitter::tag_access(llvm::Instruction* access, const UOp& index) {
-  if (slot_scopes_.empty()) return;
-  const int64_t slot = index.src.at(0)->arg_int();
+  const UOp& buffer = buffer_of(index);
+  if (slot_scopes_.empty() || buffer.op != Op::DEFINE_GLOBAL) return;
+  const int64_t slot = buffer.arg_int();
   std::vector<llvm::Metadata*> others;
   for (const auto& [s, scope] : slot_scopes_)
     if (s != slot) others.push_back(scope);
@@ -458,6 +421,16 @@ Value* Emitter::buffer_base(const UOp& global) {
                     llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
   base->setMetadata(llvm::LLVMContext::MD_noundef, llvm::MDNode::get(ctx_, {}));
   return base;
+}
+
+// An accumulator register: stack memory in the entry block (mem2reg keeps it in registers).
+Value* Emitter::register_base(const UOp& reg) {
+  const auto& arg = reg.get<std::vector<int64_t>>();
+  if (arg.size() != 2 || arg[1] < 1 || !reg.dtype.ptr)
+    throw Error(fmt::format("{}: arg must be (id size) with size >= 1", describe(reg)));
+  llvm::IRBuilder<> at_entry(entry_, entry_->begin());
+  return at_entry.CreateAlloca(memory_type(reg.dtype), b_.getInt64(static_cast<uint64_t>(arg[1])),
+                               fmt::format("reg{}", arg[0]));
 }
 
 // `access` runs only where `valid` holds (a branch, so an invalid index never
@@ -481,42 +454,138 @@ Value* Emitter::guarded(Value* valid, F access, Value* otherwise) {
   return phi;
 }
 
+// ---- loads and stores: every access of the kernel goes through access() --------------
+// What an INDEX addresses, for a value of `value`'s dtype: one element, `lanes`
+// consecutive elements from `ptr`, or a gather/scatter through a vector of
+// pointers; `mask` is the per-lane validity (null: all valid), `guard` a
+// whole-access one (null: none).
+struct Emitter::Access {
+  enum Kind { Element, Contiguous, Lanes } kind;
+  Value* ptr;
+  Value* guard;
+  Value* mask;
+  llvm::Type* type;  // the value's type in memory
+  llvm::Align align;
+};
+
+Value* Emitter::index(const UOp& u) {
+  const UOp& buffer = buffer_of(u);
+  if ((buffer.op != Op::DEFINE_GLOBAL && buffer.op != Op::DEFINE_REG) || !u.dtype.ptr ||
+      buffer.dtype.scalar != u.dtype.scalar || u.dtype.lanes % buffer.dtype.lanes != 0)
+    throw Error(fmt::format("{} must index a DEFINE_GLOBAL or DEFINE_REG of its element type, got {}",
+                            describe(u), describe(buffer)));
+  const bool masked = u.src.size() > 2;
+  const DType idx = u.src.at(1)->dtype;
+  if (masked && !(u.src[2]->dtype.base() == DType::Bool &&
+                  (u.src[2]->dtype.lanes == 1 || u.src[2]->dtype.lanes == u.dtype.lanes)))
+    throw Error(fmt::format("{}: validity must be bool or one bool per lane, got {}", describe(u),
+                            to_string(u.src[2]->dtype)));
+  if (idx.lanes != 1 && (idx.lanes != u.dtype.lanes || buffer.dtype.lanes != 1))
+    throw Error(fmt::format("{}: a vector index needs one lane per lane accessed, got {}", describe(u),
+                            to_string(idx)));
+  Value* base = get(u.src[0]);
+  Value* at = cast(idx, DType::Int64.vec(idx.lanes), get(u.src[1]));
+  llvm::Type* element = memory_type(buffer.dtype);
+  // An invalid (masked) index may point anywhere; it is never dereferenced.
+  return masked ? b_.CreateGEP(element, base, at) : b_.CreateInBoundsGEP(element, base, at);
+}
+
+// `user` is the LOAD or STORE, for the error messages.
+Emitter::Access Emitter::access(const UOp& user, const UOp& index, DType value) {
+  if (index.op != Op::INDEX || !(index.dtype.deref() == value))
+    throw Error(fmt::format("{} of a {} value needs an INDEX of that dtype, got {}", describe(user),
+                            to_string(value), describe(index)));
+  const UOp& buffer = buffer_of(index);
+  const bool gather = index.src.at(1)->dtype.lanes > 1;
+  const bool element = index.dtype.lanes == buffer.dtype.lanes;
+  const UOp* valid = index.src.size() > 2 ? index.src[2].get() : nullptr;
+  const bool per_lane = valid && valid->dtype.lanes > 1;
+  const auto it = values_.find(&index);
+  if (it == values_.end()) throw Error(describe(index) + " is used before it is computed");
+  Access a{element  ? Access::Element
+           : gather ? Access::Lanes
+                    : Access::Contiguous,
+           it->second,
+           valid && !per_lane ? get(index.src[2]) : nullptr,
+           per_lane ? get(index.src[2]) : nullptr,
+           memory_type(value),
+           llvm::Align(static_cast<uint64_t>(buffer.dtype.itemsize()))};
+  if (a.kind == Access::Element && buffer.op == Op::DEFINE_REG)
+    a.align = module_.getDataLayout().getPrefTypeAlign(a.type);
+  if (a.mask && a.kind == Access::Element)
+    throw Error(describe(index) + ": a per-lane validity needs a vector access");
+  return a;
+}
+
 Value* Emitter::load(const UOp& u) {
-  const UOp& index = *u.src.at(0);
-  if (index.op != Op::INDEX || !(index.dtype.base() == u.dtype))
-    throw Error(fmt::format("{} must load an INDEX of its dtype, got {}", describe(u), describe(index)));
-  Value* ptr = get(u.src[0]);
-  Value* valid = index.src.size() > 2 ? get(index.src[2]) : nullptr;
-  return guarded(
-      valid,
-      [&]() -> Value* {
-        llvm::LoadInst* loaded = b_.CreateAlignedLoad(memory_type(u.dtype), ptr,
-                                                      llvm::Align(static_cast<uint64_t>(u.dtype.itemsize())));
-        tag_access(loaded, index);
-        return u.dtype.is_bool() ? b_.CreateTrunc(loaded, b_.getInt1Ty()) : loaded;  // bool bytes are 0 or 1
-      },
-      zero(u.dtype));
+  const Access a = access(u, *u.src.at(0), u.dtype);
+  Value* zero_value = llvm::Constant::getNullValue(a.type);
+  auto emit = [&]() -> Value* {
+    llvm::Instruction* loaded = nullptr;
+    if (a.kind == Access::Lanes) {
+      Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(u.dtype.lanes));
+      loaded = b_.CreateMaskedGather(a.type, a.ptr, a.align, mask, zero_value);
+    } else if (a.mask) {
+      loaded = b_.CreateMaskedLoad(a.type, a.ptr, a.align, a.mask, zero_value);
+    } else {
+      loaded = b_.CreateAlignedLoad(a.type, a.ptr, a.align);
+    }
+    tag_access(loaded, *u.src[0]);
+    return loaded;
+  };
+  Value* v = guarded(a.guard, emit, zero_value);
+  return u.dtype.is_bool() ? b_.CreateTrunc(v, type_of(u.dtype)) : v;  // bool bytes are 0 or 1
 }
 
 void Emitter::store(const UOp& u) {
-  const UOp& index = *u.src.at(0);
   const DType dt = u.src.at(1)->dtype;
-  if (index.op != Op::INDEX || !(index.dtype.base() == dt))
-    throw Error(fmt::format("{} of a {} value must store to an INDEX of that dtype, got {}", describe(u),
-                            to_string(dt), describe(index)));
-  Value* ptr = get(u.src[0]);
+  const Access a = access(u, *u.src.at(0), dt);
   Value* v = get(u.src[1]);
-  if (dt.is_bool()) v = b_.CreateZExt(v, b_.getInt8Ty());
-  Value* valid = index.src.size() > 2 ? get(index.src[2]) : nullptr;
+  if (dt.is_bool()) v = b_.CreateZExt(v, a.type);
   guarded(
-      valid,
+      a.guard,
       [&]() -> Value* {
-        llvm::StoreInst* stored =
-            b_.CreateAlignedStore(v, ptr, llvm::Align(static_cast<uint64_t>(dt.itemsize())));
-        tag_access(stored, index);
+        llvm::Instruction* stored = nullptr;
+        if (a.kind == Access::Lanes) {
+          Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(dt.lanes));
+          stored = b_.CreateMaskedScatter(v, a.ptr, a.align, mask);
+        } else if (a.mask) {
+          stored = b_.CreateMaskedStore(v, a.ptr, a.align, a.mask);
+        } else {
+          stored = b_.CreateAlignedStore(v, a.ptr, a.align);
+        }
+        tag_access(stored, *u.src[0]);
         return nullptr;
       },
       nullptr);
+}
+
+// ---- vectors ------------------------------------------------------------------------
+Value* Emitter::vectorize(const UOp& u) {
+  if (u.src.size() != u.dtype.lanes)
+    throw Error(fmt::format("{} has {} sources, expected one per lane", describe(u), u.src.size()));
+  for (const auto& s : u.src)
+    if (!(s->dtype == u.dtype.base()))
+      throw Error(fmt::format("{}: lane {} is {}", describe(u), describe(*s), to_string(s->dtype)));
+  if (std::all_of(u.src.begin(), u.src.end(), [&](const UOpPtr& s) { return s == u.src[0]; }))
+    return b_.CreateVectorSplat(u.dtype.lanes, get(u.src[0]));
+  Value* v = llvm::PoisonValue::get(type_of(u.dtype));
+  for (unsigned i = 0; i < u.src.size(); ++i) v = b_.CreateInsertElement(v, get(u.src[i]), uint64_t{i});
+  return v;
+}
+
+Value* Emitter::lane_select(const UOp& u) {
+  const auto& lanes = u.get<std::vector<int64_t>>();
+  const UOp& from = *u.src.at(0);
+  if (lanes.size() != u.dtype.lanes || !(u.dtype.base() == from.dtype.base()))
+    throw Error(fmt::format("{}: {} lanes of a {}", describe(u), lanes.size(), to_string(from.dtype)));
+  for (int64_t l : lanes)
+    if (l < 0 || l >= from.dtype.lanes)
+      throw Error(fmt::format("{}: lane {} of a {}", describe(u), l, to_string(from.dtype)));
+  Value* v = get(u.src[0]);
+  if (lanes.size() == 1) return b_.CreateExtractElement(v, static_cast<uint64_t>(lanes[0]));
+  const std::vector<int> mask(lanes.begin(), lanes.end());
+  return b_.CreateShuffleVector(v, mask);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include "ir/flags.hpp"
 #include "ir/kernel_cost.hpp"
 #include "ir/log.hpp"
-#include "ir/pass_observer.hpp"
 #include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
@@ -42,7 +41,12 @@ double ms_since(Clock::time_point t0) {
 }
 
 // The flags that change what codegen makes of a kernel: the kernel cache's key has them.
-std::string codegen_options(const Flags& flags) { return flags.noopt ? "noopt" : ""; }
+std::string codegen_options(const Flags& flags) {
+  std::string out = flags.noopt ? "noopt" : "";
+  for (std::string_view pass : kernel_pass_names())
+    if (flags.disabled(pass)) out += fmt::format(" -{}", pass);
+  return out;
+}
 
 // The flags that change what the scheduler makes of a graph, and the codegen
 // ones (a plan stores each kernel's parallel extent, which the optimiser
@@ -93,7 +97,7 @@ JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
 
 // Where one kernel's compile time went, for LOOM_DEBUG=2.
 struct CompileTimes {
-  double optimizer = 0, emit = 0;  // loom's optimiser; linearizer and LLVM IR emission
+  double optimizer = 0, emit = 0;  // loom's kernel passes; linearizer and LLVM IR emission
   JitTimings jit;
 };
 
@@ -236,9 +240,8 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   if (texts) show_stage(flags, 3, name, "kernel", "uop", ast_text);
   CompileTimes times;
   const auto t0 = Clock::now();
-  k.optimized_ast = optimize_kernel(ast, OptimizerOptions{!flags.noopt});
+  k.optimized_ast = lower_kernel(ast, name, flags);
   times.optimizer = ms_since(t0);
-  notify_pass({PassLevel::Kernel, "optimizer", name, ast, k.optimized_ast});
   const DiskCache disk(disk_cache_dir(flags));
   const std::string disk_key = fmt::format("options {}\n{}", options, ast_text);
   if (texts || !load_from_disk(k, disk, disk_key)) compile_fresh(k, flags, keep_text, times, disk, disk_key);

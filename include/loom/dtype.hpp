@@ -22,6 +22,7 @@ struct DType {
   constexpr DType vec(int n) const { return DType{scalar, static_cast<uint8_t>(n), ptr}; }
   constexpr DType ptr_to() const { return DType{scalar, lanes, true}; }
   constexpr DType base() const { return DType{scalar, 1, false}; }
+  constexpr DType deref() const { return DType{scalar, lanes, false}; }  // what a pointer points at
   constexpr bool is_float() const { return scalar == Scalar::Float32 || scalar == Scalar::Float64; }
   constexpr bool is_int() const {
     return scalar == Scalar::UInt8 || scalar == Scalar::Int32 || scalar == Scalar::Int64;

@@ -47,8 +47,10 @@ class Aligned {
   std::unique_ptr<T, decltype(&std::free)> data_;
 };
 
+// Compiles `kernel` as it stands (no optimiser: the test chose its range kinds),
+// after the lowering the emitter needs (REDUCE to accumulators).
 inline KernelFn compile_kernel(const UOpPtr& kernel, const std::string& name) {
-  return Jit::instance().compile(emit_llvm_ir(kernel, name), name).fn;
+  return Jit::instance().compile(emit_llvm_ir(lower_reduce(kernel), name), name).fn;
 }
 
 // One kernel argument: a buffer's memory and its size in bytes.
@@ -131,6 +133,29 @@ inline void run_slice(KernelFn fn, const UOpPtr& kernel, const std::vector<Slot>
     detail::check_slot_matches(static_cast<int64_t>(i), it == dtypes.end() ? DType::UInt8 : it->second,
                                static_cast<const std::byte*>(slots[i].data), copies[i].data(), slots[i].bytes,
                                approx);
+  }
+}
+
+// A kernel pass keeps the kernel's meaning: the interpreter runs `before` and
+// `after` on copies of `slots` and every buffer comes out the same (floats
+// within `rel` when the pass may reorder float sums, else bitwise).
+inline void check_same_results(const UOpPtr& before, const UOpPtr& after, const std::vector<Slot>& slots,
+                               bool reorders_floats = false, const std::vector<int64_t>& vars = {}) {
+  std::vector<std::vector<std::byte>> a, b;
+  std::vector<void*> pa, pb;
+  for (const Slot& s : slots) {
+    const auto* bytes = static_cast<const std::byte*>(s.data);
+    a.emplace_back(bytes, bytes + s.bytes);
+    b.emplace_back(bytes, bytes + s.bytes);
+  }
+  for (size_t i = 0; i < slots.size(); ++i) pa.push_back(a[i].data()), pb.push_back(b[i].data());
+  interpret_kernel(before, pa.data(), vars);
+  interpret_kernel(after, pb.data(), vars);
+  const auto dtypes = detail::slot_dtypes(before);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const auto it = dtypes.find(static_cast<int64_t>(i));
+    detail::check_slot_matches(static_cast<int64_t>(i), it == dtypes.end() ? DType::UInt8 : it->second,
+                               b[i].data(), a[i].data(), slots[i].bytes, reorders_floats);
   }
 }
 

@@ -1,3 +1,4 @@
+#include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
 #include "codegen/run_kernel.hpp"
 
@@ -66,15 +67,41 @@ TEST_CASE("linearize: loop invariants are placed at the outermost loop where the
   CHECK(depth(lk, LinearKind::Store, st) == 2);
 }
 
-TEST_CASE("linearize: REDUCE is an accumulator, its loop with a fold inside, and a read after") {
+// The pieces lower_reduce makes of a REDUCE: the accumulator's initial store, its
+// update (the STORE inside the END of the reduce loops), and the read after them.
+struct Accumulator {
+  UOpPtr init, update, loop, result;
+};
+Accumulator accumulator_of(const UOpPtr& lowered, const UOpPtr& range) {
+  Accumulator a;
+  for (const auto& n : toposort(lowered)) {
+    if (n->op == Op::END && n->src.size() == 2 && n->src[1] == range) a.loop = n, a.update = n->src[0];
+    if (n->op == Op::LOAD && n->src[0]->src[0]->op == Op::AFTER && a.loop &&
+        n->src[0]->src[0]->src[1] == a.loop)
+      a.result = n;
+  }
+  REQUIRE(a.loop);
+  REQUIRE(a.result);
+  for (const auto& n : toposort(a.update))
+    if (n->op == Op::AFTER && n->src.size() == 3 && n->src[2] == range) a.init = n->src[1];
+  REQUIRE(a.init);
+  return a;
+}
+
+TEST_CASE(
+    "linearize: a lowered REDUCE is an initial store, its loop with the update inside, and a read after") {
   auto out = global(0, f32), a = global(1, f32), x = global(2, f32);
   auto i = make_range(3, 0), k = make_range(4, 1, AxisKind::Reduce);
   auto product = load(a, i * 4 + k) * load(x, k);
   auto dot = reduce(Op::ADD, product, {k});  // matrix-vector: one dot product per row
-  const auto lk = linearize(sink({end(store(index(out, i), dot), {i})}));
-  const size_t init = position(lk, LinearKind::AccInit, dot), loop = position(lk, LinearKind::LoopBegin, k),
-               fold = position(lk, LinearKind::AccFold, dot), done = position(lk, LinearKind::LoopEnd, k),
-               read = position(lk, LinearKind::Value, dot);
+  const auto lowered = lower_reduce(sink({end(store(index(out, i), dot), {i})}));
+  const Accumulator acc = accumulator_of(lowered, k);
+  const auto lk = linearize(lowered);
+  const size_t init = position(lk, LinearKind::Store, acc.init),
+               loop = position(lk, LinearKind::LoopBegin, k),
+               fold = position(lk, LinearKind::Store, acc.update),
+               done = position(lk, LinearKind::LoopEnd, k),
+               read = position(lk, LinearKind::Value, acc.result);
   CHECK(position(lk, LinearKind::LoopBegin, i) < init);
   CHECK(init < loop);
   CHECK(loop < fold);
@@ -86,22 +113,43 @@ TEST_CASE("linearize: REDUCE is an accumulator, its loop with a fold inside, and
   CHECK(depth(lk, LinearKind::Value, load(x, k)) == 2);
 }
 
+TEST_CASE("linearize: a REDUCE left in the kernel is an error naming the pass that lowers it") {
+  auto out = global(0, f32), a = global(1, f32);
+  auto k = make_range(4, 0, AxisKind::Reduce);
+  const auto kernel = sink({store(index(out, i64(0)), reduce(Op::ADD, load(a, k), {k}))});
+  CHECK_THROWS_WITH_AS(linearize(kernel), doctest::Contains("lower_reduce"), Error);
+}
+
 TEST_CASE("linearize: a REDUCE asked for in an inner loop is placed where its own ranges are") {
   auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
   auto i = make_range(3, 0), j = make_range(5, 1), k = make_range(4, 2, AxisKind::Reduce);
   auto rowsum = reduce(Op::ADD, load(a, i * 4 + k), {k});  // depends on i, not on j
   auto total = reduce(Op::MAX, load(b, k), {k});           // depends on no output range
   auto st = store(index(out, i * 5 + j), rowsum + total + load(b, j));
-  const auto lk = linearize(sink({end(st, {i, j})}));
+  const auto lowered = lower_reduce(sink({end(st, {i, j})}));
+  const auto lk = linearize(lowered);
   INFO(lk.dump());
+  // Two accumulators; tell them apart by the buffer their loop reads.
+  std::vector<Accumulator> accs;
+  for (const auto& n : toposort(lowered))
+    if (n->op == Op::END && n->src.size() == 2 && n->src[1] == k) {
+      Accumulator acc;
+      acc.loop = n, acc.update = n->src[0];
+      for (const auto& m : toposort(lowered))
+        if (m->op == Op::LOAD && m->src[0]->src[0]->op == Op::AFTER && m->src[0]->src[0]->src[1] == n)
+          acc.result = m;
+      accs.push_back(acc);
+    }
+  REQUIRE(accs.size() == 2);
+  const bool first_is_total = reaches(accs[0].update, load(b, k));
+  const Accumulator& tot = accs[first_is_total ? 0 : 1];
+  const Accumulator& row = accs[first_is_total ? 1 : 0];
   // `total`: computed once, before the output loops.
-  CHECK(depth(lk, LinearKind::AccInit, total) == 0);
-  CHECK(depth(lk, LinearKind::Value, total) == 0);
-  CHECK(position(lk, LinearKind::Value, total) < position(lk, LinearKind::LoopBegin, i));
+  CHECK(depth(lk, LinearKind::Value, tot.result) == 0);
+  CHECK(position(lk, LinearKind::Value, tot.result) < position(lk, LinearKind::LoopBegin, i));
   // `rowsum`: once per row, before the j loop.
-  CHECK(depth(lk, LinearKind::AccInit, rowsum) == 1);
-  CHECK(depth(lk, LinearKind::Value, rowsum) == 1);
-  CHECK(position(lk, LinearKind::Value, rowsum) < position(lk, LinearKind::LoopBegin, j));
+  CHECK(depth(lk, LinearKind::Value, row.result) == 1);
+  CHECK(position(lk, LinearKind::Value, row.result) < position(lk, LinearKind::LoopBegin, j));
   // k is looped over twice, once per REDUCE, each time opened and closed.
   int k_loops = 0, open = 0;
   for (const auto& inst : lk.insts) {
@@ -119,7 +167,7 @@ TEST_CASE("linearize: a value shared by a REDUCE body and its user is computed o
   auto i = make_range(3, 0), k = make_range(4, 1, AxisKind::Reduce);
   auto shared = load(s, i);  // used inside the reduce loop and after it
   auto r = reduce(Op::ADD, load(a, i * 4 + k) * shared, {k});
-  const auto lk = linearize(sink({end(store(index(out, i), r + shared), {i})}));
+  const auto lk = linearize(lower_reduce(sink({end(store(index(out, i), r + shared), {i})})));
   CHECK(depth(lk, LinearKind::Value, shared) == 1);
   CHECK(position(lk, LinearKind::Value, shared) < position(lk, LinearKind::LoopBegin, k));
 }

@@ -4,14 +4,22 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace loom {
 
 namespace {
 namespace ks = kernel_scalar;
-using ks::Value;
+using Scalar1 = ks::Value;
+
+// A value of any lane count: one scalar per lane, all of the vector's base dtype.
+struct Lanes {
+  DType dtype;
+  std::vector<Scalar1> lane;
+};
 
 [[noreturn]] void fail(const UOp& at, const std::string& what) {
   throw Error("kernel interpreter: " + std::string(op_name(at.op)) + " " + to_string(at.dtype) + ": " + what);
@@ -23,6 +31,29 @@ void need_src(const UOp& u, size_t lo, size_t hi) {
                 (hi == lo ? "" : " to " + std::to_string(hi)));
 }
 
+Lanes scalar(const Scalar1& v) { return Lanes{v.dtype, {v}}; }
+
+// The ranges a node needs open (those it depends on, minus the ones an END or
+// REDUCE under it closes): an effect something waits for runs once per
+// iteration of exactly these loops, as docs/kernel-ir.md says.
+std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const UOpPtr& kernel) {
+  std::unordered_map<const UOp*, std::vector<const UOp*>> open;
+  for (const auto& n : toposort(kernel)) {
+    std::vector<const UOp*> set;
+    for (const auto& s : n->src) {
+      const auto& more = open.at(s.get());
+      std::vector<const UOp*> merged;
+      std::set_union(set.begin(), set.end(), more.begin(), more.end(), std::back_inserter(merged));
+      set = std::move(merged);
+    }
+    if (n->op == Op::RANGE) set.insert(std::lower_bound(set.begin(), set.end(), n.get()), n.get());
+    if (n->op == Op::END || n->op == Op::REDUCE)
+      for (size_t i = 1; i < n->src.size(); ++i) std::erase(set, n->src[i].get());
+    open.emplace(n.get(), std::move(set));
+  }
+  return open;
+}
+
 // Plain recursive evaluation. Loop variables live in `ranges_`; `memo_` keeps
 // values computed since the last change of any loop variable or memory, so a
 // node shared by many users is evaluated once per iteration, never stale.
@@ -30,7 +61,7 @@ class Interpreter {
  public:
   Interpreter(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars, int64_t begin,
               int64_t end, const std::vector<int64_t>* sizes = nullptr)
-      : bufs_(bufs), sizes_(sizes), begin_(begin), end_(end) {
+      : bufs_(bufs), sizes_(sizes), begin_(begin), end_(end), open_(open_ranges(kernel)) {
     bind_vars(kernel, vars);
   }
 
@@ -41,6 +72,7 @@ class Interpreter {
         return;
       case Op::END:
         need_src(effect, 1, effect.src.size());
+        for (const UOp* e : hoisted(effect)) run_once(*e);
         return loops(effect.src, 1, [&] { run(*effect.src[0]); });
       case Op::STORE: return store(effect);
       default: fail(effect, "is not an effect: expected SINK, END or STORE");
@@ -77,7 +109,7 @@ class Interpreter {
 
   std::pair<int64_t, int64_t> iterations(const UOp& r) {
     need_src(r, 1, 1);
-    const Value extent = eval(*r.src[0]);
+    const Scalar1 extent = eval1(*r.src[0]);
     if (!extent.dtype.is_int()) fail(r, "its end must be an integer, got " + to_string(extent.dtype));
     const bool sliced = r.get<AxisArg>().kind == AxisKind::Parallel && end_ >= 0;
     if (!sliced) return {0, extent.i};
@@ -85,116 +117,283 @@ class Interpreter {
   }
 
   void set_range(const UOp& r, int64_t i) {
-    ranges_[&r] = i;
+    ranges_[&r] = {i, ++iteration_};
     memo_.clear();
   }
 
-  Value eval(const UOp& u) {
+  // By value: evaluating one source may run a store, which clears the memo.
+  Lanes eval(const UOp& u) {
     if (auto it = memo_.find(&u); it != memo_.end()) return it->second;
-    if (u.dtype.lanes != 1) fail(u, "vector values are not supported (scalar kernels only)");
-    const Value v = compute(u);
+    Lanes v = compute(u);
     if (v.dtype != u.dtype) fail(u, "computes a " + to_string(v.dtype) + " value from its sources");
-    memo_.emplace(&u, v);
+    if (v.lane.size() != u.dtype.lanes) fail(u, "computes " + std::to_string(v.lane.size()) + " lanes");
+    memo_.insert_or_assign(&u, v);
     return v;
   }
+  Scalar1 eval1(const UOp& u) {
+    const Lanes v = eval(u);
+    if (v.lane.size() != 1) fail(u, "is a vector where a scalar was expected");
+    return v.lane[0];
+  }
 
-  Value compute(const UOp& u) {
+  Lanes compute(const UOp& u) {
     switch (u.op) {
-      case Op::CONST: return ks::of_const(u);
-      case Op::RANGE: return range_value(u);
-      case Op::DEFINE_VAR: return ks::of_int(DType::Int64, var_values_.at(u.get<VarArg>().name));
+      case Op::CONST:
+        if (u.dtype.lanes != 1) fail(u, "a constant is a scalar (VECTORIZE makes vectors)");
+        return scalar(ks::of_const(u));
+      case Op::RANGE: return scalar(range_value(u));
+      case Op::DEFINE_VAR: return scalar(ks::of_int(DType::Int64, var_values_.at(u.get<VarArg>().name)));
       case Op::LOAD: return load(u);
       case Op::REDUCE: return reduce(u);
-      case Op::AFTER: need_src(u, 1, u.src.size()); return eval(*u.src[0]);
-      case Op::CAST: need_src(u, 1, 1); return ks::cast(eval(*u.src[0]), u.dtype);
-      case Op::BITCAST: need_src(u, 1, 1); return ks::bitcast(eval(*u.src[0]), u.dtype);
+      case Op::AFTER: return after(u);
+      case Op::VECTORIZE: return vectorize(u);
+      case Op::GEP: return lanes_of(u);
+      case Op::CAST:
+      case Op::BITCAST:
+        need_src(u, 1, 1);
+        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+          return u.op == Op::CAST ? ks::cast(x[0].lane[l], u.dtype.base())
+                                  : ks::bitcast(x[0].lane[l], u.dtype.base());
+        });
       case Op::WHERE:
         need_src(u, 3, 3);
-        return ks::truthy(eval(*u.src[0])) ? eval(*u.src[1]) : eval(*u.src[2]);
+        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+          return ks::truthy(x[0].lane[l]) ? x[1].lane[l] : x[2].lane[l];
+        });
       case Op::MULACC:
         need_src(u, 3, 3);
-        return ks::mulacc(eval(*u.src[0]), eval(*u.src[1]), eval(*u.src[2]));
+        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+          return ks::mulacc(x[0].lane[l], x[1].lane[l], x[2].lane[l]);
+        });
       default: return alu(u);
     }
   }
 
-  Value alu(const UOp& u) {
+  // f(sources, lane) for each lane; every source has as many lanes as `u`
+  // (comparisons: as many as their result).
+  template <class F>
+  Lanes per_lane(const UOp& u, F f) {
+    std::vector<Lanes> x;
+    for (const auto& s : u.src) {
+      if (s->dtype.lanes != u.dtype.lanes)
+        fail(u, "a source has " + std::to_string(s->dtype.lanes) + " lanes, expected " +
+                    std::to_string(u.dtype.lanes));
+      x.push_back(eval(*s));
+    }
+    Lanes out{u.dtype, {}};
+    for (size_t l = 0; l < u.dtype.lanes; ++l) out.lane.push_back(f(x, l));
+    return out;
+  }
+
+  Lanes alu(const UOp& u) {
     if (is_unary(u.op)) {
       need_src(u, 1, 1);
-      return ks::unary(u.op, eval(*u.src[0]));
+      return per_lane(u,
+                      [&](const std::vector<Lanes>& x, size_t l) { return ks::unary(u.op, x[0].lane[l]); });
     }
     if (is_binary(u.op)) {
       need_src(u, 2, 2);
-      return ks::binary(u.op, eval(*u.src[0]), eval(*u.src[1]));
+      return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+        return ks::binary(u.op, x[0].lane[l], x[1].lane[l]);
+      });
     }
     fail(u, "is not a value the kernel IR defines");
   }
 
-  Value range_value(const UOp& r) {
-    auto it = ranges_.find(&r);
-    if (it == ranges_.end()) fail(r, "used outside its loop");
-    return ks::of_int(DType::Int64, it->second);
+  Lanes vectorize(const UOp& u) {
+    if (u.src.size() != u.dtype.lanes) fail(u, "needs one scalar source per lane");
+    Lanes out{u.dtype, {}};
+    for (const auto& s : u.src) out.lane.push_back(eval1(*s));
+    return out;
   }
 
-  Value reduce(const UOp& u) {
+  Lanes lanes_of(const UOp& u) {
+    need_src(u, 1, 1);
+    const auto& picks = u.get<std::vector<int64_t>>();
+    if (picks.size() != u.dtype.lanes) fail(u, "its arg names " + std::to_string(picks.size()) + " lanes");
+    const Lanes v = eval(*u.src[0]);
+    Lanes out{u.dtype, {}};
+    for (int64_t p : picks) {
+      if (p < 0 || static_cast<size_t>(p) >= v.lane.size())
+        fail(u, "lane " + std::to_string(p) + " is out of range");
+      out.lane.push_back(v.lane[static_cast<size_t>(p)]);
+    }
+    return out;
+  }
+
+  Scalar1 range_value(const UOp& r) {
+    auto it = ranges_.find(&r);
+    if (it == ranges_.end()) fail(r, "used outside its loop");
+    return ks::of_int(DType::Int64, it->second.value);
+  }
+
+  Lanes reduce(const UOp& u) {
     need_src(u, 1, u.src.size());
     const Op op = u.get<ReduceArg>().op;
-    Value acc = ks::reduce_identity(op, u.dtype);
-    loops(u.src, 1, [&] { acc = ks::binary(op, acc, eval(*u.src[0])); });
+    Lanes acc{u.dtype, std::vector<Scalar1>(u.dtype.lanes, ks::reduce_identity(op, u.dtype.base()))};
+    loops(u.src, 1, [&] {
+      const Lanes x = eval(*u.src[0]);
+      if (x.lane.size() != acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
+      for (size_t l = 0; l < acc.lane.size(); ++l) acc.lane[l] = ks::binary(op, acc.lane[l], x.lane[l]);
+    });
     return acc;
   }
 
-  // The buffer parameter behind an INDEX's first source (through AFTER edges).
+  // AFTER(x, deps...): the effects among deps first (each once per iteration of
+  // the loops it needs open), then x.
+  Lanes after(const UOp& u) {
+    need_src(u, 1, u.src.size());
+    for (size_t i = 1; i < u.src.size(); ++i) {
+      const UOp& dep = *u.src[i];
+      if (dep.op == Op::STORE || dep.op == Op::END)
+        run_once(dep);
+      else if (dep.op != Op::RANGE)
+        eval(dep);
+    }
+    if (u.src[0]->op == Op::DEFINE_REG || u.src[0]->op == Op::DEFINE_GLOBAL || u.src[0]->op == Op::AFTER)
+      return Lanes{u.dtype, {ks::of_int(DType::Int64, 0)}};  // a buffer: only its identity matters
+    return eval(*u.src[0]);
+  }
+
+  void run_once(const UOp& effect) {
+    std::vector<uint64_t> when;
+    for (const UOp* r : open_.at(&effect)) {
+      const auto it = ranges_.find(r);
+      if (it == ranges_.end()) fail(effect, "needs a loop that is not open");
+      when.push_back(it->second.iteration);
+    }
+    const auto it = effects_run_.find(&effect);
+    if (it != effects_run_.end() && it->second == when) return;
+    effects_run_[&effect] = when;
+    run(effect);
+  }
+
+  // The effects an END's body waits for (through AFTER) that need none of the
+  // END's loops: they run before its loops, as the linearizer places them, so
+  // also when the loops run no iteration (an accumulator's initial store).
+  const std::vector<const UOp*>& hoisted(const UOp& end) {
+    if (auto it = hoisted_.find(&end); it != hoisted_.end()) return it->second;
+    std::vector<const UOp*> out;
+    for (const auto& n : toposort(end.src[0])) {
+      if (n->op != Op::AFTER) continue;
+      for (size_t i = 1; i < n->src.size(); ++i) {
+        const UOp* dep = n->src[i].get();
+        if (dep->op != Op::STORE && dep->op != Op::END) continue;
+        const auto& needs = open_.at(dep);
+        const bool inside = std::any_of(end.src.begin() + 1, end.src.end(), [&](const UOpPtr& r) {
+          return std::find(needs.begin(), needs.end(), r.get()) != needs.end();
+        });
+        if (!inside && std::find(out.begin(), out.end(), dep) == out.end()) out.push_back(dep);
+      }
+    }
+    return hoisted_.emplace(&end, std::move(out)).first->second;
+  }
+
+  // The buffer behind an INDEX's first source (through AFTER edges).
   static const UOp& buffer_of(const UOp& index) {
     const UOp* b = index.src[0].get();
     while (b->op == Op::AFTER && !b->src.empty()) b = b->src[0].get();
-    if (b->op != Op::DEFINE_GLOBAL || !b->dtype.ptr)
-      fail(*b, "found where a DEFINE_GLOBAL buffer was expected");
+    if ((b->op != Op::DEFINE_GLOBAL && b->op != Op::DEFINE_REG) || !b->dtype.ptr)
+      fail(*b, "found where a DEFINE_GLOBAL or DEFINE_REG buffer was expected");
     return *b;
   }
 
-  // The element an INDEX points at, or null where its `valid` is false.
-  char* element(const UOp& index) {
-    if (index.op != Op::INDEX) fail(index, "found where an INDEX was expected");
-    need_src(index, 2, 3);
-    if (index.src.size() == 3 && !ks::truthy(eval(*index.src[2]))) return nullptr;
-    const UOp& buf = buffer_of(index);
-    const Value at = eval(*index.src[1]);
-    if (at.dtype != DType::Int64) fail(index, "its index must be i64, got " + to_string(at.dtype));
-    const auto slot = static_cast<size_t>(buf.arg_int());
-    if (sizes_ && (slot >= sizes_->size() || at.i < 0 || at.i >= (*sizes_)[slot]))
-      fail(index, "index " + std::to_string(at.i) + " is outside buffer slot " + std::to_string(slot) +
-                      " of " + (slot < sizes_->size() ? std::to_string((*sizes_)[slot]) : std::string("no")) +
-                      " elements");
-    return static_cast<char*>(bufs_[buf.arg_int()]) + at.i * buf.dtype.itemsize();
+  char* base_of(const UOp& buf) {
+    if (buf.op == Op::DEFINE_GLOBAL) return static_cast<char*>(bufs_[buf.arg_int()]);
+    const auto& arg = buf.get<std::vector<int64_t>>();
+    if (arg.size() != 2 || arg[1] < 1) fail(buf, "its arg must be (id size) with size >= 1");
+    auto& mem = registers_[&buf];
+    if (mem.empty()) mem.resize(static_cast<size_t>(arg[1]) * buf.dtype.lanes * buf.dtype.itemsize());
+    return mem.data();
   }
 
-  Value load(const UOp& u) {
-    need_src(u, 1, u.src.size());
-    const UOp& index = *u.src[0];
-    const char* p = element(index);
-    const DType elem = buffer_of(index).dtype.base();
-    return p ? ks::load(elem, p) : ks::zero(elem);
+  // The address of each memory element an INDEX reaches, in lane order; null
+  // where the access is not valid. `value` is the dtype loaded or stored.
+  std::vector<char*> elements(const UOp& index, DType value) {
+    if (index.op != Op::INDEX) fail(index, "found where an INDEX was expected");
+    need_src(index, 2, 3);
+    const UOp& buf = buffer_of(index);
+    const DType elem = buf.dtype.deref();
+    if (index.dtype.deref() != value) fail(index, "is used for a " + to_string(value) + " value");
+    if (value.scalar != elem.scalar || value.lanes % elem.lanes != 0)
+      fail(index, "does not fit its buffer " + to_string(buf.dtype));
+    const size_t count = value.lanes / elem.lanes;           // buffer elements accessed
+    if (index.src[0]->op == Op::AFTER) eval(*index.src[0]);  // the effects the access waits for
+    const Lanes at = eval(*index.src[1]);
+    if (at.dtype.base() != DType::Int64) fail(index, "its index must be i64, got " + to_string(at.dtype));
+    if (at.lane.size() != 1 && (at.lane.size() != count || elem.lanes != 1))
+      fail(index, "a vector index needs one lane per element");
+    std::vector<bool> valid(count, true);
+    if (index.src.size() == 3) {
+      const Lanes v = eval(*index.src[2]);
+      if (v.dtype.base() != DType::Bool || (v.lane.size() != 1 && v.lane.size() != count))
+        fail(index, "its validity must be bool, or one bool per element");
+      for (size_t k = 0; k < count; ++k) valid[k] = ks::truthy(v.lane[v.lane.size() == 1 ? 0 : k]);
+    }
+    char* base = base_of(buf);
+    const int64_t size = elem.lanes * elem.itemsize();
+    std::vector<char*> out;
+    for (size_t k = 0; k < count; ++k) {
+      const int64_t i = at.lane.size() == 1 ? at.lane[0].i + static_cast<int64_t>(k) : at.lane[k].i;
+      if (valid[k]) check_bounds(index, buf, i);
+      out.push_back(valid[k] ? base + i * size : nullptr);
+    }
+    return out;
+  }
+
+  // With the slots' sizes given, an element outside its buffer is an error, never a stray access.
+  void check_bounds(const UOp& index, const UOp& buf, int64_t i) const {
+    if (!sizes_ || buf.op != Op::DEFINE_GLOBAL) return;
+    const auto slot = static_cast<size_t>(buf.arg_int());
+    if (slot >= sizes_->size() || i < 0 || i >= (*sizes_)[slot])
+      fail(index, "index " + std::to_string(i) + " is outside buffer slot " + std::to_string(slot) + " of " +
+                      (slot < sizes_->size() ? std::to_string((*sizes_)[slot]) : std::string("no")) +
+                      " elements");
+  }
+
+  Lanes load(const UOp& u) {
+    need_src(u, 1, 1);
+    const std::vector<char*> at = elements(*u.src[0], u.dtype);
+    const DType s = u.dtype.base();
+    const size_t per = u.dtype.lanes / at.size();
+    Lanes out{u.dtype, {}};
+    for (char* p : at)
+      for (size_t l = 0; l < per; ++l)
+        out.lane.push_back(p ? ks::load(s, p + l * s.itemsize()) : ks::zero(s));
+    return out;
   }
 
   void store(const UOp& u) {
     need_src(u, 2, 2);
-    char* p = element(*u.src[0]);
-    if (!p) return;
-    const Value v = eval(*u.src[1]);
-    const DType elem = buffer_of(*u.src[0]).dtype.base();
-    if (v.dtype != elem)
-      fail(u, "stores a " + to_string(v.dtype) + " value into a " + to_string(elem) + " buffer");
-    ks::store(p, v);
+    const Lanes v = eval(*u.src[1]);
+    if (u.src[0]->op == Op::INDEX && v.dtype != u.src[0]->dtype.deref())
+      fail(u, "stores a " + to_string(v.dtype) + " value into a " + to_string(u.src[0]->dtype.deref()) +
+                  " buffer");
+    const std::vector<char*> at = elements(*u.src[0], v.dtype);
+    const DType s = v.dtype.base();
+    const size_t per = v.dtype.lanes / at.size();
+    for (size_t k = 0; k < at.size(); ++k)
+      if (at[k])
+        for (size_t l = 0; l < per; ++l) ks::store(at[k] + l * s.itemsize(), v.lane[k * per + l]);
     memo_.clear();  // loads seen so far may read what was just written
   }
+
+  struct Loop {
+    int64_t value;
+    uint64_t iteration;  // a number no other iteration of any loop has
+  };
 
   void* const* bufs_;
   const std::vector<int64_t>* sizes_;
   int64_t begin_, end_;
+  std::unordered_map<const UOp*, std::vector<const UOp*>> open_;
   std::unordered_map<std::string, int64_t> var_values_;
-  std::unordered_map<const UOp*, int64_t> ranges_;
-  std::unordered_map<const UOp*, Value> memo_;
+  std::unordered_map<const UOp*, Loop> ranges_;
+  uint64_t iteration_ = 0;
+  std::unordered_map<const UOp*, Lanes> memo_;
+  std::unordered_map<const UOp*, std::vector<uint64_t>> effects_run_;
+  std::unordered_map<const UOp*, std::vector<const UOp*>> hoisted_;
+  std::unordered_map<const UOp*, std::vector<char>> registers_;
 };
 }  // namespace
 

@@ -12,7 +12,8 @@ namespace loom {
 // Runs `kernel` (a SINK of END(STORE)/STORE effects) on the buffers `bufs`
 // (indexed by DEFINE_GLOBAL slot) with `vars` (the kernel's DEFINE_VARs sorted by
 // name). When end >= 0, the parallel range runs only [begin, end), as one slice
-// of the executor would. Scalar kernels only (no VECTORIZE/GEP/DEFINE_REG).
+// of the executor would. Every stage of the kernel IR: vectors (VECTORIZE, GEP,
+// vector loads and stores), REDUCE, and accumulators (DEFINE_REG with AFTER).
 // Throws loom::Error naming the node on IR the contract does not allow.
 void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars,
                       int64_t begin = 0, int64_t end = -1);

@@ -1,0 +1,81 @@
+// Reduce lowering: each REDUCE becomes an accumulator register, set to the
+// identity once per iteration of the loops the result lives in, folded inside
+// the reduce loops, and read after them.
+//
+//   Before:  %r = REDUCE f32 %x, r1 [ADD]
+//   After:   %acc = DEFINE_REG f32* [0 1]; STORE INDEX(AFTER(%acc, r0), 0), 0.0
+//            END(STORE INDEX(%acc, 0), ADD(LOAD INDEX(AFTER(%acc, init, r1), 0), %x), r1)
+//            %r = LOAD INDEX(AFTER(%acc, end), 0)
+//
+// AFTER carries the order: the fold's load waits for the initial store and
+// runs per iteration of r1; the result's load waits for the loop. So the
+// linearizer needs no notion of reductions at all.
+#include "codegen/codegen.hpp"
+#include "codegen/open_ranges.hpp"
+#include "codegen/vector_ops.hpp"
+#include "ir/pass_observer.hpp"
+#include "ir/pattern.hpp"
+
+#include <algorithm>
+
+namespace loom {
+
+namespace {
+
+struct ReduceLowering {
+  OpenRanges open;
+  int64_t next_reg = 0;
+};
+
+UOpPtr after(const UOpPtr& x, std::vector<UOpPtr> deps) {
+  if (deps.empty()) return x;
+  deps.insert(deps.begin(), x);
+  return UOp::make(Op::AFTER, x->dtype, std::move(deps));
+}
+UOpPtr at(const UOpPtr& reg) { return UOp::make(Op::INDEX, reg->dtype, {reg, const_int(DType::Int64, 0)}); }
+UOpPtr load(const UOpPtr& index) { return UOp::make(Op::LOAD, index->dtype.deref(), {index}); }
+UOpPtr store(const UOpPtr& index, const UOpPtr& v) { return UOp::make(Op::STORE, v->dtype, {index, v}); }
+
+// The loops the result lives in, in axis order (a deterministic AFTER).
+std::vector<UOpPtr> live_loops(ReduceLowering& ctx, const UOpPtr& red) {
+  std::vector<UOpPtr> loops;
+  for (const auto& r : ranges_of(red))
+    if (std::binary_search(ctx.open(red).begin(), ctx.open(red).end(), r.get())) loops.push_back(r);
+  std::sort(loops.begin(), loops.end(),
+            [](const UOpPtr& a, const UOpPtr& b) { return a->get<AxisArg>().id < b->get<AxisArg>().id; });
+  return loops;
+}
+
+UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
+  const Op op = red->get<ReduceArg>().op;
+  const std::vector<UOpPtr> reduce_ranges(red->src.begin() + 1, red->src.end());
+  if (reduce_ranges.empty()) return red->src[0];
+  const UOpPtr reg =
+      UOp::make(Op::DEFINE_REG, red->dtype.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
+  const UOpPtr init = store(at(after(reg, live_loops(ctx, red))), reduce_identity(op, red->dtype));
+  std::vector<UOpPtr> fold_deps{init};
+  fold_deps.insert(fold_deps.end(), reduce_ranges.begin(), reduce_ranges.end());
+  const UOpPtr current = load(at(after(reg, fold_deps)));
+  std::vector<UOpPtr> loop{store(at(reg), alu(op, {current, red->src[0]}))};
+  loop.insert(loop.end(), reduce_ranges.begin(), reduce_ranges.end());
+  const UOpPtr folded = UOp::make(Op::END, red->dtype, std::move(loop));
+  return load(at(after(reg, {folded})));
+}
+
+const PatternMatcher& reduce_lowering() {
+  static const PatternMatcher pm(
+      "lower_reduce", {
+                          {UPat::ops({Op::REDUCE}, "red"),
+                           [](const Match& m) { return to_accumulator(m.ctx<ReduceLowering>(), m["red"]); }},
+                      });
+  return pm;
+}
+
+}  // namespace
+
+UOpPtr lower_reduce(const UOpPtr& kernel) {
+  ReduceLowering ctx{OpenRanges(kernel)};
+  return graph_rewrite(kernel, reduce_lowering(), ctx);
+}
+
+}  // namespace loom

@@ -1,0 +1,28 @@
+#pragma once
+// Which loops a node needs open: the RANGEs it depends on, minus those an END
+// or REDUCE under it closes. A value is placed in (and an effect runs once per
+// iteration of) exactly these loops; the linearizer places by it and
+// lower_reduce starts each accumulator by it.
+#include "ir/uop.hpp"
+
+#include <unordered_map>
+#include <vector>
+
+namespace loom {
+
+using RangeSet = std::vector<const UOp*>;  // sorted by address: a set, not an order
+
+class OpenRanges {
+ public:
+  // Computes the sets of every node under `root`.
+  explicit OpenRanges(const UOpPtr& root);
+  // The set of a node under the root; nodes added later are computed on demand.
+  const RangeSet& operator()(const UOpPtr& u);
+
+ private:
+  void add(const UOpPtr& u);  // sources must be known
+  std::unordered_map<const UOp*, RangeSet> sets_;
+  std::vector<UOpPtr> held_;  // keeps the nodes of `sets_` alive, so an address is never reused
+};
+
+}  // namespace loom

@@ -1,0 +1,51 @@
+// The kernel passes, in order, each reported to the pass observers so dumps
+// (LOOM_DEBUG=5, LOOM_DUMP_DIR) and the tests' kernel-IR checker see every step.
+#include "codegen/codegen.hpp"
+#include "ir/pass_observer.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace loom {
+
+namespace {
+
+struct KernelPass {
+  std::string_view name;
+  bool optional;  // may be switched off by LOOM_DISABLE (required ones lower what the emitter cannot take)
+  UOpPtr (*run)(const UOpPtr&, const Flags&);
+};
+
+const std::array<KernelPass, 2>& kernel_passes() {
+  static const std::array<KernelPass, 2> passes{{
+      {"optimizer", true,
+       [](const UOpPtr& k, const Flags& f) { return optimize_kernel(k, OptimizerOptions{!f.noopt}); }},
+      {"lower_reduce", false, [](const UOpPtr& k, const Flags&) { return lower_reduce(k); }},
+  }};
+  return passes;
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& kernel_pass_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const auto& p : kernel_passes()) out.push_back(p.name);
+    return out;
+  }();
+  return names;
+}
+
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags) {
+  UOpPtr k = kernel;
+  for (const KernelPass& pass : kernel_passes()) {
+    if (pass.optional && flags.disabled(pass.name)) continue;
+    const UOpPtr before = k;
+    k = pass.run(k, flags);
+    notify_pass({PassLevel::Kernel, pass.name, name, before, k});
+  }
+  return k;
+}
+
+}  // namespace loom
