@@ -177,7 +177,9 @@ void Builder::place_end(const UOpPtr& u) {
 }
 
 void Builder::effect(const UOpPtr& u) {
-  if (u->op == Op::END) {
+  if (u->op == Op::SINK) {  // a group of effects, in order
+    for (const auto& s : u->src) effect(s);
+  } else if (u->op == Op::END) {
     for (size_t i = 1; i < u->src.size(); ++i) open_loop(u->src[i]);
     effect(u->src.at(0));
     for (size_t i = 1; i < u->src.size(); ++i) close_loop();
@@ -186,8 +188,8 @@ void Builder::effect(const UOpPtr& u) {
     value(u->src.at(1));
     add(*open_.back(), LinearKind::Store, u);  // inside all the END's loops
   } else {
-    throw Error(fmt::format("linearize: a kernel effect must be END or STORE, got {} {}", op_name(u->op),
-                            to_string(u->dtype)));
+    throw Error(fmt::format("linearize: a kernel effect must be END, STORE or a SINK of them, got {} {}",
+                            op_name(u->op), to_string(u->dtype)));
   }
 }
 

@@ -62,11 +62,29 @@ UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
   return load(at(after(reg, {folded})));
 }
 
+// Does the END or REDUCE close a loop that never iterates? Nothing inside it
+// runs then; lowered, the accumulator's loop would be placed (and its loads
+// run) outside the empty loop, so it goes first.
+bool closes_empty_loop(const UOpPtr& u) {
+  return std::any_of(u->src.begin() + 1, u->src.end(), [](const UOpPtr& r) {
+    return r->op == Op::RANGE && r->src.at(0)->is_const() && r->src[0]->const_int() <= 0;
+  });
+}
+
 const PatternMatcher& reduce_lowering() {
   static const PatternMatcher pm(
       "lower_reduce", {
+                          {UPat::ops({Op::END}, "end"),
+                           [](const Match& m) -> UOpPtr {
+                             return closes_empty_loop(m["end"]) ? UOp::make(Op::SINK, DType::Bool) : nullptr;
+                           }},
                           {UPat::ops({Op::REDUCE}, "red"),
-                           [](const Match& m) { return to_accumulator(m.ctx<ReduceLowering>(), m["red"]); }},
+                           [](const Match& m) {
+                             const UOpPtr& red = m["red"];
+                             if (closes_empty_loop(red))
+                               return reduce_identity(red->get<ReduceArg>().op, red->dtype);
+                             return to_accumulator(m.ctx<ReduceLowering>(), red);
+                           }},
                       });
   return pm;
 }

@@ -195,7 +195,8 @@ TEST_CASE("linearize: kernels the contract does not allow are errors") {
     CHECK_THROWS_WITH_AS(linearize(kernel), doctest::Contains("uses range r1 outside the loops"), Error);
   }
   SUBCASE("an effect that is not END or STORE") {
-    CHECK_THROWS_WITH_AS(linearize(sink({i + j})), doctest::Contains("must be END or STORE, got ADD"), Error);
+    CHECK_THROWS_WITH_AS(linearize(sink({i + j})),
+                         doctest::Contains("must be END, STORE or a SINK of them, got ADD"), Error);
   }
   SUBCASE("a range opened twice") {
     const auto kernel = sink({end(store(index(out, i), i), {i, i})});

@@ -72,7 +72,8 @@ class Interpreter {
         return;
       case Op::END:
         need_src(effect, 1, effect.src.size());
-        for (const UOp* e : hoisted(effect)) run_once(*e);
+        for (const UOp* e : hoisted(effect))
+          if (all_open(*e)) run_once(*e);
         return loops(effect.src, 1, [&] { run(*effect.src[0]); });
       case Op::STORE: return store(effect);
       default: fail(effect, "is not an effect: expected SINK, END or STORE");
@@ -253,6 +254,12 @@ class Interpreter {
     if (u.src[0]->op == Op::DEFINE_REG || u.src[0]->op == Op::DEFINE_GLOBAL || u.src[0]->op == Op::AFTER)
       return Lanes{u.dtype, {ks::of_int(DType::Int64, 0)}};  // a buffer: only its identity matters
     return eval(*u.src[0]);
+  }
+
+  // Are all the loops the node needs open now? (If not, a deeper END runs it.)
+  bool all_open(const UOp& u) const {
+    const auto& needs = open_.at(&u);
+    return std::all_of(needs.begin(), needs.end(), [&](const UOp* r) { return ranges_.contains(r); });
   }
 
   void run_once(const UOp& effect) {
