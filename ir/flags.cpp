@@ -35,7 +35,11 @@ const std::vector<FlagInfo> kFlagTable = {
      "1 makes every kernel check each load and store index against its buffer"},
     {"LOOM_DUMP_DIR", "a directory",
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
-    {"LOOM_CACHE_DIR", "a directory, or off", "where compiled kernels persist as object files; default $XDG_CACHE_HOME/loom, else ~/.cache/loom"},
+    {"LOOM_CACHE_DIR", "a directory, or off",
+     "where compiled kernels persist as object files; default $XDG_CACHE_HOME/loom, else ~/.cache/loom"},
+    {"LOOM_JIT_CACHE_BYTES", "bytes, with an optional K, M or G suffix",
+     "machine code the in-memory kernel cache keeps (default 256M); past it the least recently used "
+     "kernels are freed and compiled again, or reloaded from LOOM_CACHE_DIR, when next needed"},
     {"LOOM_LOG", "trace, debug, info, warn, error, critical or off",
      "the level of loom's own logger (named loom, on stderr; default info); the host program's loggers "
      "are never touched"},
@@ -50,6 +54,25 @@ std::optional<int> parse_int(const std::string& v, int lo, int hi) {
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) return std::nullopt;
   return n;
+}
+
+// "4096", "64K", "256M", "1G": bytes, the suffixes binary (K = 1024).
+std::optional<uint64_t> parse_bytes(const std::string& v) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end == v.data()) return std::nullopt;
+  const std::string_view suffix(end, v.data() + v.size() - end);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return std::nullopt;
+  if (shift && n > (UINT64_MAX >> shift)) return std::nullopt;
+  return n << shift;
 }
 
 std::optional<spdlog::level::level_enum> parse_level(const std::string& v) {
@@ -100,6 +123,12 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   if (name == "LOOM_DUMP_DIR") return f.dump_dir = v, "";
   if (name == "LOOM_CACHE_DIR") return f.cache_dir = v, "";
   if (name == "LOOM_PROFILE") return f.profile = v, "";
+  if (name == "LOOM_JIT_CACHE_BYTES") {
+    const auto n = parse_bytes(v);
+    if (!n) return "expected a number of bytes, optionally followed by K, M or G (like 64M)";
+    f.jit_cache_bytes = *n;
+    return "";
+  }
   if (name == "LOOM_LOG") {
     if (!parse_level(v)) return "expected trace, debug, info, warn, error, critical or off";
     f.log = v;

@@ -6,6 +6,7 @@
 //
 // A snapshot is immutable: take it once per unit of work (a realize, a kernel)
 // so a Context opened meanwhile on another thread cannot change it halfway.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,17 +16,18 @@
 namespace loom {
 
 struct Flags {
-  int debug = 0;                      // LOOM_DEBUG 0..6
-  bool noopt = false;                 // LOOM_NOOPT
-  int threads = 0;                    // LOOM_THREADS; 0: not set (the runtime's default)
-  bool threads_from_context = false;  // set by a Context rather than the environment
-  std::vector<std::string> disable;   // LOOM_DISABLE: stage and pass names
-  int pcontig = 0;                    // LOOM_PCONTIG
-  bool check_bounds = false;          // LOOM_CHECK_BOUNDS
-  std::string dump_dir;               // LOOM_DUMP_DIR; empty: off
-  std::string cache_dir;              // LOOM_CACHE_DIR; "off" disables
-  std::string log = "info";           // LOOM_LOG
-  std::string profile;                // LOOM_PROFILE; empty: off
+  int debug = 0;                                   // LOOM_DEBUG 0..6
+  bool noopt = false;                              // LOOM_NOOPT
+  int threads = 0;                                 // LOOM_THREADS; 0: not set (the runtime's default)
+  bool threads_from_context = false;               // set by a Context rather than the environment
+  std::vector<std::string> disable;                // LOOM_DISABLE: stage and pass names
+  int pcontig = 0;                                 // LOOM_PCONTIG
+  bool check_bounds = false;                       // LOOM_CHECK_BOUNDS
+  std::string dump_dir;                            // LOOM_DUMP_DIR; empty: off
+  std::string cache_dir;                           // LOOM_CACHE_DIR; "off" disables
+  uint64_t jit_cache_bytes = uint64_t{256} << 20;  // LOOM_JIT_CACHE_BYTES: the kernel cache's code limit
+  std::string log = "info";                        // LOOM_LOG
+  std::string profile;                             // LOOM_PROFILE; empty: off
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;

@@ -152,6 +152,8 @@ std::string assembly(const llvm::Module& module, llvm::TargetMachine& tm, const 
 // Counts the memory the linker keeps for each ResourceTracker: the standard
 // (not finalize-only) segments of its link graphs, in whole pages, as the
 // in-process memory manager allocates them.
+std::atomic<size_t> g_live_code_bytes{0};  // every plugin's total, readable without the JIT
+
 class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
  public:
   void modifyPassConfig(llvm::orc::MaterializationResponsibility& mr, llvm::jitlink::LinkGraph&,
@@ -171,6 +173,7 @@ class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
     std::lock_guard lock(mu_);
     if (auto it = bytes_.find(key); it != bytes_.end()) {
       total_ -= it->second;
+      g_live_code_bytes.fetch_sub(it->second, std::memory_order_relaxed);
       bytes_.erase(it);
     }
     return llvm::Error::success();
@@ -199,6 +202,7 @@ class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
     std::lock_guard lock(mu_);
     bytes_[key] += bytes;
     total_ += bytes;
+    g_live_code_bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
   mutable std::mutex mu_;
   std::unordered_map<llvm::orc::ResourceKey, size_t> bytes_;
@@ -276,6 +280,7 @@ std::string Jit::host_features() const {
 }
 
 size_t Jit::live_code_bytes() const { return impl_->code_bytes->total(); }
+size_t Jit::live_code_bytes_if_any() { return g_live_code_bytes.load(std::memory_order_relaxed); }
 
 std::unique_ptr<llvm::Module> Jit::Impl::parse(const std::string& ir, const std::string& name,
                                                llvm::LLVMContext& ctx) {

@@ -85,6 +85,8 @@ class Jit {
 
   // Bytes of machine code currently loaded through `load` and not yet freed.
   size_t live_code_bytes() const;
+  // The same, without creating the JIT if nothing was compiled yet.
+  static size_t live_code_bytes_if_any();
   std::string host_cpu() const;
   std::string host_features() const;
 

@@ -7,11 +7,13 @@
 #include "ir/uop.hpp"
 #include "runtime/jit.hpp"
 
+#include <atomic>
 #include <memory>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace loom {
 
@@ -32,19 +34,32 @@ struct CompiledKernel {
 };
 
 // Thread-safe: lookups share a lock, inserts and clear take it exclusively.
+//
+// Bounded by the bytes of machine code its entries own (JitCode::code_bytes,
+// whole pages), not by their number: past the limit, inserting evicts the least
+// recently used entries (by their last find or insert) until the rest take at
+// most 7/8 of it. The entry just inserted always stays, even alone above the
+// limit. An evicted kernel's code is freed as soon as nothing else holds it (a
+// run in progress); the engine compiles it again, or reloads it from the disk
+// cache, when it is next needed. The engine sets the limit from
+// LOOM_JIT_CACHE_BYTES (docs/env.md); a KernelCache starts at kDefaultLimit.
 class KernelCache {
  public:
-  // The entry compiled for `ast` under `options`, or null.
+  static constexpr size_t kDefaultLimit = size_t{256} << 20;
+
+  // The entry compiled for `ast` under `options`, or null. Marks it used.
   std::shared_ptr<const CompiledKernel> find(const UOpPtr& ast, const std::string& options = "") const;
   // Stores `kernel` under (`kernel.ast`, `kernel.options`) and returns the stored entry. If the
   // kernel is already there (another thread compiled it first), the existing
   // entry wins and is returned. Throws loom::Error if `kernel.ast` or `kernel.fn` is null.
   std::shared_ptr<const CompiledKernel> insert(CompiledKernel kernel);
   size_t size() const;
-  void clear();  // drops the entries (and their ASTs); the JIT keeps the code
+  size_t code_bytes() const;  // machine code owned by the entries
+  size_t limit() const;
+  void set_limit(size_t bytes);  // evicts at once down to the new limit
+  void clear();                  // drops every entry, and with it the code nothing else holds
 
  private:
-  mutable std::shared_mutex mu_;
   // The key is the AST's address and the options; the entry's `ast` keeps that address alive.
   using Key = std::pair<const UOp*, std::string>;
   struct KeyHash {
@@ -52,7 +67,20 @@ class KernelCache {
       return std::hash<const UOp*>()(k.first) ^ (std::hash<std::string>()(k.second) * 31);
     }
   };
-  std::unordered_map<Key, std::shared_ptr<const CompiledKernel>, KeyHash> entries_;
+  struct Entry {
+    std::shared_ptr<const CompiledKernel> kernel;
+    size_t bytes = 0;
+    mutable std::atomic<uint64_t> used{0};  // the use clock's value at its last use
+  };
+  using Entries = std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash>;
+  // Moves least recently used entries other than `keep` into `out` until the rest fit.
+  void evict_locked(const Entry* keep, std::vector<std::unique_ptr<Entry>>& out);
+
+  mutable std::shared_mutex mu_;
+  mutable std::atomic<uint64_t> clock_{0};
+  Entries entries_;
+  size_t bytes_ = 0;
+  std::atomic<size_t> limit_{kDefaultLimit};  // read without the lock by limit()
 };
 
 // The process-wide cache the engine uses.

@@ -245,6 +245,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   const DiskCache disk(disk_cache_dir(flags));
   const std::string disk_key = fmt::format("options {}\n{}", options, ast_text);
   if (texts || !load_from_disk(k, disk, disk_key)) compile_fresh(k, flags, keep_text, times, disk, disk_key);
+  if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
   return kernel_cache().insert(std::move(k));
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/kernel_cache.hpp"
 
 #include "ir/kernel_name.hpp"
+#include "runtime/jit.hpp"
 
 #include "support/kernel_builders.hpp"
 
@@ -107,3 +108,87 @@ TEST_CASE("threads finding and inserting one kernel at once all get the same ent
 }
 
 TEST_CASE("the process-wide cache is one object") { CHECK(&kernel_cache() == &kernel_cache()); }
+
+// ---- the byte limit --------------------------------------------------------------
+namespace {
+// out[i] = 7 for i in [begin, end), i64 slot 0: a real function to load many copies of.
+const std::string& seven_object() {
+  static const std::string object = Jit::instance()
+                                        .compile_object(R"(
+define void @seven(ptr %bufs, ptr %vars, i64 %begin, i64 %end) nounwind {
+entry:
+  %out = load ptr, ptr %bufs
+  br label %head
+head:
+  %i = phi i64 [ %begin, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %i, %end
+  br i1 %more, label %body, label %exit
+body:
+  %p = getelementptr i64, ptr %out, i64 %i
+  store i64 7, ptr %p
+  %next = add nsw i64 %i, 1
+  br label %head
+exit:
+  ret void
+}
+)",
+                                                        "seven")
+                                        .bytes;
+  return object;
+}
+
+// A cache entry for `ast` owning a fresh copy of that code in the JIT.
+CompiledKernel owned_entry(const UOpPtr& ast) {
+  CompiledKernel k = entry(ast, nullptr);
+  k.code = Jit::instance().load(seven_object(), "seven");
+  k.fn = k.code->fn();
+  return k;
+}
+}  // namespace
+
+TEST_CASE("over 1,000 distinct kernels, the live JIT code stays under a small limit; evicted code is freed") {
+  KernelCache cache;
+  const size_t page = owned_entry(fill_kernel(-1)).code->code_bytes();  // freed again at once
+  const size_t limit = 10 * page, before = Jit::instance().live_code_bytes();
+  cache.set_limit(limit);
+  size_t most = 0;
+  for (int i = 0; i < 1000; ++i) {
+    cache.insert(owned_entry(fill_kernel(i)));
+    most = std::max(most, Jit::instance().live_code_bytes() - before);
+    CHECK(cache.code_bytes() <= limit);
+  }
+  CHECK(most <= limit);  // the JIT's own count of loaded code: entries' code really is freed
+  CHECK(cache.size() <= 10);
+  CHECK(cache.size() >= 8);  // evicts down to 7/8 of the limit, not further
+  CHECK(cache.find(fill_kernel(999)));
+  CHECK_FALSE(cache.find(fill_kernel(0)));
+  cache.clear();
+  CHECK(Jit::instance().live_code_bytes() == before);
+}
+
+TEST_CASE("eviction takes the least recently used kernel, counting finds as uses") {
+  KernelCache cache;
+  const size_t page = owned_entry(fill_kernel(-1)).code->code_bytes();
+  cache.set_limit(4 * page);
+  for (int i = 0; i < 4; ++i) cache.insert(owned_entry(fill_kernel(i)));
+  CHECK(cache.find(fill_kernel(0)));  // 0 is now the most recent; 1 the least
+  cache.insert(owned_entry(fill_kernel(4)));
+  CHECK_FALSE(cache.find(fill_kernel(1)));
+  CHECK(cache.find(fill_kernel(0)));
+  CHECK(cache.find(fill_kernel(4)));
+}
+
+TEST_CASE(
+    "a kernel held elsewhere outlives its eviction and still runs; one larger than the limit stays alone") {
+  KernelCache cache;
+  const auto held = cache.insert(owned_entry(fill_kernel(1)));
+  cache.set_limit(0);  // evicts everything but nothing inserted since
+  CHECK(cache.size() == 0);
+  int64_t out[4] = {0, 0, 0, 0};
+  void* bufs[] = {out};
+  held->fn(bufs, nullptr, 0, 4);
+  CHECK(out[3] == 7);
+  cache.insert(owned_entry(fill_kernel(2)));  // alone above the limit: kept
+  CHECK(cache.size() == 1);
+  CHECK(cache.code_bytes() > cache.limit());
+}

@@ -7,6 +7,8 @@
 #include "runtime/executor.hpp"
 #include "schedule/schedule.hpp"
 
+#include <loom/context.hpp>
+
 #include <cstring>
 #include <string>
 #include <thread>
@@ -196,4 +198,44 @@ TEST_CASE("schedule_of lists the kernels a realize would run and the buffers the
   y.realize();
   CHECK(counters().kernels_executed - before.kernels_executed == kernels.size());
   CHECK(schedule_of({y}).empty());  // realized: nothing left to run
+}
+
+TEST_CASE(
+    "a kernel evicted from the bounded kernel cache is compiled again when needed, or reloaded from disk") {
+  auto run = [](float c) { return (make(DType::Float32, iota(16), {16}) * c + 1).to_vector<float>(); };
+  const std::vector<float> expected = run(3.25f);
+  Context tiny{{"JIT_CACHE_BYTES", 0}};  // from here on the cache keeps only the kernel inserted last
+  run(4.5f);                             // evicts the first kernel
+  for (const bool disk : {false, true}) {
+    CAPTURE(disk);
+    Context ctx{{"CACHE_DIR", disk ? std::getenv("LOOM_CACHE_DIR") : "off"}};
+    run(disk ? 6.5f : 5.5f);  // another kernel: the 3.25 one is out again
+    const auto before = counters();
+    CHECK(run(3.25f) == expected);  // its plan is cached, its kernel is not
+    CHECK(counters().schedule_cache_hits == before.schedule_cache_hits + 1);
+    CHECK(counters().kernels_compiled == before.kernels_compiled + (disk ? 0 : 1));
+    CHECK(counters().kernels_loaded == before.kernels_loaded + (disk ? 1 : 0));
+    CHECK(counters().kernel_cache_entries == 1);
+  }
+}
+
+TEST_CASE("over 1,000 distinct compiled kernels, the live JIT code stays under LOOM_JIT_CACHE_BYTES") {
+  constexpr uint64_t kLimit = 64 << 10;
+  Context ctx{{"JIT_CACHE_BYTES", "64K"}, {"CACHE_DIR", "off"}};
+  const Tensor x = make(DType::Float32, iota(8), {8});
+  auto run = [&](int i) { return (x * static_cast<float>(i) + 0.5f).to_vector<float>(); };
+  uint64_t most = 0;
+  const auto before = counters();
+  for (int i = 0; i < 1000; ++i) {
+    const std::vector<float> got = run(i);
+    CHECK(got[7] == 7.0f * static_cast<float>(i) + 0.5f);
+    most = std::max(most, counters().jit_code_bytes);
+  }
+  CHECK(counters().kernels_compiled - before.kernels_compiled == 1000);
+  CHECK(most <= kLimit);  // the JIT's count of loaded code, not the number of cache entries
+  CHECK(counters().kernel_cache_bytes <= kLimit);
+  CHECK(counters().kernel_cache_entries < 1000);
+  const auto again = counters();
+  CHECK(run(0)[7] == 0.5f);  // long evicted: compiled once more
+  CHECK(counters().kernels_compiled == again.kernels_compiled + 1);
 }
