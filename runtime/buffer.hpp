@@ -1,6 +1,6 @@
 #pragma once
-// Device memory on the CPU: 64-byte aligned, reference counted, recycled by size
-// class. Freed (returned to the pool) when no tensor or kernel launch holds it.
+// Device memory on the CPU: 64-byte aligned (2 MiB-aligned on transparent huge
+// pages from 2 MiB up), reference counted, recycled by size class. Freed (returned to the pool) when no tensor or kernel launch holds it.
 #include <cstddef>
 #include <memory>
 

@@ -17,6 +17,7 @@ std::atomic<uint64_t> g_kernels_executed{0};
 std::atomic<uint64_t> g_schedules_built{0};
 std::atomic<uint64_t> g_schedule_cache_hits{0};
 std::atomic<uint64_t> g_schedule_cache_misses{0};
+std::atomic<uint64_t> g_capture_replays{0};
 }  // namespace
 
 Counters counters() {
@@ -27,6 +28,7 @@ Counters counters() {
   c.schedules_built = g_schedules_built.load(std::memory_order_relaxed);
   c.schedule_cache_hits = g_schedule_cache_hits.load(std::memory_order_relaxed);
   c.schedule_cache_misses = g_schedule_cache_misses.load(std::memory_order_relaxed);
+  c.capture_replays = g_capture_replays.load(std::memory_order_relaxed);
   c.live_uops = intern_table_size();
   c.live_buffers = live_buffer_count();
   c.live_buffer_bytes = live_buffer_bytes();
@@ -44,11 +46,13 @@ void reset_counters() {
   g_schedules_built.store(0, std::memory_order_relaxed);
   g_schedule_cache_hits.store(0, std::memory_order_relaxed);
   g_schedule_cache_misses.store(0, std::memory_order_relaxed);
+  g_capture_replays.store(0, std::memory_order_relaxed);
 }
 
 namespace detail {
 void count_kernel_compiled() { g_kernels_compiled.fetch_add(1, std::memory_order_relaxed); }
 void count_kernel_loaded() { g_kernels_loaded.fetch_add(1, std::memory_order_relaxed); }
+void count_capture_replay() { g_capture_replays.fetch_add(1, std::memory_order_relaxed); }
 void count_kernel_executed() { g_kernels_executed.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_built() { g_schedules_built.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_cache(bool hit) {

@@ -20,6 +20,7 @@
 #include "src/plan.hpp"
 #include "src/schedule_cache.hpp"
 #include "src/stage_observers.hpp"
+#include "src/step_recording.hpp"
 
 #include <loom/debug.hpp>
 
@@ -152,6 +153,7 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = plan_result(plan, table, i);
+  record_plan_run(plan, table, pending, flags);
 }
 
 }  // namespace

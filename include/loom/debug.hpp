@@ -9,7 +9,7 @@
 
 namespace loom {
 
-// The first six count events since reset_counters(); the rest are levels:
+// The first seven count events since reset_counters(); the rest are levels:
 // what is alive at the moment counters() is called.
 struct Counters {
   uint64_t kernels_compiled = 0;  // by LLVM, in this process
@@ -18,6 +18,7 @@ struct Counters {
   uint64_t schedules_built = 0;        // graphs scheduled (rangeify, stages, kernel split)
   uint64_t schedule_cache_hits = 0;    // realizes that reused a plan: no scheduling
   uint64_t schedule_cache_misses = 0;  // realizes that scheduled their graph
+  uint64_t capture_replays = 0;        // loom::Capture calls that replayed a recording
   uint64_t live_uops = 0;              // interned IR nodes
   uint64_t live_buffers = 0;           // device buffers held by tensors or graphs
   uint64_t live_buffer_bytes = 0;      // their requested bytes
@@ -48,6 +49,7 @@ namespace detail {
 void count_kernel_compiled();
 void count_kernel_loaded();
 void count_kernel_executed();
+void count_capture_replay();
 void count_schedule_built();
 void count_schedule_cache(bool hit);
 }  // namespace detail

@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a loom program uses.
+#include <loom/capture.hpp>
 #include <loom/checkpoint.hpp>
 #include <loom/context.hpp>
 #include <loom/debug.hpp>
@@ -7,4 +8,5 @@
 #include <loom/error.hpp>
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
+#include <loom/memory.hpp>
 #include <loom/tensor.hpp>

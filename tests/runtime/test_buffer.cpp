@@ -1,11 +1,15 @@
 #include "runtime/buffer.hpp"
 
 #include <loom/error.hpp>
+#include <loom/memory.hpp>
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +23,28 @@ bool all_zero(const Buffer& b) {
   return true;
 }
 uintptr_t address(const Buffer& b) { return reinterpret_cast<uintptr_t>(b.data()); }
+
+// The kernel's "THPeligible" for the mapping holding `addr` (from /proc/self/smaps), or -1.
+int thp_eligible(uintptr_t addr) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> lo >> dash >> hi && dash == '-') inside = lo <= addr && addr < hi;
+    if (inside && line.rfind("THPeligible:", 0) == 0) return std::stoi(line.substr(12));
+  }
+  return -1;
+}
+
+bool thp_available() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  std::getline(f, modes);
+  return !modes.empty() && modes.find("[never]") == std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("buffers are 64-byte aligned and zeroed, whatever their size") {
@@ -87,6 +113,27 @@ TEST_CASE("the pool keeps freed blocks until trimmed") {
   CHECK(pooled_buffer_bytes() == 3072);
   trim_buffer_pool();
   CHECK(pooled_buffer_bytes() == 0);
+}
+
+TEST_CASE("buffers of 2 MiB or more are 2 MiB-aligned on transparent huge pages, zeroed, and pooled") {
+  empty_cache();
+  for (size_t bytes : {size_t{2} << 20, (size_t{5} << 20) + 3, size_t{64} << 20}) {
+    CAPTURE(bytes);
+    auto b = Buffer::allocate(bytes);
+    CHECK(address(*b) % (size_t{2} << 20) == 0);
+    CHECK(all_zero(*b));
+    if (thp_available()) CHECK(thp_eligible(address(*b)) == 1);
+    std::memset(b->data(), 0xab, b->bytes());
+    b.reset();
+    CHECK(pooled_buffer_bytes() == buffer_size_class(bytes));
+    auto again = Buffer::allocate(bytes);  // the pooled block, zeroed again
+    CHECK(all_zero(*again));
+    again.reset();
+    empty_cache();  // loom::empty_cache releases the pool
+    CHECK(pooled_buffer_bytes() == 0);
+  }
+  auto small = Buffer::allocate(100000);
+  CHECK(address(*small) % 64 == 0);
 }
 
 TEST_CASE("an impossible request is a loom::Error") {

@@ -1,0 +1,285 @@
+#include <loom/capture.hpp>
+
+#include "ir/log.hpp"
+#include "runtime/executor.hpp"
+#include "src/engine.hpp"
+#include "src/step_recording.hpp"
+
+#include <loom/debug.hpp>
+#include <loom/error.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace loom {
+
+namespace detail {
+namespace {
+
+// What one recorded call ran: each kernel with the BUFFER nodes bound to its
+// argument slots, and each tensor node a realize pointed at a buffer.
+struct StepRecording {
+  struct Kernel {
+    std::shared_ptr<const CompiledKernel> kernel;
+    std::vector<UOpPtr> args;
+    int64_t parallel_extent = 1;
+  };
+  struct Binding {
+    std::weak_ptr<TensorNode> node;
+    UOpPtr buffer;
+  };
+  std::vector<Kernel> kernels;
+  std::unordered_map<const void*, UOpPtr> allocated;  // storage -> BUFFER a plan allocated
+  std::vector<Binding> bindings;
+};
+
+thread_local StepRecording* t_recording = nullptr;
+
+const UOpPtr& base_buffer(const UOpPtr& u) {
+  static const UOpPtr none;
+  if (u->op == Op::BUFFER) return u;
+  if (u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER) return u->src[0];
+  return none;
+}
+
+}  // namespace
+
+void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
+                     const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
+  StepRecording* rec = t_recording;
+  if (!rec) return;
+  for (const auto& pk : plan.kernels) {
+    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent};
+    for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
+    rec->kernels.push_back(std::move(k));
+  }
+  for (size_t j = plan.inputs; j < table.size(); ++j)
+    rec->allocated.emplace(table[j]->storage().get(), table[j]);
+  for (const auto& node : pending)
+    if (const UOpPtr& b = base_buffer(node->uop)) rec->bindings.push_back({node, b});
+}
+
+}  // namespace detail
+
+namespace {
+using detail::base_buffer;
+using detail::StepRecording;
+using detail::TensorNode;
+
+// Per argument: its dtype, the first argument sharing its buffer, its rank and extents.
+using Signature = std::vector<int64_t>;
+
+// A recording turned into a program over a table of buffers:
+// [arguments | outputs, fresh on each replay | kept: persistent buffers, and scratch every replay reuses].
+struct Program {
+  struct Kernel {
+    std::shared_ptr<const CompiledKernel> kernel;  // holds the code even if the cache evicts it
+    std::vector<uint32_t> slots;
+    int64_t parallel_extent = 1;
+  };
+  struct Output {
+    uint32_t slot;
+    UOpPtr recorded;  // the recorded result: a BUFFER, or a reshape of one
+  };
+  size_t inputs = 0;
+  std::vector<UOpPtr> fresh;  // the recorded buffer of each fresh slot: its dtype and size
+  std::vector<UOpPtr> kept;
+  std::vector<Kernel> kernels;
+  std::vector<Output> outputs;
+  size_t first_kept() const { return inputs + fresh.size(); }
+};
+
+struct SignatureState {
+  int calls = 0;
+  std::optional<Program> program;  // set once recorded and replayable
+};
+
+Signature signature_of(const std::vector<Tensor>& args) {
+  Signature sig;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const void* mem = base_buffer(args[i].node()->uop)->storage().get();
+    size_t alias = i;
+    for (size_t j = 0; j < i; ++j)
+      if (base_buffer(args[j].node()->uop)->storage().get() == mem) {
+        alias = j;
+        break;
+      }
+    sig.push_back(static_cast<int64_t>(args[i].dtype().scalar));
+    sig.push_back(static_cast<int64_t>(alias));
+    sig.push_back(args[i].ndim());
+    for (int64_t d : args[i].shape()) sig.push_back(d);
+  }
+  return sig;
+}
+
+// Realized, contiguous arguments: each a BUFFER or a reshape of one.
+std::vector<Tensor> bindable(const std::vector<Tensor>& args) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined()) throw Error("Capture: argument " + std::to_string(i) + " is an undefined tensor");
+    Tensor t = args[i];
+    t.realize();
+    if (!base_buffer(t.node()->uop)) t = t.contiguous().realize();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Does the call keep state outside assign: a tensor outliving it (not one of
+// its results) that now holds a buffer the call allocated? Then the next call
+// would read that tensor's new buffer, which a replay cannot know.
+bool keeps_state_outside_assign(const StepRecording& rec, const std::vector<Tensor>& results) {
+  for (const auto& b : rec.bindings) {
+    const auto node = b.node.lock();
+    if (!node || base_buffer(node->uop) != b.buffer || !rec.allocated.count(b.buffer->storage().get()))
+      continue;
+    bool is_result = false;
+    for (const auto& r : results) is_result |= r.node() == node;
+    if (!is_result) return true;
+  }
+  return false;
+}
+
+// The program replaying `rec`, or nullopt when the call keeps state outside assign.
+// `arg_memory` is the arguments' memory as the call began.
+std::optional<Program> compile_program(const StepRecording& rec, const std::vector<const void*>& arg_memory,
+                                       const std::vector<Tensor>& results) {
+  if (keeps_state_outside_assign(rec, results)) return std::nullopt;
+  Program p;
+  p.inputs = arg_memory.size();
+  std::unordered_map<const void*, uint32_t> slot_of;  // storage -> table slot
+  for (size_t i = 0; i < arg_memory.size(); ++i) slot_of.emplace(arg_memory[i], static_cast<uint32_t>(i));
+  for (const auto& r : results) {
+    const UOpPtr& b = base_buffer(r.node()->uop);
+    if (rec.allocated.count(b->storage().get()) &&
+        slot_of.emplace(b->storage().get(), static_cast<uint32_t>(p.inputs + p.fresh.size())).second)
+      p.fresh.push_back(b);
+  }
+  auto slot = [&](const UOpPtr& buffer) {
+    const auto [it, added] =
+        slot_of.emplace(buffer->storage().get(), static_cast<uint32_t>(p.first_kept() + p.kept.size()));
+    if (added) p.kept.push_back(buffer);
+    return it->second;
+  };
+  for (const auto& k : rec.kernels) {
+    Program::Kernel pk{k.kernel, {}, k.parallel_extent};
+    for (const auto& b : k.args) pk.slots.push_back(slot(b));
+    p.kernels.push_back(std::move(pk));
+  }
+  for (const auto& r : results) p.outputs.push_back({slot(base_buffer(r.node()->uop)), r.node()->uop});
+  return p;
+}
+
+// Realizes the step's results, each into a BUFFER or a reshape of one, with
+// whatever the step left pending in its arguments (an assign into one).
+void realize_results(std::vector<Tensor>& results, const std::vector<Tensor>& args) {
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].defined())
+      throw Error("Capture: result " + std::to_string(i) + " is an undefined tensor");
+  std::vector<Tensor> all = results;
+  for (const auto& a : args)
+    if (!base_buffer(a.node()->uop)) all.push_back(a);
+  realize(all);
+  for (auto& r : results)
+    if (!base_buffer(r.node()->uop)) r = r.contiguous().realize();
+}
+
+}  // namespace
+
+struct Capture::Impl {
+  Step step;
+  std::map<Signature, SignatureState> states;
+
+  std::vector<Tensor> record(const std::vector<Tensor>& args, SignatureState& state) {
+    // Memory, not BUFFER nodes: holding an argument's node would make an assign into it copy.
+    std::vector<const void*> arg_memory;
+    for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
+    StepRecording rec;
+    detail::t_recording = &rec;
+    std::vector<Tensor> results;
+    try {
+      results = step(args);
+      realize_results(results, args);
+    } catch (...) {
+      detail::t_recording = nullptr;
+      throw;
+    }
+    detail::t_recording = nullptr;
+    state.program = compile_program(rec, arg_memory, results);
+    if (!state.program)
+      log().warn(
+          "Capture: the step rebinds a tensor that outlives it to a new buffer (state kept outside "
+          "assign); it runs uncaptured on every call (docs/api.md, Capture)");
+    return results;
+  }
+
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const Program& p) const;
+  const std::optional<Program>* program_for(const std::vector<Tensor>& args) const;
+};
+
+std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, const Program& p) const {
+  std::vector<UOpPtr> fresh;
+  std::vector<void*> table;
+  table.reserve(p.first_kept() + p.kept.size());
+  for (const auto& a : args) table.push_back(detail::buffer_data(base_buffer(a.node()->uop)));
+  for (const auto& r : p.fresh) {
+    fresh.push_back(detail::allocate_buffer(r->dtype, r->get<std::vector<int64_t>>().at(1), false));
+    table.push_back(detail::buffer_data(fresh.back()));
+  }
+  for (const auto& b : p.kept) table.push_back(detail::buffer_data(b));
+  std::vector<void*> bufs;
+  const std::vector<int64_t> vars;
+  for (const auto& k : p.kernels) {
+    bufs.clear();
+    for (uint32_t s : k.slots) bufs.push_back(table[s]);
+    run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent);
+  }
+  std::vector<Tensor> out;
+  for (const auto& o : p.outputs) {
+    const UOpPtr buffer = o.slot < p.inputs         ? base_buffer(args[o.slot].node()->uop)
+                          : o.slot < p.first_kept() ? fresh[o.slot - p.inputs]
+                                                    : p.kept[o.slot - p.first_kept()];
+    UOpPtr view = o.recorded->op == Op::BUFFER
+                      ? buffer
+                      : UOp::make(Op::RESHAPE, buffer->dtype, {buffer}, o.recorded->get<Shape>());
+    out.push_back(Tensor(std::make_shared<TensorNode>(std::move(view))));
+  }
+  detail::count_capture_replay();
+  return out;
+}
+
+Capture::Capture(Step step) : impl_(std::make_shared<Impl>()) {
+  if (!step) throw Error("Capture: the step function is empty");
+  impl_->step = std::move(step);
+}
+
+std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
+  const std::vector<Tensor> bound = bindable(args);
+  if (detail::t_recording) return impl_->step(bound);  // inside another Capture's recording: just run
+  SignatureState& state = impl_->states[signature_of(bound)];
+  ++state.calls;
+  if (state.program) return impl_->replay(bound, *state.program);
+  if (state.calls == 2) return impl_->record(bound, state);
+  std::vector<Tensor> results = impl_->step(bound);
+  realize_results(results, bound);
+  return results;
+}
+
+const std::optional<Program>* Capture::Impl::program_for(const std::vector<Tensor>& args) const {
+  const auto it = states.find(signature_of(bindable(args)));
+  return it == states.end() ? nullptr : &it->second.program;
+}
+
+bool Capture::captured(const std::vector<Tensor>& args) const {
+  const auto* p = impl_->program_for(args);
+  return p && p->has_value();
+}
+
+size_t Capture::captured_kernels(const std::vector<Tensor>& args) const {
+  const auto* p = impl_->program_for(args);
+  return p && p->has_value() ? (*p)->kernels.size() : 0;
+}
+
+}  // namespace loom

@@ -1,0 +1,19 @@
+#pragma once
+// The engine's side of loom::Capture: while a Capture records a call on this
+// thread, every plan the engine runs reports its kernels, buffers and the
+// tensor nodes it bound (src/capture.cpp keeps them).
+#include "ir/flags.hpp"
+#include "src/plan.hpp"
+#include "src/tensor_node.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace loom::detail {
+
+// Called by the engine after running `plan` over `table` and pointing
+// `pending[i]` at target i's result. A no-op unless a recording is active.
+void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
+                     const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags);
+
+}  // namespace loom::detail
