@@ -29,6 +29,7 @@ struct StepRecording {
   struct Binding {
     std::weak_ptr<TensorNode> node;
     UOpPtr buffer;
+    UOpPtr previous;  // the buffer an assign in the node wrote past (copy on write), or null
   };
   std::vector<Kernel> kernels;
   std::unordered_map<const void*, UOpPtr> allocated;  // storage -> BUFFER a plan allocated
@@ -57,8 +58,12 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
   }
   for (size_t j = plan.inputs; j < table.size(); ++j)
     rec->allocated.emplace(table[j]->storage().get(), table[j]);
-  for (const auto& node : pending)
-    if (const UOpPtr& b = base_buffer(node->uop)) rec->bindings.push_back({node, b});
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const UOpPtr& before = pending[i]->uop;
+    const UOpPtr previous = before->op == Op::ASSIGN ? base_buffer(before->src[0]) : nullptr;
+    const UOpPtr result = plan_result(plan, table, i);
+    if (const UOpPtr& b = base_buffer(result)) rec->bindings.push_back({pending[i], b, previous});
+  }
 }
 
 }  // namespace detail
@@ -83,12 +88,22 @@ struct Program {
     uint32_t slot;
     UOpPtr recorded;  // the recorded result: a BUFFER, or a reshape of one
   };
+  // A tensor whose assign copied (something else still read its old buffer):
+  // each replay reads its current buffer and points it at a fresh one.
+  struct State {
+    std::weak_ptr<TensorNode> node;
+    UOpPtr fallback;  // the recorded buffer, read if the tensor has died
+    uint32_t out_slot;
+    UOpPtr recorded;  // the node's recorded BUFFER, or reshape of one
+  };
   size_t inputs = 0;
+  std::vector<State> states;  // slots [inputs, first_fresh())
   std::vector<UOpPtr> fresh;  // the recorded buffer of each fresh slot: its dtype and size
   std::vector<UOpPtr> kept;
   std::vector<Kernel> kernels;
   std::vector<Output> outputs;
-  size_t first_kept() const { return inputs + fresh.size(); }
+  size_t first_fresh() const { return inputs + states.size(); }
+  size_t first_kept() const { return first_fresh() + fresh.size(); }
 };
 
 struct SignatureState {
@@ -127,35 +142,60 @@ std::vector<Tensor> bindable(const std::vector<Tensor>& args) {
   return out;
 }
 
-// Does the call keep state outside assign: a tensor outliving it (not one of
-// its results) that now holds a buffer the call allocated? Then the next call
-// would read that tensor's new buffer, which a replay cannot know.
-bool keeps_state_outside_assign(const StepRecording& rec, const std::vector<Tensor>& results) {
+// A tensor outliving the call (not one of its results) that the call pointed
+// at a buffer it allocated: the call-start buffer it replaced, or null when
+// the replay cannot carry it over (the tensor was not an assign's target).
+struct Rebound {
+  std::shared_ptr<TensorNode> node;
+  UOpPtr previous, buffer;
+};
+
+std::optional<std::vector<Rebound>> rebound_tensors(const StepRecording& rec,
+                                                    const std::vector<Tensor>& results) {
+  std::vector<Rebound> out;
   for (const auto& b : rec.bindings) {
     const auto node = b.node.lock();
     if (!node || base_buffer(node->uop) != b.buffer || !rec.allocated.count(b.buffer->storage().get()))
       continue;
     bool is_result = false;
     for (const auto& r : results) is_result |= r.node() == node;
-    if (!is_result) return true;
+    if (is_result) continue;
+    UOpPtr start;  // the node's buffer as the call began: what its first binding wrote past
+    for (const auto& first : rec.bindings)
+      if (first.node.lock() == node) {
+        start = first.previous;
+        break;
+      }
+    if (!start || rec.allocated.count(start->storage().get())) return std::nullopt;
+    out.push_back({node, start, b.buffer});
   }
-  return false;
+  return out;
 }
 
 // The program replaying `rec`, or nullopt when the call keeps state outside assign.
 // `arg_memory` is the arguments' memory as the call began.
 std::optional<Program> compile_program(const StepRecording& rec, const std::vector<const void*>& arg_memory,
                                        const std::vector<Tensor>& results) {
-  if (keeps_state_outside_assign(rec, results)) return std::nullopt;
+  const auto rebound = rebound_tensors(rec, results);
+  if (!rebound) return std::nullopt;
   Program p;
   p.inputs = arg_memory.size();
   std::unordered_map<const void*, uint32_t> slot_of;  // storage -> table slot
   for (size_t i = 0; i < arg_memory.size(); ++i) slot_of.emplace(arg_memory[i], static_cast<uint32_t>(i));
+  for (const auto& r : *rebound) {
+    slot_of.emplace(r.previous->storage().get(), static_cast<uint32_t>(p.inputs + p.states.size()));
+    p.states.push_back({r.node, r.previous, 0, r.node->uop});
+  }
+  auto add_fresh = [&](const UOpPtr& b) {
+    const auto [it, added] =
+        slot_of.emplace(b->storage().get(), static_cast<uint32_t>(p.first_fresh() + p.fresh.size()));
+    if (added) p.fresh.push_back(b);
+    return it->second;
+  };
+  for (size_t i = 0; i < rebound->size(); ++i) p.states[i].out_slot = add_fresh((*rebound)[i].buffer);
   for (const auto& r : results) {
     const UOpPtr& b = base_buffer(r.node()->uop);
-    if (rec.allocated.count(b->storage().get()) &&
-        slot_of.emplace(b->storage().get(), static_cast<uint32_t>(p.inputs + p.fresh.size())).second)
-      p.fresh.push_back(b);
+    if (rec.allocated.count(b->storage().get())) add_fresh(b);
   }
   auto slot = [&](const UOpPtr& buffer) {
     const auto [it, added] =
@@ -210,8 +250,8 @@ struct Capture::Impl {
     state.program = compile_program(rec, arg_memory, results);
     if (!state.program)
       log().warn(
-          "Capture: the step rebinds a tensor that outlives it to a new buffer (state kept outside "
-          "assign); it runs uncaptured on every call (docs/api.md, Capture)");
+          "Capture: the step points a tensor that outlives it at a new buffer other than by assign "
+          "(state kept outside assign); it runs uncaptured on every call (docs/api.md, Capture)");
     return results;
   }
 
@@ -219,11 +259,29 @@ struct Capture::Impl {
   const std::optional<Program>* program_for(const std::vector<Tensor>& args) const;
 };
 
+namespace {
+// A BUFFER in the shape `recorded` had: the buffer itself, or a reshape of it.
+UOpPtr like(const UOpPtr& recorded, UOpPtr buffer) {
+  if (recorded->op == Op::BUFFER) return buffer;
+  return UOp::make(Op::RESHAPE, buffer->dtype, {buffer}, recorded->get<Shape>());
+}
+
+// The buffer a rebound tensor holds now (realized first if the host changed it).
+UOpPtr current_buffer(const Program::State& s) {
+  const auto node = s.node.lock();
+  if (!node) return s.fallback;
+  if (!base_buffer(node->uop)) Tensor(node).realize();
+  const UOpPtr& b = base_buffer(node->uop);
+  return b ? b : s.fallback;
+}
+}  // namespace
+
 std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, const Program& p) const {
   std::vector<UOpPtr> fresh;
   std::vector<void*> table;
   table.reserve(p.first_kept() + p.kept.size());
   for (const auto& a : args) table.push_back(detail::buffer_data(base_buffer(a.node()->uop)));
+  for (const auto& s : p.states) table.push_back(detail::buffer_data(current_buffer(s)));
   for (const auto& r : p.fresh) {
     fresh.push_back(detail::allocate_buffer(r->dtype, r->get<std::vector<int64_t>>().at(1), false));
     table.push_back(detail::buffer_data(fresh.back()));
@@ -236,15 +294,15 @@ std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, const
     for (uint32_t s : k.slots) bufs.push_back(table[s]);
     run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent);
   }
+  for (const auto& s : p.states)
+    if (const auto node = s.node.lock()) node->uop = like(s.recorded, fresh[s.out_slot - p.first_fresh()]);
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {
-    const UOpPtr buffer = o.slot < p.inputs         ? base_buffer(args[o.slot].node()->uop)
-                          : o.slot < p.first_kept() ? fresh[o.slot - p.inputs]
-                                                    : p.kept[o.slot - p.first_kept()];
-    UOpPtr view = o.recorded->op == Op::BUFFER
-                      ? buffer
-                      : UOp::make(Op::RESHAPE, buffer->dtype, {buffer}, o.recorded->get<Shape>());
-    out.push_back(Tensor(std::make_shared<TensorNode>(std::move(view))));
+    const UOpPtr buffer = o.slot < p.inputs          ? base_buffer(args[o.slot].node()->uop)
+                          : o.slot < p.first_fresh() ? current_buffer(p.states[o.slot - p.inputs])
+                          : o.slot < p.first_kept()  ? fresh[o.slot - p.first_fresh()]
+                                                     : p.kept[o.slot - p.first_kept()];
+    out.push_back(Tensor(std::make_shared<TensorNode>(like(o.recorded, buffer))));
   }
   detail::count_capture_replay();
   return out;

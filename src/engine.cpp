@@ -152,8 +152,8 @@ void check_fits_in_memory(const Plan& plan) {
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
+  record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = plan_result(plan, table, i);
-  record_plan_run(plan, table, pending, flags);
 }
 
 }  // namespace

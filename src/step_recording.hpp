@@ -11,7 +11,7 @@
 
 namespace loom::detail {
 
-// Called by the engine after running `plan` over `table` and pointing
+// Called by the engine after running `plan` over `table`, before pointing
 // `pending[i]` at target i's result. A no-op unless a recording is active.
 void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
                      const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags);
