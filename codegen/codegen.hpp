@@ -36,9 +36,15 @@ int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);
 // The kernel's DEFINE_VARs, sorted by name: `vars[i]` of the ABI is the i-th.
 std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel);
 
+struct EmitOptions {
+  // LOOM_CHECK_BOUNDS: every load and store checks its index against the
+  // buffer's size and the function returns a status (docs/kernel-ir.md).
+  bool check_bounds = false;
+};
+
 // LLVM IR text of one verified function `name` with the ABI of docs/kernel-ir.md.
 // Throws loom::Error naming the kernel if LLVM rejects what was emitted.
-std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name);
+std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name, const EmitOptions& options = {});
 
 // Testing only: the next emit_llvm_ir call (on any thread) emits a function
 // without its final terminator, so verification fails and the error path can

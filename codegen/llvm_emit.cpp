@@ -63,7 +63,8 @@ const UOp& buffer_of(const UOp& index) {
 
 class Emitter {
  public:
-  Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name);
+  Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name,
+          const EmitOptions& options);
   void emit(bool omit_terminator);
 
  private:
@@ -76,6 +77,8 @@ class Emitter {
   std::vector<UOpPtr> vars_;
   std::unordered_map<const UOp*, Value*> values_;
   std::map<int64_t, llvm::MDNode*> slot_scopes_;  // one alias scope per buffer slot
+  bool check_bounds_;
+  std::map<int64_t, llvm::BasicBlock*> out_of_bounds_;  // per slot: `ret 1 + slot`
 
   struct OpenLoop {
     llvm::PHINode* counter;
@@ -115,21 +118,25 @@ class Emitter {
   Value* register_base(const UOp& reg);
   Value* index(const UOp& u);
   Access access(const UOp& user, const UOp& index, DType value);
+  void check_bounds(const UOp& index, const Access& a);
   Value* load(const UOp& load);
   void store(const UOp& store);
   template <class F>
   Value* guarded(Value* valid, F access, Value* otherwise);
 };
 
-Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name)
+Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::string& name,
+                 const EmitOptions& options)
     : ctx_(module.getContext()),
       module_(module),
       linear_(linear),
       b_(module.getContext()),
-      vars_(kernel_vars(linear.kernel)) {
+      vars_(kernel_vars(linear.kernel)),
+      check_bounds_(options.check_bounds) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* i64 = b_.getInt64Ty();
-  auto* type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64, i64}, false);
+  llvm::Type* result = check_bounds_ ? b_.getInt32Ty() : b_.getVoidTy();
+  auto* type = llvm::FunctionType::get(result, {ptr, ptr, i64, i64}, false);
   fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
   for (unsigned i : {0u, 1u}) {  // bufs and vars: arrays the kernel only reads
@@ -146,7 +153,11 @@ Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::st
 void Emitter::emit(bool omit_terminator) {
   for (const LinearInst& i : linear_.insts) inst(i);
   if (!loops_.empty()) throw Error("the linearized kernel leaves a loop open");
-  if (!omit_terminator) b_.CreateRetVoid();
+  if (omit_terminator) return;
+  if (check_bounds_)
+    b_.CreateRet(b_.getInt32(0));
+  else
+    b_.CreateRetVoid();
 }
 
 void Emitter::inst(const LinearInst& i) {
@@ -517,10 +528,48 @@ Emitter::Access Emitter::access(const UOp& user, const UOp& index, DType value) 
   return a;
 }
 
+// LOOM_CHECK_BOUNDS (docs/kernel-ir.md, "The function ABI"): unless every lane
+// the access touches (each lane of a gather, idx .. idx + lanes - 1 of a
+// contiguous vector, masked-off lanes excepted) lies in [0, vars[variables +
+// slot]), the buffer's element count, the kernel returns 1 + slot before
+// touching memory. Called where the access runs, so a guarded-off index is never
+// checked. Accumulator registers are the kernel's own and are not checked.
+void Emitter::check_bounds(const UOp& index, const Access& a) {
+  const UOp& buffer = buffer_of(index);
+  if (!check_bounds_ || buffer.op != Op::DEFINE_GLOBAL) return;
+  const int64_t slot = buffer.arg_int();
+  auto* i64 = b_.getInt64Ty();
+  Value* at = b_.CreateConstInBoundsGEP1_64(i64, fn_->getArg(1), vars_.size() + static_cast<uint64_t>(slot));
+  Value* size = b_.CreateAlignedLoad(i64, at, llvm::Align(8), fmt::format("size{}", slot));
+  const DType idx = index.src.at(1)->dtype;
+  const unsigned lanes = a.kind == Access::Element ? 1 : index.dtype.lanes;
+  Value* element = cast(idx, DType::Int64.vec(idx.lanes), get(index.src[1]));
+  if (lanes > 1) {
+    if (idx.lanes == 1) {  // contiguous: idx + 0, idx + 1, ...
+      std::vector<llvm::Constant*> step;
+      for (unsigned l = 0; l < lanes; ++l) step.push_back(b_.getInt64(l));
+      element = b_.CreateAdd(b_.CreateVectorSplat(lanes, element), llvm::ConstantVector::get(step));
+    }
+    size = b_.CreateVectorSplat(lanes, size);
+  }
+  Value* inside = b_.CreateICmpULT(element, size);  // unsigned: a negative index is huge
+  if (a.mask) inside = b_.CreateOr(inside, b_.CreateNot(a.mask));
+  if (lanes > 1) inside = b_.CreateAndReduce(inside);
+  llvm::BasicBlock*& fail = out_of_bounds_[slot];
+  if (!fail) {
+    fail = llvm::BasicBlock::Create(ctx_, fmt::format("out_of_bounds{}", slot), fn_);
+    llvm::IRBuilder<>(fail).CreateRet(b_.getInt32(static_cast<uint32_t>(slot + 1)));
+  }
+  auto* ok = llvm::BasicBlock::Create(ctx_, "in_bounds", fn_);
+  b_.CreateCondBr(inside, ok, fail);
+  b_.SetInsertPoint(ok);
+}
+
 Value* Emitter::load(const UOp& u) {
   const Access a = access(u, *u.src.at(0), u.dtype);
   Value* zero_value = llvm::Constant::getNullValue(a.type);
   auto emit = [&]() -> Value* {
+    check_bounds(*u.src[0], a);
     llvm::Instruction* loaded = nullptr;
     if (a.kind == Access::Lanes) {
       Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(u.dtype.lanes));
@@ -545,6 +594,7 @@ void Emitter::store(const UOp& u) {
   guarded(
       a.guard,
       [&]() -> Value* {
+        check_bounds(*u.src[0], a);
         llvm::Instruction* stored = nullptr;
         if (a.kind == Access::Lanes) {
           Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(dt.lanes));
@@ -592,13 +642,13 @@ Value* Emitter::lane_select(const UOp& u) {
 
 void codegen_testing_break_next_kernel() { break_next_kernel.store(true); }
 
-std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name) {
+std::string emit_llvm_ir(const UOpPtr& kernel, const std::string& name, const EmitOptions& options) {
   if (name.empty()) throw Error("emit_llvm_ir: a kernel needs a non-empty function name");
   llvm::LLVMContext ctx;
   llvm::Module module(name, ctx);
   try {
     const LinearKernel linear = linearize(kernel);
-    Emitter emitter(module, linear, name);
+    Emitter emitter(module, linear, name, options);
     emitter.emit(/*omit_terminator=*/break_next_kernel.exchange(false));
   } catch (const Error& e) {
     throw Error(fmt::format("emit_llvm_ir: kernel '{}': {}", name, e.what()));

@@ -32,7 +32,8 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_DISABLE", "comma-separated names", "switches off the named rewrite stages or passes"},
     {"LOOM_PCONTIG", "0 to 10", "partial-contiguous level of buffer removal (0: off)"},
     {"LOOM_CHECK_BOUNDS", "0 or 1",
-     "1 makes every kernel check each load and store index against its buffer"},
+     "1 makes every kernel check each load and store index against its buffer's size; a violation is a "
+     "loom::Error naming the kernel and the buffer"},
     {"LOOM_DUMP_DIR", "a directory",
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
     {"LOOM_CACHE_DIR", "a directory, or off",

@@ -144,14 +144,15 @@ int64_t slice_grain(int64_t parallel_extent) {
   return std::max<int64_t>(1, (parallel_extent + kMaxSlices - 1) / kMaxSlices);
 }
 
-void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent, const std::string& profile_name) {
-  if (!fn) throw Error("run_kernel: the kernel function is null");
+namespace {
+// Calls slice(begin, end) on disjoint slices covering [0, parallel_extent), as run_kernel says.
+template <class Slice>
+void run_slices(int64_t parallel_extent, const std::string& profile_name, const Slice& slice) {
   if (parallel_extent < 0)
     throw Error("run_kernel: parallel extent " + std::to_string(parallel_extent) + " is negative");
   const int64_t grain = slice_grain(parallel_extent);
   if (parallel_extent <= grain) {
-    fn(bufs.data(), vars.data(), 0, parallel_extent);
+    slice(0, parallel_extent);
     g_last_distinct_threads.store(1, std::memory_order_relaxed);
   } else {
     ThreadSet ran_on;
@@ -159,21 +160,42 @@ void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<i
     arena->execute([&] {
       tbb::parallel_for(
           tbb::blocked_range<int64_t>(0, parallel_extent, static_cast<size_t>(grain)),
-          [&](const tbb::blocked_range<int64_t>& slice) {
+          [&](const tbb::blocked_range<int64_t>& range) {
             ran_on.note_this_thread();
             std::optional<ProfileSpan> span;
             if (!profile_name.empty()) {
               span.emplace("slice", profile_name);
-              span->arg("begin", static_cast<double>(slice.begin()));
-              span->arg("end", static_cast<double>(slice.end()));
+              span->arg("begin", static_cast<double>(range.begin()));
+              span->arg("end", static_cast<double>(range.end()));
             }
-            fn(bufs.data(), vars.data(), slice.begin(), slice.end());
+            slice(range.begin(), range.end());
           },
           tbb::simple_partitioner());
     });
     g_last_distinct_threads.store(ran_on.count(), std::memory_order_relaxed);
   }
   detail::count_kernel_executed();
+}
+}  // namespace
+
+void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
+                int64_t parallel_extent, const std::string& profile_name) {
+  if (!fn) throw Error("run_kernel: the kernel function is null");
+  run_slices(parallel_extent, profile_name,
+             [&](int64_t begin, int64_t end) { fn(bufs.data(), vars.data(), begin, end); });
+}
+
+int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
+                           const std::vector<int64_t>& vars, int64_t parallel_extent,
+                           const std::string& profile_name) {
+  if (!fn) throw Error("run_kernel: the kernel function is null");
+  std::atomic<int32_t> first{0};
+  run_slices(parallel_extent, profile_name, [&](int64_t begin, int64_t end) {
+    int32_t expected = 0;
+    if (const int32_t status = fn(bufs.data(), vars.data(), begin, end))
+      first.compare_exchange_strong(expected, status, std::memory_order_relaxed);
+  });
+  return first.load(std::memory_order_relaxed);
 }
 
 void run_tasks(size_t n, const std::function<void(size_t)>& task) {

@@ -19,6 +19,11 @@ namespace loom {
 // each slice is a profile event of that name on the thread that ran it.
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
                 int64_t parallel_extent, const std::string& profile_name = {});
+// The same for a kernel compiled with LOOM_CHECK_BOUNDS: every slice runs, and
+// the result is the first non-zero status a slice returned, else 0.
+int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
+                           const std::vector<int64_t>& vars, int64_t parallel_extent,
+                           const std::string& profile_name = {});
 
 // The slicing rule: slices hold at most slice_grain(extent) = ceil(extent / 64)
 // iterations (at least 1); tbb::simple_partitioner halves the range until each

@@ -14,6 +14,14 @@
 namespace loom {
 
 using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
+// A kernel compiled with LOOM_CHECK_BOUNDS returns 0, or 1 + the slot of the
+// buffer it found an index outside of (docs/kernel-ir.md); its address is kept
+// as a KernelFn and cast back to this type to be called.
+using CheckedKernelFn = int32_t (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
+inline CheckedKernelFn as_checked(KernelFn fn) {
+  return reinterpret_cast<CheckedKernelFn>(
+      reinterpret_cast<void (*)()>(fn));  // void(): no -Wcast-function-type
+}
 
 // How hard LLVM works on one module. Full: the new pass manager's O2 pipeline
 // with the loop and SLP vectorisers, and the O2 code generator. Light: O1 and

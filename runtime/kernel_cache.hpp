@@ -23,6 +23,7 @@ struct CompiledKernel {
   // the key, so a kernel compiled one way never runs where another was asked for.
   std::string options;
   KernelFn fn = nullptr;
+  bool checks_bounds = false;           // LOOM_CHECK_BOUNDS: fn is really a CheckedKernelFn
   std::shared_ptr<const JitCode> code;  // owns fn's machine code: freed with the last holder
   UOpPtr ast;                           // the kernel as scheduled: the cache key, kept alive here
   UOpPtr optimized_ast;                 // after the optimiser: its parallel range gives the run's extent

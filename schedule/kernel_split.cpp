@@ -3,6 +3,7 @@
 #include "ir/kernel_name.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
+#include "ir/planted_fault.hpp"
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
@@ -53,6 +54,7 @@ struct KernelBuilder {
       src = {param(source), index->src.at(1)};
     }
     if (index->src.size() > n_idx + 1) src.push_back(index->src.back());
+    if (planted_fault() == PlantedFault::LoadPastEnd) src[1] = src[1] + 1;  // ir/planted_fault.hpp
     const DType dt = src[0]->dtype;  // read before src is moved into the call
     return UOp::make(Op::INDEX, dt, std::move(src));
   }

@@ -46,6 +46,7 @@ std::string codegen_options(const Flags& flags) {
   std::string out = flags.noopt ? "noopt" : "";
   for (std::string_view pass : kernel_pass_names())
     if (flags.disabled(pass)) out += fmt::format(" -{}", pass);
+  if (flags.check_bounds) out += " check_bounds";
   return out;
 }
 
@@ -206,7 +207,7 @@ void compile_fresh(CompiledKernel& k, const Flags& flags, bool keep_text, Compil
     show_stage(flags, 3, k.name, "linear", "txt", k.linear);
   }
   auto t0 = Clock::now();
-  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name);
+  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name, EmitOptions{k.checks_bounds});
   times.emit = ms_since(t0);
   if (texts) show_stage(flags, 4, k.name, "llvm", "ll", k.llvm_ir);
   JitOptions jit_options;
@@ -237,6 +238,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.ast = ast;
   k.name = name;
   k.options = options;
+  k.checks_bounds = flags.check_bounds;
   k.flops = kernel_flops(ast);
   const std::string ast_text = to_text(ast);
   if (texts) show_stage(flags, 3, name, "kernel", "uop", ast_text);
@@ -275,6 +277,27 @@ std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {
   return table;
 }
 
+namespace {
+// A kernel compiled with LOOM_CHECK_BOUNDS reads each slot's element count after
+// the variables, and reports the first buffer it would have overrun.
+void run_bounds_checked(const CompiledKernel& k, const PlanKernel& pk, const std::vector<UOpPtr>& table,
+                        const std::vector<void*>& bufs, std::vector<int64_t>& vars,
+                        const std::string& profile_name) {
+  for (uint32_t slot : pk.args) vars.push_back(table[slot]->get<std::vector<int64_t>>().at(1));
+  const int32_t status = run_checked_kernel(as_checked(k.fn), bufs, vars, pk.parallel_extent, profile_name);
+  if (status == 0) return;
+  const size_t slot = static_cast<size_t>(status - 1);
+  if (slot >= pk.args.size())
+    throw Error(fmt::format("kernel '{}' returned status {}, not a buffer slot", pk.name, status));
+  const UOpPtr& b = table[pk.args[slot]];
+  const auto& arg = b->get<std::vector<int64_t>>();
+  throw Error(
+      fmt::format("kernel '{}' indexed buffer slot {} (buffer {}: {} {} elements) out of bounds; "
+                  "LOOM_CHECK_BOUNDS stopped it before the access (a loom bug: please report it)",
+                  pk.name, slot, arg.at(0), arg.at(1), to_string(b->dtype)));
+}
+}  // namespace
+
 KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>& table, const Flags& flags) {
   ProfileSpan span("run", pk.name);
   auto k = compile_kernel(pk.ast, pk.name, flags);  // a kernel cache hit unless the kernel was evicted
@@ -286,9 +309,13 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
     bufs.push_back(buffer_data(b));
     t.bytes += static_cast<double>(b->get<std::vector<int64_t>>().at(1) * b->dtype.itemsize());
   }
-  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  const std::string profile_name = span.active() ? pk.name : std::string();
   const auto t0 = Clock::now();
-  run_kernel(k->fn, bufs, vars, pk.parallel_extent, span.active() ? pk.name : std::string());
+  if (k->checks_bounds)
+    run_bounds_checked(*k, pk, table, bufs, vars, profile_name);
+  else
+    run_kernel(k->fn, bufs, vars, pk.parallel_extent, profile_name);
   t.ms = ms_since(t0);
   if (span.active()) {
     span.arg("GFLOP/s", t.gflops());

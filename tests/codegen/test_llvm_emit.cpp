@@ -540,3 +540,45 @@ TEST_CASE("emit: ops outside the contract are errors naming the kernel, the op a
                          Error);
   }
 }
+
+// ---- LOOM_CHECK_BOUNDS ---------------------------------------------------------------------
+
+namespace {
+// out[store_at] = LOAD(load_from) over `range`, both buffers of 4 Int32 elements (in
+// is slot 1), compiled with bounds checks; returns the kernel's status and what it
+// wrote (out starts at -1).
+std::pair<int32_t, std::vector<int32_t>> run_checked(const std::string& name, const UOpPtr& store_at,
+                                                     const UOpPtr& load_from, const UOpPtr& range) {
+  auto out = global(0, DType::Int32);
+  const auto kernel = sink({end(store(index(out, store_at), kb::load(load_from)), {range})});
+  const std::string ir = emit_llvm_ir(kernel, name, EmitOptions{.check_bounds = true});
+  CHECK(ir.find(fmt::format("define i32 @{}(", name)) != std::string::npos);
+  const auto fn = as_checked(Jit::instance().compile(ir, name).fn);
+  Aligned<int32_t> o(4, -1), input(std::vector<int32_t>{10, 11, 12, 13});
+  void* const bufs[] = {o.data(), input.data()};
+  const int64_t sizes[] = {4, 4};  // no variables: vars holds the slots' element counts
+  const int32_t status = fn(bufs, sizes, 0, 1);
+  return {status, o.values()};
+}
+}  // namespace
+
+TEST_CASE("emit: LOOM_CHECK_BOUNDS stops at the first index outside its buffer and returns 1 + its slot") {
+  auto i = make_range(4, 0);
+  auto in = global(1, DType::Int32);
+  using V = std::vector<int32_t>;
+  SUBCASE("every index inside: status 0 and the copy") {
+    CHECK(run_checked("inside", i, index(in, i), i) == std::pair{0, V{10, 11, 12, 13}});
+  }
+  SUBCASE("a load one past the end: stopped at i = 3, before its load and store") {
+    CHECK(run_checked("load_past_end", i, index(in, i + 1), i) == std::pair{2, V{11, 12, 13, -1}});
+  }
+  SUBCASE("a negative load index: stopped at once") {
+    CHECK(run_checked("load_negative", i, index(in, i - 1), i) == std::pair{2, V{-1, -1, -1, -1}});
+  }
+  SUBCASE("a store past the end: slot 0") {
+    CHECK(run_checked("store_past_end", i + 1, index(in, i), i) == std::pair{1, V{-1, 10, 11, 12}});
+  }
+  SUBCASE("a masked-off index is never checked: it is never accessed") {
+    CHECK(run_checked("masked", i, index(in, i + 1, i + 1 < 4), i) == std::pair{0, V{11, 12, 13, 0}});
+  }
+}

@@ -117,6 +117,23 @@ TEST_CASE("a planted wrong gradient rule is caught within the CI budget against 
   CHECK_FALSE(fuzz::check_graph(shrunk, {}).failure);
 }
 
+TEST_CASE("with LOOM_CHECK_BOUNDS, a planted load one past the end is caught as an error naming the buffer") {
+  fuzz::RunOptions options;
+  options.stop_at_first = true;
+  options.bounds_share = 1;
+  fuzz::RunResult r;
+  {
+    PlantFault fault(PlantedFault::LoadPastEnd);
+    r = fuzz::run(kCiSeed, kCiPrograms, options);
+  }
+  REQUIRE(r.failures.size() == 1);
+  const auto& failure = r.failures[0].second;
+  MESSAGE("caught after " << r.programs << " programs: " << failure.message);
+  CHECK(failure.kind == "error");
+  CHECK(failure.message.find("out of bounds; LOOM_CHECK_BOUNDS stopped it") != std::string::npos);
+  CHECK(r.programs <= 5);  // every program reads a buffer
+}
+
 TEST_CASE("a gradient program: d/dx of sum(x * w) is w, checked against finite differences") {
   // loss = sum(x * w) + sum(x^2): d/dx = w + 2x, d/dw = x. 13 elements: twelve
   // coordinates and one random direction are probed.

@@ -4,12 +4,15 @@
 // naming the op; a compile failure leaves no half-written tensor; bad input a
 // new user tried is an error naming the op they called; and after each, the
 // process goes on; a 100,000-op chain compiles in seconds under the
-// kernel-size cap; threads realizing at once all get right answers.
+// kernel-size cap; threads realizing at once all get right answers; with
+// LOOM_CHECK_BOUNDS a kernel indexing outside a buffer is an error.
 #include "check.hpp"
 #include "support/error_message.hpp"
 
 #include "ir/pass_observer.hpp"
+#include "ir/planted_fault.hpp"
 #include "runtime/buffer.hpp"
+#include "src/schedule_cache.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -226,5 +229,31 @@ TEST_CASE("8 threads realizing independent graphs for a few seconds all get the 
   CHECK(errors == 0);
   CHECK(realizes >= kThreads * 4);
   MESSAGE(realizes.load() << " realizes from " << kThreads << " threads");
+  still_works();
+}
+
+TEST_CASE(
+    "LOOM_CHECK_BOUNDS: a kernel indexing past its buffer is an error naming the kernel and the buffer") {
+  // A planted scheduler bug reads each input one element further on: at the
+  // last element, one past the end of the buffer.
+  const std::vector<float> data{1, 2, 3, 4, 5, 6, 7};
+  const auto caches_cleared = [] { detail::schedule_cache().clear(); };  // no schedule outlives the fault
+  {
+    set_planted_fault(PlantedFault::LoadPastEnd);
+    Context bounds{{"CHECK_BOUNDS", true}};
+    caches_cleared();
+    Tensor y = Tensor::from_vector(data, {7}) * 2.5f;
+    const std::string message = error_of([&] { y.realize(); });
+    set_planted_fault(PlantedFault::None);
+    caches_cleared();
+    MESSAGE(message);
+    CHECK(mentions(message, {"kernel '", "buffer slot 1", "(buffer ", "7 f32 elements", "out of bounds"}));
+  }
+  // The same program without the fault, checked and unchecked, gives the right answer.
+  {
+    Context bounds{{"CHECK_BOUNDS", true}};
+    check_values(Tensor::from_vector(data, {7}) * 2.5f, {2.5, 5, 7.5, 10, 12.5, 15, 17.5});
+  }
+  check_values(Tensor::from_vector(data, {7}) * 2.5f, {2.5, 5, 7.5, 10, 12.5, 15, 17.5});
   still_works();
 }
