@@ -165,3 +165,15 @@ TEST_CASE("Capture rejects an empty function and undefined arguments or results"
   Capture none([](const std::vector<Tensor>&) { return std::vector<Tensor>{Tensor()}; });
   CHECK_THROWS_AS(none({}), Error);
 }
+
+TEST_CASE("under LOOM_CHECK_BOUNDS a Capture runs the step every call, its kernels checked, same results") {
+  Model plain, checked;
+  Capture capture([&](const std::vector<Tensor>& args) { return checked.step(args); });
+  Context bounds{{"CHECK_BOUNDS", true}};
+  for (int i = 0; i < 4; ++i) {
+    const float want = plain.step(batch(i))[0].item<float>();
+    CHECK(capture(batch(i))[0].item<float>() == want);
+    CHECK_FALSE(capture.captured(batch(i)));
+  }
+  CHECK(bitwise_equal(values(checked.w1), values(plain.w1)));
+}
