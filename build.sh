@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # loom's two entry points on a fresh Debian 12 machine, run as root:
-#   ./build.sh run    install what is missing, build (Release), run the demo
+#   ./build.sh run    install what is missing, build (Release), train the moons example
 #   ./build.sh test   install what is missing, build (Release), run the whole test suite (ctest)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,7 +24,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 
 case "$mode" in
-  run) ./build/examples/demo ;;
+  run) ./build/examples/moons ;;
   test) ctest --test-dir build --output-on-failure -j "$jobs" ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

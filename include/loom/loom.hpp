@@ -9,4 +9,6 @@
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
 #include <loom/memory.hpp>
+#include <loom/nn.hpp>
+#include <loom/optim.hpp>
 #include <loom/tensor.hpp>

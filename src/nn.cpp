@@ -1,0 +1,269 @@
+// loom::nn: layers, losses and initialisers composed from Tensor ops, so the
+// gradient and the scheduler see nothing but ordinary graphs.
+#include "schedule/schedule.hpp"
+#include "src/tensor_ops.hpp"
+
+#include <loom/gradient.hpp>
+#include <loom/nn.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace loom::nn {
+
+using detail::str;
+
+namespace {
+
+std::string joined(const std::string& prefix, const char* name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+NamedTensors named(const std::string& prefix, std::initializer_list<std::pair<const char*, Tensor>> params) {
+  NamedTensors out;
+  for (const auto& [name, t] : params)
+    if (t.defined()) out.emplace_back(joined(prefix, name), t);
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const NamedTensors& named) {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : named) out.push_back(t);
+  return out;
+}
+
+// A realized leaf that requires a gradient, holding `init`.
+Tensor parameter(Tensor init) {
+  init.realize();
+  return init.requires_grad_();
+}
+
+Tensor uniform_values(const Shape& shape, double low, double high, DType dtype = DType::Float32) {
+  return Tensor::rand(shape, dtype) * (high - low) + low;
+}
+
+void check_float(const Tensor& t, const char* op) {
+  if (!t.defined()) throw Error(fmt::format("{}: the tensor is undefined (default-constructed)", op));
+  if (!t.dtype().is_float())
+    throw Error(
+        fmt::format("{}: expected a Float32 or Float64 tensor, got {}", op, scalar_name(t.dtype().scalar)));
+}
+
+void check_last_axis(const Tensor& x, int64_t dim, const char* op) {
+  if (x.ndim() == 0 || x.shape().back() != dim)
+    throw Error(
+        fmt::format("{}: input of shape {} does not end in the normalized size {}", op, str(x.shape()), dim));
+}
+
+// Integer class indices that are already realized, as int64 (none if lazy).
+// Read straight from the buffer: reading must not realize anything else.
+std::optional<std::vector<int64_t>> realized_indices(const Tensor& t) {
+  const UOpPtr& view = t.node()->uop;
+  if (!is_buffer_view(view)) return std::nullopt;
+  const void* data = detail::buffer_data(view->op == Op::BUFFER ? view : view->src[0]);
+  const auto n = static_cast<size_t>(t.numel());
+  if (t.dtype() == DType::Int32) {
+    const auto* p = static_cast<const int32_t*>(data);
+    return std::vector<int64_t>(p, p + n);
+  }
+  const auto* p = static_cast<const int64_t*>(data);
+  return std::vector<int64_t>(p, p + n);
+}
+
+// Every realized index lies in [0, n); `what` names them in the error.
+void check_indices(const Tensor& idx, int64_t n, const char* op, const char* what) {
+  if (idx.dtype() != DType::Int32 && idx.dtype() != DType::Int64)
+    throw Error(fmt::format("{}: {} have dtype {}; expected Int32 or Int64", op, what,
+                            scalar_name(idx.dtype().scalar)));
+  const auto values = realized_indices(idx);
+  if (!values) return;
+  for (size_t i = 0; i < values->size(); ++i)
+    if ((*values)[i] < 0 || (*values)[i] >= n)
+      throw Error(
+          fmt::format("{}: {} value {} at position {} is outside [0, {})", op, what, (*values)[i], i, n));
+}
+
+// fan_in, fan_out of a [out, in, receptive...] weight.
+std::pair<double, double> fans(const Tensor& t, const char* op) {
+  if (t.ndim() < 2)
+    throw Error(fmt::format("{}: fan in and fan out need a tensor of at least 2 dimensions, got shape {}", op,
+                            str(t.shape())));
+  double receptive = 1;
+  for (int64_t i = 2; i < t.ndim(); ++i) receptive *= static_cast<double>(t.shape()[i]);
+  return {static_cast<double>(t.shape()[1]) * receptive, static_cast<double>(t.shape()[0]) * receptive};
+}
+
+// Replaces t's values by `values` now, outside any gradient.
+Tensor& fill_(Tensor& t, const Tensor& values) {
+  NoGrad no_grad;
+  t.assign(values);
+  return t.realize();
+}
+
+}  // namespace
+
+// ---- layers --------------------------------------------------------------------------
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
+  if (in_features < 0 || out_features < 0)
+    throw Error(
+        fmt::format("Linear: sizes must be non-negative, got in {} and out {}", in_features, out_features));
+  const double bound = in_features > 0 ? 1 / std::sqrt(static_cast<double>(in_features)) : 0;
+  weight = parameter(uniform_values({out_features, in_features}, -bound, bound));
+  if (with_bias) bias = parameter(uniform_values({out_features}, -bound, bound));
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  if (!x.defined() || x.ndim() == 0 || x.shape().back() != weight.shape()[1])
+    throw Error(fmt::format("Linear: input of shape {} does not end in in_features {}",
+                            x.defined() ? str(x.shape()) : "undefined", weight.shape()[1]));
+  Tensor y = x.matmul(weight.transpose());
+  return bias.defined() ? y + bias : y;
+}
+std::vector<Tensor> Linear::parameters() const { return tensors_of(named_parameters()); }
+NamedTensors Linear::named_parameters(const std::string& prefix) const {
+  return named(prefix, {{"weight", weight}, {"bias", bias}});
+}
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) {
+  if (num_embeddings < 0 || embedding_dim < 0)
+    throw Error(
+        fmt::format("Embedding: sizes must be non-negative, got {} x {}", num_embeddings, embedding_dim));
+  weight = parameter(Tensor::randn({num_embeddings, embedding_dim}));
+}
+
+Tensor Embedding::operator()(const Tensor& indices) const {
+  if (!indices.defined()) throw Error("Embedding: the indices are undefined (default-constructed)");
+  check_indices(indices, weight.shape()[0], "Embedding", "indices");
+  Shape out = indices.shape();
+  out.push_back(weight.shape()[1]);
+  return weight.index_select(0, indices.reshape({-1})).reshape(out);
+}
+std::vector<Tensor> Embedding::parameters() const { return {weight}; }
+NamedTensors Embedding::named_parameters(const std::string& prefix) const {
+  return named(prefix, {{"weight", weight}});
+}
+
+LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine) : dim(dim_), eps(eps_) {
+  if (dim <= 0) throw Error(fmt::format("LayerNorm: the normalized size must be positive, got {}", dim));
+  if (elementwise_affine) {
+    weight = parameter(Tensor::ones({dim}));
+    bias = parameter(Tensor::zeros({dim}));
+  }
+}
+
+Tensor LayerNorm::operator()(const Tensor& x) const {
+  check_float(x, "LayerNorm");
+  check_last_axis(x, dim, "LayerNorm");
+  const Tensor centred = x - x.mean(-1, true);
+  Tensor y = centred * (centred.square().mean(-1, true) + eps).rsqrt();
+  return weight.defined() ? y * weight + bias : y;
+}
+std::vector<Tensor> LayerNorm::parameters() const { return tensors_of(named_parameters()); }
+NamedTensors LayerNorm::named_parameters(const std::string& prefix) const {
+  return named(prefix, {{"weight", weight}, {"bias", bias}});
+}
+
+RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affine) : dim(dim_), eps(eps_) {
+  if (dim <= 0) throw Error(fmt::format("RMSNorm: the normalized size must be positive, got {}", dim));
+  if (elementwise_affine) weight = parameter(Tensor::ones({dim}));
+}
+
+Tensor RMSNorm::operator()(const Tensor& x) const {
+  check_float(x, "RMSNorm");
+  check_last_axis(x, dim, "RMSNorm");
+  const double e = eps.value_or(x.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                            : std::numeric_limits<float>::epsilon());
+  Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
+  return weight.defined() ? y * weight : y;
+}
+std::vector<Tensor> RMSNorm::parameters() const { return tensors_of(named_parameters()); }
+NamedTensors RMSNorm::named_parameters(const std::string& prefix) const {
+  return named(prefix, {{"weight", weight}});
+}
+
+// ---- functions ------------------------------------------------------------------------
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    std::optional<double> scale) {
+  const char* op = "scaled_dot_product_attention";
+  for (const Tensor* t : {&q, &k, &v}) check_float(*t, op);
+  if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
+    throw Error(fmt::format("{}: q, k and v need at least 2 dimensions, got {}, {} and {}", op,
+                            str(q.shape()), str(k.shape()), str(v.shape())));
+  if (q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
+    throw Error(fmt::format("{}: q {} and k {} must agree in the last size, k and v {} in the sequence size",
+                            op, str(q.shape()), str(k.shape()), str(v.shape())));
+  const double s = scale.value_or(1 / std::sqrt(static_cast<double>(q.shape().back())));
+  Tensor scores = q.matmul(k.transpose(-2, -1)) * s;
+  if (mask.defined()) {
+    if (mask.dtype().is_bool())
+      scores = mask.where(scores, Tensor::scalar(-std::numeric_limits<double>::infinity(), scores.dtype()));
+    else if (mask.dtype().is_float())
+      scores = scores + mask;
+    else
+      throw Error(fmt::format("{}: mask has dtype {}; expected Bool or a float dtype", op,
+                              scalar_name(mask.dtype().scalar)));
+  }
+  return scores.softmax(-1).matmul(v);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+  const char* op = "cross_entropy";
+  check_float(logits, op);
+  if (!labels.defined()) throw Error("cross_entropy: the labels are undefined (default-constructed)");
+  if (logits.ndim() != 2 || labels.ndim() != 1 || labels.shape()[0] != logits.shape()[0])
+    throw Error(fmt::format("{}: expected logits [N, C] and labels [N], got logits {} and labels {}", op,
+                            str(logits.shape()), str(labels.shape())));
+  const int64_t classes = logits.shape()[1];
+  check_indices(labels, classes, op, "labels");
+  const Tensor picked = (logits.log_softmax(1) * labels.one_hot(classes).cast(logits.dtype())).sum(1);
+  return -picked.mean();
+}
+
+Tensor mse(const Tensor& pred, const Tensor& target) {
+  check_float(pred, "mse");
+  return (pred - target).square().mean();
+}
+
+// ---- initialisers -----------------------------------------------------------------------
+
+double calculate_gain(Nonlinearity nonlinearity, double param) {
+  switch (nonlinearity) {
+    case Nonlinearity::Linear:
+    case Nonlinearity::Sigmoid: return 1;
+    case Nonlinearity::Tanh: return 5.0 / 3;
+    case Nonlinearity::ReLU: return std::sqrt(2.0);
+    case Nonlinearity::LeakyReLU: return std::sqrt(2.0 / (1 + param * param));
+  }
+  return 1;
+}
+
+Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, Nonlinearity nonlinearity) {
+  check_float(t, "kaiming_uniform_");
+  const auto [fan_in, fan_out] = fans(t, "kaiming_uniform_");
+  const double fan = mode == FanMode::FanIn ? fan_in : fan_out;
+  const double bound = fan > 0 ? calculate_gain(nonlinearity, a) * std::sqrt(3 / fan) : 0;
+  return fill_(t, uniform_values(t.shape(), -bound, bound, t.dtype()));
+}
+
+Tensor& xavier_uniform_(Tensor& t, double gain) {
+  check_float(t, "xavier_uniform_");
+  const auto [fan_in, fan_out] = fans(t, "xavier_uniform_");
+  const double bound = fan_in + fan_out > 0 ? gain * std::sqrt(6 / (fan_in + fan_out)) : 0;
+  return fill_(t, uniform_values(t.shape(), -bound, bound, t.dtype()));
+}
+
+Tensor& normal_(Tensor& t, double mean, double std) {
+  check_float(t, "normal_");
+  if (std < 0) throw Error(fmt::format("normal_: std must be non-negative, got {}", std));
+  return fill_(t, Tensor::randn(t.shape(), t.dtype()) * std + mean);
+}
+
+Tensor& uniform_(Tensor& t, double low, double high) {
+  check_float(t, "uniform_");
+  if (high < low) throw Error(fmt::format("uniform_: low {} is above high {}", low, high));
+  return fill_(t, uniform_values(t.shape(), low, high, t.dtype()));
+}
+
+}  // namespace loom::nn

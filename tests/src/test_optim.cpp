@@ -1,0 +1,169 @@
+// loom::optim: each optimizer's updates against PyTorch's formulas computed by
+// hand in float64, learning-rate changes, skipped parameters, errors, and the
+// step as one schedule that updates every parameter in its own buffer.
+#include "check.hpp"
+#include "support/error_message.hpp"
+
+#include <cmath>
+#include <functional>
+
+using namespace loom;
+using test::buffer_address;
+using test::check_message;
+using test::error_of;
+using test::values;
+
+namespace {
+
+// A loss whose gradient is known in closed form: sum(a/2 p^2 + c p) has gradient a p + c.
+const std::vector<double> p0{1, -2, 0.5, 3}, a{0.5, 1, 2, 0.1}, c{0.3, -0.2, 0, 1};
+
+Tensor quadratic_loss(const Tensor& p) {
+  const Tensor ta = Tensor::from_vector<double>(a, {4}).cast(p.dtype());
+  const Tensor tc = Tensor::from_vector<double>(c, {4}).cast(p.dtype());
+  return (ta * 0.5 * p.square() + tc * p).sum();
+}
+std::vector<double> gradient_at(const std::vector<double>& p) {
+  std::vector<double> g(p.size());
+  for (size_t i = 0; i < p.size(); ++i) g[i] = a[i] * p[i] + c[i];
+  return g;
+}
+
+// Runs `steps` updates of `opt` on the quadratic; `lr_at(step)` (1-based) is set before each.
+void run(optim::Optimizer& opt, Tensor& p, int steps, const std::function<double(int)>& lr_at) {
+  for (int s = 1; s <= steps; ++s) {
+    opt.set_lr(lr_at(s));
+    opt.zero_grad();
+    quadratic_loss(p).backward();
+    opt.step();
+  }
+}
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK_MESSAGE(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])),
+                  "element " << i << ": got " << got[i] << ", expected " << want[i]);
+}
+
+double lr_schedule(int step) { return step < 3 ? 0.1 : 0.05; }
+
+}  // namespace
+
+TEST_CASE("SGD: p -= lr (g + wd p), with momentum buf = m buf + g, lr changed between steps") {
+  for (auto [momentum, wd] : {std::pair{0.0, 0.0}, {0.9, 0.0}, {0.9, 0.01}, {0.0, 0.1}}) {
+    CAPTURE(momentum);
+    CAPTURE(wd);
+    Tensor p = Tensor::from_vector<double>(p0, {4}).cast(DType::Float32).requires_grad_();
+    optim::SGD opt({p}, 1.0, momentum, wd);
+    run(opt, p, 4, lr_schedule);
+    std::vector<double> want = p0, buf(4, 0);
+    for (int s = 1; s <= 4; ++s) {
+      const auto g = gradient_at(want);
+      for (size_t i = 0; i < 4; ++i) {
+        double d = g[i] + wd * want[i];
+        if (momentum != 0) d = buf[i] = s == 1 ? d : momentum * buf[i] + d;
+        want[i] -= lr_schedule(s) * d;
+      }
+    }
+    check_close(values(p), want, 2e-6);
+    CHECK(opt.steps() == 4);
+    CHECK(opt.lr() == 0.05);
+  }
+}
+
+TEST_CASE("Adam and AdamW follow PyTorch's bias-corrected update, Float32 and Float64") {
+  const double b1 = 0.8, b2 = 0.95, eps = 1e-6;
+  for (bool decoupled : {false, true})
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      CAPTURE(decoupled);
+      const double wd = decoupled ? 0.05 : 0.02;
+      Tensor p = Tensor::from_vector<double>(p0, {4}).cast(dt).requires_grad_();
+      std::unique_ptr<optim::Optimizer> opt;
+      if (decoupled)
+        opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, 1.0, b1, b2, eps, wd);
+      else
+        opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, 1.0, b1, b2, eps, wd);
+      run(*opt, p, 5, lr_schedule);
+      std::vector<double> want = p0, m(4, 0), v(4, 0);
+      for (int t = 1; t <= 5; ++t) {
+        const double lr = lr_schedule(t);
+        auto g = gradient_at(want);
+        for (size_t i = 0; i < 4; ++i) {
+          if (decoupled)
+            want[i] *= 1 - lr * wd;
+          else
+            g[i] += wd * want[i];
+          m[i] = b1 * m[i] + (1 - b1) * g[i];
+          v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+          const double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, t)) + eps;
+          want[i] -= lr / (1 - std::pow(b1, t)) * m[i] / denom;
+        }
+      }
+      check_close(values(p), want, dt == DType::Float32 ? 2e-6 : 1e-13);
+    }
+}
+
+TEST_CASE("Adam's defaults are PyTorch's; AdamW's weight decay defaults to 0.01") {
+  Tensor p = Tensor::from_vector<float>({2}, {1}).requires_grad_();
+  optim::Adam adam({p});
+  CHECK(adam.lr() == 1e-3);
+  (p * 3).sum().backward();
+  adam.step();  // the first step moves by lr * sign(g) (up to eps)
+  CHECK(values(p)[0] == doctest::Approx(2 - 1e-3).epsilon(1e-6));
+  Tensor q = Tensor::from_vector<float>({2}, {1}).requires_grad_();
+  optim::AdamW adamw({q});
+  (q * 3).sum().backward();
+  adamw.step();
+  CHECK(values(q)[0] == doctest::Approx(2 * (1 - 1e-3 * 1e-2) - 1e-3).epsilon(1e-6));
+}
+
+TEST_CASE("a parameter without a gradient is left alone; zero_grad clears every gradient") {
+  Tensor used = Tensor::from_vector<float>({1, 1}, {2}).requires_grad_();
+  Tensor unused = Tensor::from_vector<float>({5, 5}, {2}).requires_grad_();
+  optim::SGD opt({used, unused}, 0.5, 0.9);
+  (used * 2).sum().backward();
+  opt.step();
+  CHECK(values(used) == std::vector<double>{0, 0});
+  CHECK(values(unused) == std::vector<double>{5, 5});
+  CHECK(values(used.grad()) == std::vector<double>{2, 2});  // the gradient the step used, still readable
+  opt.zero_grad();
+  CHECK(!used.grad().defined());
+  CHECK(!unused.grad().defined());
+}
+
+TEST_CASE("a step is one schedule that updates parameters and state in their own buffers") {
+  Tensor w = Tensor::randn({8, 4}).requires_grad_(), b = Tensor::zeros({4}).requires_grad_();
+  const Tensor x = Tensor::randn({16, 8});
+  optim::Adam opt({w, b}, 1e-2);
+  for (int step = 0; step < 3; ++step) {
+    const void *w_at = buffer_address(w), *b_at = buffer_address(b);
+    const auto before = counters();
+    opt.zero_grad();
+    Tensor loss = (x.matmul(w) + b).relu().square().mean();
+    loss.backward();
+    opt.step();
+    const Counters now = counters();  // one realize, planned or replayed: forward, backward, update
+    CHECK(now.schedule_cache_hits + now.schedule_cache_misses - before.schedule_cache_hits -
+              before.schedule_cache_misses ==
+          1);
+    CHECK(buffer_address(w) == w_at);
+    CHECK(buffer_address(b) == b_at);
+    const auto after = counters();
+    loss.item<float>();  // realized by the step: reading it runs nothing
+    CHECK(counters().kernels_executed == after.kernels_executed);
+  }
+}
+
+TEST_CASE("optimizers reject bad hyper-parameters and parameters that are not leaves") {
+  Tensor p = Tensor::ones({2}).requires_grad_();
+  check_message(error_of([&] { optim::SGD({p}, -1); }), {"SGD", "learning rate", "-1"});
+  check_message(error_of([&] { optim::SGD({p}, 0.1, -0.5); }), {"SGD", "momentum"});
+  check_message(error_of([&] { optim::Adam({p}, 1e-3, 1.0); }), {"Adam", "beta1", "1"});
+  check_message(error_of([&] { optim::AdamW({p}, 1e-3, 0.9, -0.1); }), {"AdamW", "beta2"});
+  check_message(error_of([&] { optim::SGD({}, 0.1); }), {"SGD", "empty"});
+  check_message(error_of([&] { optim::SGD({Tensor::ones({3})}, 0.1); }), {"SGD", "[3]", "requires_grad_"});
+  check_message(error_of([&] { optim::SGD({p, p}, 0.1); }), {"SGD", "twice"});
+  optim::SGD opt({p}, 0.1);
+  check_message(error_of([&] { opt.set_lr(NAN); }), {"SGD", "learning rate"});
+}
