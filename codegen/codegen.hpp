@@ -11,16 +11,25 @@
 namespace loom {
 
 struct OptimizerOptions {
-  bool enabled = true;  // LOOM_NOOPT=1 turns the optimiser off
+  bool enabled = true;   // LOOM_NOOPT=1 turns the optimiser off
+  int vector_bytes = 0;  // the SIMD register width to upcast to; 0: the host's (codegen/target.hpp)
 };
 
-// Chooses per kernel which output range runs across threads (kind `parallel`)
-// and, later, SIMD upcasts, unrolls and tiles. Records its choices as RANGE kinds.
+// Chooses per kernel which range goes to SIMD lanes (kind `upcast`), which is
+// unrolled for several accumulators (`unroll`), how float sums are blocked, and
+// which output range runs across threads (`parallel`). Records its choices as
+// RANGE kinds, applied with range splitting; docs/performance.md explains them.
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {});
 
-// Every REDUCE becomes an accumulator register (DEFINE_REG) with its updates
-// ordered by AFTER, so the linearizer only places what it is given.
-UOpPtr lower_reduce(const UOpPtr& kernel);
+// Upcast and unroll ranges become SIMD lanes (VECTORIZE, GEP, vector loads and
+// stores, a REDUCE over lane ranges folded pairwise after its loop).
+UOpPtr expand_lanes(const UOpPtr& kernel);
+
+// Every REDUCE becomes accumulator registers (DEFINE_REG) with their updates
+// ordered by AFTER, so the linearizer only places what it is given. A vector
+// accumulator wider than `vector_bytes` (0: the host's SIMD width) becomes
+// several of that width, each its own register.
+UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = 0);
 
 // The kernel passes in order (docs/pipeline.md): optimizer, lower_reduce. Each
 // is reported to the pass observers (ir/pass_observer.hpp) under its name;

@@ -611,16 +611,37 @@ void Emitter::store(const UOp& u) {
 }
 
 // ---- vectors ------------------------------------------------------------------------
+// Scalars make a vector; vectors are concatenated.
 Value* Emitter::vectorize(const UOp& u) {
-  if (u.src.size() != u.dtype.lanes)
-    throw Error(fmt::format("{} has {} sources, expected one per lane", describe(u), u.src.size()));
-  for (const auto& s : u.src)
-    if (!(s->dtype == u.dtype.base()))
-      throw Error(fmt::format("{}: lane {} is {}", describe(u), describe(*s), to_string(s->dtype)));
-  if (std::all_of(u.src.begin(), u.src.end(), [&](const UOpPtr& s) { return s == u.src[0]; }))
+  unsigned lanes = 0;
+  for (const auto& src : u.src) {
+    if (!(src->dtype.base() == u.dtype.base()))
+      throw Error(fmt::format("{}: a {} source", describe(u), to_string(src->dtype)));
+    lanes += src->dtype.lanes;
+  }
+  if (lanes != u.dtype.lanes)
+    throw Error(fmt::format("{}: its sources have {} lanes in all", describe(u), lanes));
+  const bool scalars =
+      std::all_of(u.src.begin(), u.src.end(), [](const UOpPtr& s) { return s->dtype.lanes == 1; });
+  if (scalars && std::all_of(u.src.begin(), u.src.end(), [&](const UOpPtr& s) { return s == u.src[0]; }))
     return b_.CreateVectorSplat(u.dtype.lanes, get(u.src[0]));
+  const bool halves = u.src.size() == 2 && u.src[0]->dtype.lanes == u.src[1]->dtype.lanes && !scalars;
+  if (halves) {
+    std::vector<int> mask(lanes);
+    for (unsigned i = 0; i < lanes; ++i) mask[i] = static_cast<int>(i);
+    return b_.CreateShuffleVector(get(u.src[0]), get(u.src[1]), mask);
+  }
   Value* v = llvm::PoisonValue::get(type_of(u.dtype));
-  for (unsigned i = 0; i < u.src.size(); ++i) v = b_.CreateInsertElement(v, get(u.src[i]), uint64_t{i});
+  uint64_t at = 0;
+  for (const auto& src : u.src) {
+    Value* x = get(src);
+    if (src->dtype.lanes == 1) {
+      v = b_.CreateInsertElement(v, x, at++);
+      continue;
+    }
+    for (uint64_t l = 0; l < src->dtype.lanes; ++l)
+      v = b_.CreateInsertElement(v, b_.CreateExtractElement(x, l), at++);
+  }
   return v;
 }
 

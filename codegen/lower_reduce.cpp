@@ -12,6 +12,7 @@
 // linearizer needs no notion of reductions at all.
 #include "codegen/codegen.hpp"
 #include "codegen/open_ranges.hpp"
+#include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
@@ -24,6 +25,7 @@ namespace {
 
 struct ReduceLowering {
   OpenRanges open;
+  int vector_bytes;
   int64_t next_reg = 0;
 };
 
@@ -46,20 +48,46 @@ std::vector<UOpPtr> live_loops(ReduceLowering& ctx, const UOpPtr& red) {
   return loops;
 }
 
+// A REDUCE wider than one SIMD register keeps one accumulator per register-wide
+// slice, all updated in the one loop: independent additions the CPU overlaps.
+int register_slices(const ReduceLowering& ctx, const UOpPtr& red) {
+  const int width = std::max(1, ctx.vector_bytes / red->dtype.itemsize());
+  const int lanes = static_cast<int>(red->dtype.lanes);
+  return lanes > width && lanes % width == 0 ? lanes / width : 1;
+}
+
+// Slice `i` of `n` of the vector `v`.
+UOpPtr slice(const UOpPtr& v, int i, int n) {
+  if (n == 1) return v;
+  const int width = static_cast<int>(v->dtype.lanes) / n;
+  std::vector<int64_t> picks;
+  for (int l = i * width; l < (i + 1) * width; ++l) picks.push_back(l);
+  return gep(v, std::move(picks));
+}
+
 UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
   const Op op = red->get<ReduceArg>().op;
   const std::vector<UOpPtr> reduce_ranges(red->src.begin() + 1, red->src.end());
   if (reduce_ranges.empty()) return red->src[0];
-  const UOpPtr reg =
-      UOp::make(Op::DEFINE_REG, red->dtype.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
-  const UOpPtr init = store(at(after(reg, live_loops(ctx, red))), reduce_identity(op, red->dtype));
-  std::vector<UOpPtr> fold_deps{init};
-  fold_deps.insert(fold_deps.end(), reduce_ranges.begin(), reduce_ranges.end());
-  const UOpPtr current = load(at(after(reg, fold_deps)));
-  std::vector<UOpPtr> loop{store(at(reg), alu(op, {current, red->src[0]}))};
+  const int n = register_slices(ctx, red);
+  std::vector<UOpPtr> regs, updates;
+  for (int i = 0; i < n; ++i) {
+    const UOpPtr value = slice(red->src[0], i, n);
+    const UOpPtr reg =
+        UOp::make(Op::DEFINE_REG, value->dtype.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
+    const UOpPtr init = store(at(after(reg, live_loops(ctx, red))), reduce_identity(op, value->dtype));
+    std::vector<UOpPtr> fold_deps{init};
+    fold_deps.insert(fold_deps.end(), reduce_ranges.begin(), reduce_ranges.end());
+    const UOpPtr current = load(at(after(reg, fold_deps)));
+    updates.push_back(store(at(reg), alu(op, {current, value})));
+    regs.push_back(reg);
+  }
+  std::vector<UOpPtr> loop{n == 1 ? updates[0] : UOp::make(Op::SINK, DType::Bool, updates)};
   loop.insert(loop.end(), reduce_ranges.begin(), reduce_ranges.end());
   const UOpPtr folded = UOp::make(Op::END, red->dtype, std::move(loop));
-  return load(at(after(reg, {folded})));
+  std::vector<UOpPtr> results;
+  for (const auto& reg : regs) results.push_back(load(at(after(reg, {folded}))));
+  return n == 1 ? results[0] : UOp::make(Op::VECTORIZE, red->dtype, std::move(results));
 }
 
 // Does the END or REDUCE close a loop that never iterates? Nothing inside it
@@ -91,8 +119,8 @@ const PatternMatcher& reduce_lowering() {
 
 }  // namespace
 
-UOpPtr lower_reduce(const UOpPtr& kernel) {
-  ReduceLowering ctx{OpenRanges(kernel)};
+UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes) {
+  ReduceLowering ctx{OpenRanges(kernel), vector_bytes > 0 ? vector_bytes : host_vector_bytes()};
   return graph_rewrite(kernel, reduce_lowering(), ctx);
 }
 

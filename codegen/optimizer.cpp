@@ -1,17 +1,270 @@
-// The kernel optimiser: records its choices as RANGE kinds (docs/design.md §6).
-// For now it picks the range the executor splits across threads; SIMD upcast,
-// unroll and tiling come later (LLVM's loop vectoriser handles inner loops).
+// The kernel optimiser: records its choices as RANGE kinds, applied by range
+// splitting, so they show in every dump after it.
+//
+//   upcast    the range along which the kernel's memory traffic is contiguous
+//             goes to the SIMD width (8 float32 lanes with AVX2, 16 with AVX-512);
+//   unroll    a reduction keeps several vector accumulators: the upcast range is
+//             split further (output lanes) or the reduced one is (reduced lanes);
+//   blocks    a float sum is accumulated in nested blocks of at most kBlock per
+//             accumulator, so its error stays bounded as it grows;
+//   parallel  the outermost output range runs across threads.
+//
+// docs/performance.md explains the choices with the kernels of the benchmarks.
 #include "codegen/codegen.hpp"
+#include "codegen/target.hpp"
+#include "codegen/vector_ops.hpp"
 #include "ir/pattern.hpp"
+#include "ir/symbolic.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
 
 namespace loom {
 
 namespace {
 
+// Vector accumulators a reduction keeps (and output vectors an unrolled output range
+// computes at once): enough independent additions to cover the FP add latency.
+constexpr int kAccumulators = 4;
+// A float sum adds at most this many values into one accumulator before the partial
+// sum moves to the next level: ~u*sqrt(kBlock) relative error per level (u = 2^-24).
+constexpr int64_t kBlock = 256;
+
+std::optional<int64_t> trip(const UOpPtr& range) {
+  const UOpPtr& end = range->src.at(0);
+  if (!end->is_const()) return std::nullopt;
+  return end->const_int();
+}
+
+AxisKind kind(const UOpPtr& range) { return range->get<AxisArg>().kind; }
+
+UOpPtr with_kind(const UOpPtr& range, AxisKind k) {
+  return UOp::make(Op::RANGE, range->dtype, range->src, AxisArg{range->get<AxisArg>().id, k});
+}
+
+UOpPtr find_range(const UOpPtr& kernel, int64_t id) {
+  for (const auto& r : ranges_of(kernel))
+    if (r->get<AxisArg>().id == id) return r;
+  return nullptr;
+}
+
+// The REDUCE that closes `range`, if any.
+UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range) {
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::REDUCE && std::find(n->src.begin() + 1, n->src.end(), range) != n->src.end()) return n;
+  return nullptr;
+}
+
+// ---- where the traffic is contiguous --------------------------------------------------
+struct Access {
+  UOpPtr index;
+  double bytes;  // element size times the iterations of every range the address uses
+};
+
+std::vector<Access> accesses(const UOpPtr& kernel) {
+  std::vector<Access> out;
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL) continue;
+    double bytes = n->dtype.itemsize();
+    for (const auto& r : ranges_of(n)) bytes *= static_cast<double>(trip(r).value_or(1024));
+    out.push_back({n, bytes});
+  }
+  return out;
+}
+
+// The address's step when `range` steps by one, if it is a constant.
+std::optional<int64_t> stride(const UOpPtr& index, const UOpPtr& range) {
+  const UOpPtr& idx = index->src.at(1);
+  if (!reaches(idx, range)) return 0;
+  const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
+  if (!step->is_const()) return std::nullopt;
+  return step->const_int();
+}
+
+// Bytes that become vector accesses minus bytes that become gathers if `range`
+// went to the lanes; accesses that do not use it are broadcast.
+double lane_score(const std::vector<Access>& all, const UOpPtr& range) {
+  double score = 0;
+  for (const Access& a : all) {
+    const auto s = stride(a.index, range);
+    if (s == 0) continue;
+    score += s == 1 ? a.bytes : -a.bytes;
+  }
+  return score;
+}
+
+// The range to put in SIMD lanes: the one most traffic is contiguous along, an
+// output range on a tie (its lanes need no folding).
+UOpPtr lane_candidate(const UOpPtr& kernel) {
+  const std::vector<Access> all = accesses(kernel);
+  UOpPtr best;
+  double best_score = 0;
+  for (const auto& r : ranges_of(kernel)) {
+    const AxisKind k = kind(r);
+    if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
+    if (score > best_score) best = r, best_score = score;
+  }
+  return best;
+}
+
+// The widest element the kernel reads or writes: lanes are as many as one SIMD register holds of it.
+int widest_element(const UOpPtr& kernel) {
+  int widest = 1;
+  for (const Access& a : accesses(kernel)) widest = std::max(widest, a.index->dtype.itemsize());
+  return widest;
+}
+
+// ---- padding ------------------------------------------------------------------------
+// `range` runs to `end` instead: the iterations past its old end touch no memory
+// (their accesses become invalid) and add nothing to a REDUCE (its identity).
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
+  const int64_t old_end = *trip(range);
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(end, axis.id, axis.kind);
+  const UOpPtr inside = padded < old_end;
+  UOpPtr k = substitute(kernel, {{range, padded}});
+  std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
+  for (const auto& n : toposort(k)) {
+    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && reaches(n, padded)) {
+      std::vector<UOpPtr> src{n->src[0], n->src[1], n->src.size() > 2 ? land(n->src[2], inside) : inside};
+      guarded.emplace_back(n, n->with_src(std::move(src)));
+    }
+  }
+  k = substitute(k, guarded);
+  if (axis.kind != AxisKind::Reduce) return k;
+  const UOpPtr red = reduce_of(k, padded);
+  std::vector<UOpPtr> src = red->src;
+  src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
+  return substitute(k, {{red, red->with_src(std::move(src))}});
+}
+
+// `range` padded to a multiple of `multiple` where its end is not one.
+UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
+  const int64_t n = *trip(range);
+  if (n % multiple == 0) return kernel;
+  return pad_range(kernel, range, (n + multiple - 1) / multiple * multiple);
+}
+
+// ---- upcast and unroll ------------------------------------------------------------------
+struct Lanes {
+  int64_t upcast, unroll;  // range = (outer * unroll + unrolled) * upcast + lane
+};
+
+struct Split {
+  UOpPtr root, outer, inner;
+};
+
+// range -> outer * factor + inner: the outer part keeps `range`'s kind, the inner
+// one is of `inner_kind`; both get fresh axis ids, and every END and REDUCE that
+// listed `range` lists both in its place, outer first, so the loop nest keeps its
+// order. (The optimiser's own copy until the schedule's range-split primitive,
+// ir/range_split.hpp, is on main to share.)
+Split split(const UOpPtr& k, const UOpPtr& range, int64_t factor, AxisKind inner_kind) {
+  const AxisArg axis = range->get<AxisArg>();
+  const int64_t end = *trip(range);
+  int64_t fresh = 0;
+  for (const auto& r : ranges_of(k)) fresh = std::max(fresh, r->get<AxisArg>().id + 1);
+  const UOpPtr outer = make_range(end / factor, fresh, axis.kind);
+  const UOpPtr inner = make_range(factor, fresh + 1, inner_kind);
+  std::unordered_map<const UOp*, UOpPtr> done{{range.get(), outer * factor + inner}};
+  for (const auto& n : toposort(k)) {
+    if (n == range) continue;
+    const bool closer = n->op == Op::END || n->op == Op::REDUCE;
+    std::vector<UOpPtr> src;
+    for (size_t i = 0; i < n->src.size(); ++i) {
+      if (closer && i > 0 && n->src[i] == range) {
+        src.push_back(outer);
+        src.push_back(inner);
+      } else {
+        src.push_back(done.at(n->src[i].get()));
+      }
+    }
+    done[n.get()] = src == n->src ? n : n->with_src(std::move(src));
+  }
+  return {done.at(k.get()), outer, inner};
+}
+
+// `range` (padded first if needed) split into outer, unroll and upcast parts:
+// range = (outer * unroll + unrolled) * upcast + lane. Returns the kernel and
+// the outer range's id.
+std::pair<UOpPtr, int64_t> split_lanes(UOpPtr k, UOpPtr range, Lanes lanes) {
+  const int64_t id = range->get<AxisArg>().id;
+  k = pad_to_multiple(k, range, lanes.upcast * lanes.unroll);
+  const Split lane = split(k, find_range(k, id), lanes.upcast, AxisKind::Upcast);
+  if (lanes.unroll == 1) return {lane.root, lane.outer->get<AxisArg>().id};
+  const Split unrolled = split(lane.root, lane.outer, lanes.unroll, AxisKind::Unroll);
+  return {unrolled.root, unrolled.outer->get<AxisArg>().id};
+}
+
+// Nested blocks for a float sum over `range` (a reduce range of `red`): the
+// innermost REDUCE adds at most about kBlock values per accumulator, each outer
+// one at most that many partial sums.
+UOpPtr block_sum(UOpPtr k, int64_t range_id) {
+  UOpPtr range = find_range(k, range_id);
+  const int64_t n = *trip(range);
+  if (n <= kBlock) return k;
+  const int levels = static_cast<int>(std::ceil(std::log2(static_cast<double>(n)) / std::log2(kBlock)));
+  const int64_t block =
+      int64_t{1} << static_cast<int>(std::lround(std::log2(static_cast<double>(n)) / levels));
+  k = pad_to_multiple(k, range, block);
+  range = find_range(k, range_id);
+  const Split blocks = split(k, range, block, AxisKind::Reduce);
+  // REDUCE(x, ..., outer, inner, lanes...) -> REDUCE(REDUCE(x, inner), ..., outer, lanes...)
+  const UOpPtr red = reduce_of(blocks.root, blocks.inner);
+  const UOpPtr inner = UOp::make(Op::REDUCE, red->dtype, {red->src[0], blocks.inner}, red->arg);
+  std::vector<UOpPtr> src{inner};
+  for (size_t i = 1; i < red->src.size(); ++i)
+    if (red->src[i] != blocks.inner) src.push_back(red->src[i]);
+  k = substitute(blocks.root, {{red, red->with_src(std::move(src))}});
+  return block_sum(k, blocks.outer->get<AxisArg>().id);
+}
+
+bool is_float_sum(const UOpPtr& red) {
+  return red && red->get<ReduceArg>().op == Op::ADD && red->dtype.is_float();
+}
+
+// The largest factor of kAccumulators that divides `n`.
+int64_t unroll_for(int64_t n) {
+  int64_t a = kAccumulators;
+  while (a > 1 && n % a != 0) a /= 2;
+  return a;
+}
+
+UOpPtr upcast(UOpPtr k, const UOpPtr& range, int width) {
+  const int64_t n = *trip(range);
+  const bool reduced = kind(range) == AxisKind::Reduce;
+  const UOpPtr red = reduce_of(k, range);  // the reduce the lanes are folded by, if reduced
+  if (!reduced && n <= width) return substitute(k, {{range, with_kind(range, AxisKind::Upcast)}});
+  // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
+  bool reduces = false;
+  for (const auto& u : toposort(k)) reduces |= u->op == Op::REDUCE;
+  const int64_t rounded = (n + width - 1) / width;
+  const Lanes lanes{width, reduces ? unroll_for(rounded) : 1};
+  auto [out, outer_id] = split_lanes(k, range, lanes);
+  if (reduced && is_float_sum(red)) out = block_sum(out, outer_id);
+  return out;
+}
+
+// ---- blocks of every float sum ------------------------------------------------------
+// Any float-sum range still longer than kBlock (the reduced one when the lanes
+// are outputs, or when nothing was upcast) is blocked the same way.
+UOpPtr block_all_sums(UOpPtr k) {
+  for (;;) {
+    UOpPtr next;
+    for (const auto& r : ranges_of(k))
+      if (kind(r) == AxisKind::Reduce && trip(r).value_or(0) > kBlock && is_float_sum(reduce_of(k, r)))
+        next = r;
+    if (!next) return k;
+    k = block_sum(k, next->get<AxisArg>().id);
+  }
+}
+
+// ---- threads ------------------------------------------------------------------------
 // The range to run across threads: the outermost loop of the kernel's one END,
 // if it has a constant trip count worth splitting. A kernel with several
 // effects keeps running on one thread: an effect outside the parallel loop
@@ -21,14 +274,14 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
   const UOpPtr& end = kernel->src[0];
   if (end->op != Op::END || end->src.size() < 2) return nullptr;
   const UOpPtr& range = end->src[1];
-  if (range->op != Op::RANGE || range->get<AxisArg>().kind != AxisKind::Loop) return nullptr;
-  const UOpPtr& trip = range->src.at(0);
-  if (!trip->is_const() || trip->const_int() < 2) return nullptr;
+  if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
+  if (trip(range).value_or(0) < 2) return nullptr;
   return range;
 }
 
-UOpPtr with_kind(const UOpPtr& range, AxisKind kind) {
-  return UOp::make(Op::RANGE, range->dtype, range->src, AxisArg{range->get<AxisArg>().id, kind});
+bool has_kind(const UOpPtr& kernel, AxisKind k) {
+  const auto ranges = ranges_of(kernel);
+  return std::any_of(ranges.begin(), ranges.end(), [&](const UOpPtr& r) { return kind(r) == k; });
 }
 
 // Value of an i64 index expression (a RANGE bound) for these variable values.
@@ -64,9 +317,18 @@ int64_t eval_index(const UOpPtr& u, const std::vector<UOpPtr>& vars, const std::
 
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
   if (!options.enabled) return kernel;
-  const UOpPtr range = parallel_candidate(kernel);
-  if (!range) return kernel;
-  return substitute(kernel, {{range, with_kind(range, AxisKind::Parallel)}});
+  UOpPtr k = kernel;
+  // Once per kernel: a kernel that already has lanes or threads was optimised.
+  if (!has_kind(k, AxisKind::Upcast) && !has_kind(k, AxisKind::Unroll) && !has_kind(k, AxisKind::Parallel)) {
+    const int bytes = options.vector_bytes > 0 ? options.vector_bytes : host_vector_bytes();
+    const int width = bytes / widest_element(k);
+    if (width >= 2)
+      if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);
+    k = simplify(block_all_sums(k));
+  }
+  if (const UOpPtr range = parallel_candidate(k))
+    k = substitute(k, {{range, with_kind(range, AxisKind::Parallel)}});
+  return k;
 }
 
 std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel) {
@@ -90,7 +352,7 @@ int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars) 
     throw Error(fmt::format("parallel_extent: the kernel has {} variables but {} values were given",
                             defined.size(), vars.size()));
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::RANGE && n->get<AxisArg>().kind == AxisKind::Parallel)
+    if (n->op == Op::RANGE && kind(n) == AxisKind::Parallel)
       return std::max<int64_t>(0, eval_index(n->src.at(0), defined, vars));
   return 1;
 }

@@ -17,10 +17,13 @@ struct KernelPass {
   UOpPtr (*run)(const UOpPtr&, const Flags&);
 };
 
-const std::array<KernelPass, 2>& kernel_passes() {
-  static const std::array<KernelPass, 2> passes{{
+// The expander may be switched off: the linearizer runs upcast and unroll
+// ranges as plain loops then.
+const std::array<KernelPass, 3>& kernel_passes() {
+  static const std::array<KernelPass, 3> passes{{
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f) { return optimize_kernel(k, OptimizerOptions{!f.noopt}); }},
+      {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
       {"lower_reduce", false, [](const UOpPtr& k, const Flags&) { return lower_reduce(k); }},
   }};
   return passes;

@@ -172,6 +172,12 @@ std::pair<int64_t, int64_t> infer_bounds(Op op, DType dt, const std::vector<UOpP
     case Op::SHR: return shift_bounds(op, dt, s(0), s(1));
     case Op::WHERE: return where_bounds(s(0), s(1), s(2));
     case Op::CAST: return cast_bounds(dt, src.at(0));
+    case Op::GEP: return s(0);  // a vector's bounds hold for every lane
+    case Op::VECTORIZE: {
+      Bounds b = s(0);
+      for (size_t i = 1; i < src.size(); ++i) b = hull(b, s(i));
+      return b;
+    }
     default: return int_range(dt);
   }
 }

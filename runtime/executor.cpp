@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -140,18 +141,24 @@ void set_num_threads(int n) {
   Arenas::get().set_threads(n);
 }
 
-int64_t slice_grain(int64_t parallel_extent) {
-  return std::max<int64_t>(1, (parallel_extent + kMaxSlices - 1) / kMaxSlices);
+int64_t slice_grain(int64_t parallel_extent, double work) {
+  int64_t grain = std::max<int64_t>(1, (parallel_extent + kMaxSlices - 1) / kMaxSlices);
+  if (work > 0 && parallel_extent > 0) {
+    const double per_iteration = work / static_cast<double>(parallel_extent);
+    grain = std::max(grain, static_cast<int64_t>(std::ceil(kSliceWork / per_iteration)));
+  }
+  return std::min(grain, std::max<int64_t>(1, parallel_extent));
 }
 
 namespace {
 // Calls slice(begin, end) on disjoint slices covering [0, parallel_extent), as run_kernel says.
 template <class Slice>
-void run_slices(int64_t parallel_extent, const std::string& profile_name, const Slice& slice) {
+void run_slices(int64_t parallel_extent, const std::string& profile_name, double work, const Slice& slice) {
   if (parallel_extent < 0)
     throw Error("run_kernel: parallel extent " + std::to_string(parallel_extent) + " is negative");
-  const int64_t grain = slice_grain(parallel_extent);
-  if (parallel_extent <= grain) {
+  const int64_t grain = slice_grain(parallel_extent, work);
+  const bool small = work >= 0 && work < kSerialWork;
+  if (small || parallel_extent <= grain) {
     slice(0, parallel_extent);
     g_last_distinct_threads.store(1, std::memory_order_relaxed);
   } else {
@@ -173,24 +180,25 @@ void run_slices(int64_t parallel_extent, const std::string& profile_name, const 
           tbb::simple_partitioner());
     });
     g_last_distinct_threads.store(ran_on.count(), std::memory_order_relaxed);
+    detail::count_kernel_dispatched();
   }
   detail::count_kernel_executed();
 }
 }  // namespace
 
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent, const std::string& profile_name) {
+                int64_t parallel_extent, const std::string& profile_name, double work) {
   if (!fn) throw Error("run_kernel: the kernel function is null");
-  run_slices(parallel_extent, profile_name,
+  run_slices(parallel_extent, profile_name, work,
              [&](int64_t begin, int64_t end) { fn(bufs.data(), vars.data(), begin, end); });
 }
 
 int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
                            const std::vector<int64_t>& vars, int64_t parallel_extent,
-                           const std::string& profile_name) {
+                           const std::string& profile_name, double work) {
   if (!fn) throw Error("run_kernel: the kernel function is null");
   std::atomic<int32_t> first{0};
-  run_slices(parallel_extent, profile_name, [&](int64_t begin, int64_t end) {
+  run_slices(parallel_extent, profile_name, work, [&](int64_t begin, int64_t end) {
     int32_t expected = 0;
     if (const int32_t status = fn(bufs.data(), vars.data(), begin, end))
       first.compare_exchange_strong(expected, status, std::memory_order_relaxed);

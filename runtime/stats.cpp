@@ -14,6 +14,7 @@ namespace {
 std::atomic<uint64_t> g_kernels_compiled{0};
 std::atomic<uint64_t> g_kernels_loaded{0};
 std::atomic<uint64_t> g_kernels_executed{0};
+std::atomic<uint64_t> g_kernels_dispatched{0};
 std::atomic<uint64_t> g_schedules_built{0};
 std::atomic<uint64_t> g_schedule_cache_hits{0};
 std::atomic<uint64_t> g_schedule_cache_misses{0};
@@ -25,6 +26,7 @@ Counters counters() {
   c.kernels_compiled = g_kernels_compiled.load(std::memory_order_relaxed);
   c.kernels_loaded = g_kernels_loaded.load(std::memory_order_relaxed);
   c.kernels_executed = g_kernels_executed.load(std::memory_order_relaxed);
+  c.kernels_dispatched = g_kernels_dispatched.load(std::memory_order_relaxed);
   c.schedules_built = g_schedules_built.load(std::memory_order_relaxed);
   c.schedule_cache_hits = g_schedule_cache_hits.load(std::memory_order_relaxed);
   c.schedule_cache_misses = g_schedule_cache_misses.load(std::memory_order_relaxed);
@@ -43,6 +45,7 @@ void reset_counters() {
   g_kernels_compiled.store(0, std::memory_order_relaxed);
   g_kernels_loaded.store(0, std::memory_order_relaxed);
   g_kernels_executed.store(0, std::memory_order_relaxed);
+  g_kernels_dispatched.store(0, std::memory_order_relaxed);
   g_schedules_built.store(0, std::memory_order_relaxed);
   g_schedule_cache_hits.store(0, std::memory_order_relaxed);
   g_schedule_cache_misses.store(0, std::memory_order_relaxed);
@@ -54,6 +57,7 @@ void count_kernel_compiled() { g_kernels_compiled.fetch_add(1, std::memory_order
 void count_kernel_loaded() { g_kernels_loaded.fetch_add(1, std::memory_order_relaxed); }
 void count_capture_replay() { g_capture_replays.fetch_add(1, std::memory_order_relaxed); }
 void count_kernel_executed() { g_kernels_executed.fetch_add(1, std::memory_order_relaxed); }
+void count_kernel_dispatched() { g_kernels_dispatched.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_built() { g_schedules_built.fetch_add(1, std::memory_order_relaxed); }
 void count_schedule_cache(bool hit) {
   (hit ? g_schedule_cache_hits : g_schedule_cache_misses).fetch_add(1, std::memory_order_relaxed);

@@ -240,14 +240,15 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.options = options;
   k.checks_bounds = flags.check_bounds;
   k.flops = kernel_flops(ast);
-  const std::string ast_text = to_text(ast);
-  if (texts) show_stage(flags, 3, name, "kernel", "uop", ast_text);
+  if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
   CompileTimes times;
   const auto t0 = Clock::now();
   k.optimized_ast = lower_kernel(ast, name, flags);
   times.optimizer = ms_since(t0);
   const DiskCache disk(disk_cache_dir(flags));
-  const std::string disk_key = fmt::format("options {}\n{}", options, ast_text);
+  // Keyed by the kernel as the kernel passes left it: an object file compiled by a
+  // loom whose optimiser chose otherwise (another parallel range, other lanes) never loads.
+  const std::string disk_key = fmt::format("options {}\n{}", options, to_text(k.optimized_ast));
   if (texts || !load_from_disk(k, disk, disk_key)) compile_fresh(k, flags, keep_text, times, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
   return kernel_cache().insert(std::move(k));
@@ -282,9 +283,10 @@ namespace {
 // the variables, and reports the first buffer it would have overrun.
 void run_bounds_checked(const CompiledKernel& k, const PlanKernel& pk, const std::vector<UOpPtr>& table,
                         const std::vector<void*>& bufs, std::vector<int64_t>& vars,
-                        const std::string& profile_name) {
+                        const std::string& profile_name, double work) {
   for (uint32_t slot : pk.args) vars.push_back(table[slot]->get<std::vector<int64_t>>().at(1));
-  const int32_t status = run_checked_kernel(as_checked(k.fn), bufs, vars, pk.parallel_extent, profile_name);
+  const int32_t status =
+      run_checked_kernel(as_checked(k.fn), bufs, vars, pk.parallel_extent, profile_name, work);
   if (status == 0) return;
   const size_t slot = static_cast<size_t>(status - 1);
   if (slot >= pk.args.size())
@@ -311,11 +313,13 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   }
   std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
   const std::string profile_name = span.active() ? pk.name : std::string();
+  // The work that decides threads: the arithmetic and one operation per element moved.
+  const double work = t.flops + t.bytes / 4;
   const auto t0 = Clock::now();
   if (k->checks_bounds)
-    run_bounds_checked(*k, pk, table, bufs, vars, profile_name);
+    run_bounds_checked(*k, pk, table, bufs, vars, profile_name, work);
   else
-    run_kernel(k->fn, bufs, vars, pk.parallel_extent, profile_name);
+    run_kernel(k->fn, bufs, vars, pk.parallel_extent, profile_name, work);
   t.ms = ms_since(t0);
   if (span.active()) {
     span.arg("GFLOP/s", t.gflops());

@@ -15,6 +15,7 @@ struct Counters {
   uint64_t kernels_compiled = 0;  // by LLVM, in this process
   uint64_t kernels_loaded = 0;    // from the disk cache (LOOM_CACHE_DIR) instead
   uint64_t kernels_executed = 0;
+  uint64_t kernels_dispatched = 0;     // runs split across threads by TBB (the rest ran on the caller)
   uint64_t schedules_built = 0;        // graphs scheduled (rangeify, stages, kernel split)
   uint64_t schedule_cache_hits = 0;    // realizes that reused a plan: no scheduling
   uint64_t schedule_cache_misses = 0;  // realizes that scheduled their graph
@@ -50,6 +51,7 @@ void count_kernel_compiled();
 void count_kernel_loaded();
 void count_kernel_executed();
 void count_capture_replay();
+void count_kernel_dispatched();
 void count_schedule_built();
 void count_schedule_cache(bool hit);
 }  // namespace detail

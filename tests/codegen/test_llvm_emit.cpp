@@ -137,8 +137,8 @@ TEST_CASE("emit: elementwise over two ranges with a broadcast operand") {
 
 TEST_CASE("emit: the parallel range runs only [begin, end)") {
   auto out = global(0, DType::Int64);
-  auto i = make_range(8, 0);
-  const auto kernel = optimize_kernel(sink({end(store(index(out, i), i * 10), {i})}));
+  auto i = make_range(8, 0, AxisKind::Parallel);
+  const auto kernel = sink({end(store(index(out, i), i * 10), {i})});
   REQUIRE(parallel_extent(kernel, {}) == 8);
   Aligned<int64_t> o(8, -1);
   run_slice(compile_kernel(kernel, "slice"), kernel, {o}, {}, 3, 6);

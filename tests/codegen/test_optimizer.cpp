@@ -1,7 +1,10 @@
 #include "codegen/codegen.hpp"
 #include "codegen/run_kernel.hpp"
+#include "codegen/target.hpp"
 
 #include <doctest/doctest.h>
+
+#include <numeric>
 
 using namespace loom;
 using namespace loom::test;
@@ -23,17 +26,91 @@ AxisKind kind_of(const UOpPtr& kernel, int64_t axis) {
   return AxisKind::Loop;
 }
 
+// The ranges of one kind, in toposort order.
+std::vector<UOpPtr> ranges_of_kind(const UOpPtr& kernel, AxisKind k) {
+  std::vector<UOpPtr> out;
+  for (const auto& r : ranges_of(kernel))
+    if (r->get<AxisArg>().kind == k) out.push_back(r);
+  return out;
+}
+int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
+int native_lanes(DType dt) { return host_vector_bytes() / dt.itemsize(); }
+
 }  // namespace
 
-TEST_CASE("optimize_kernel: the outermost output range of a single END becomes parallel") {
+TEST_CASE("optimize_kernel: the outermost output range becomes parallel, the contiguous one SIMD lanes") {
   const auto kernel = elementwise(8, 4);
   const auto opt = optimize_kernel(kernel);
   CHECK(opt != kernel);
   CHECK(kind_of(opt, 0) == AxisKind::Parallel);
-  CHECK(kind_of(opt, 1) == AxisKind::Loop);
+  CHECK(kind_of(opt, 1) == AxisKind::Upcast);  // 4 columns: fewer than a register holds, all of them
   CHECK(parallel_extent(opt, {}) == 8);
   CHECK(parallel_extent(kernel, {}) == 1);  // no parallel range: called once
-  CHECK(optimize_kernel(opt) == opt);       // idempotent: a parallel range is not chosen again
+  CHECK(optimize_kernel(opt) == opt);       // idempotent: choices are not made twice
+}
+
+TEST_CASE("optimize_kernel: a long contiguous range is split into outer iterations and native lanes") {
+  const auto kernel = elementwise(16, 256);
+  const auto opt = optimize_kernel(kernel);
+  const auto upcast = ranges_of_kind(opt, AxisKind::Upcast);
+  REQUIRE(upcast.size() == 1);
+  CHECK(trip(upcast[0]) == native_lanes(DType::Float32));
+  CHECK(ranges_of_kind(opt, AxisKind::Unroll).empty());  // no reduction: one vector per iteration
+  CHECK(kind_of(opt, 0) == AxisKind::Parallel);
+  Aligned<float> out(16 * 256), in(std::vector<float>(16 * 256, 1.5f));
+  check_same_results(kernel, opt, {out, in});
+}
+
+TEST_CASE("optimize_kernel: a length that is not a multiple of the lanes is padded, its extra lanes masked") {
+  const auto kernel = elementwise(3, 21);
+  const auto opt = optimize_kernel(kernel);
+  REQUIRE(ranges_of_kind(opt, AxisKind::Upcast).size() == 1);
+  std::vector<float> x(63);
+  std::iota(x.begin(), x.end(), 0.0f);
+  Aligned<float> out(63), in(x);
+  check_same_results(kernel, opt, {out, in});
+  check_same_results(kernel, lower_reduce(expand_lanes(opt)), {out, in});
+}
+
+TEST_CASE("optimize_kernel: reductions get several vector accumulators and bounded float sums") {
+  auto f32 = DType::Float32;
+  const int w = native_lanes(f32);
+  SUBCASE("sum over the contiguous axis (rows): the reduced range goes to lanes and unrolls") {
+    auto out = global(0, f32), in = global(1, f32);
+    auto i = make_range(4, 0), k = make_range(4096, 1, AxisKind::Reduce);
+    const auto kernel = sink({end(store(index(out, i), reduce(Op::ADD, load(in, i * 4096 + k), {k})), {i})});
+    const auto opt = optimize_kernel(kernel);
+    const auto upcast = ranges_of_kind(opt, AxisKind::Upcast), unroll = ranges_of_kind(opt, AxisKind::Unroll);
+    REQUIRE(upcast.size() == 1);
+    REQUIRE(unroll.size() == 1);
+    CHECK(trip(upcast[0]) == w);
+    CHECK(trip(unroll[0]) == 4);
+    CHECK(kind_of(opt, 0) == AxisKind::Parallel);
+    // 4096 / 32 lanes = 128 per lane, within one block; 4096 / 16 lanes = 256 likewise.
+    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(trip(r) <= 256);
+    std::vector<float> x(4 * 4096);
+    for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<float>(n % 7) - 3.0f;
+    Aligned<float> o(4), xs(x);
+    check_same_results(kernel, opt, {o, xs}, true);
+  }
+  SUBCASE("sum over axis 0: the output columns go to lanes, the rows stay a loop, blocked") {
+    auto out = global(0, f32), in = global(1, f32);
+    auto j = make_range(256, 0), i = make_range(1024, 1, AxisKind::Reduce);
+    const auto kernel = sink({end(store(index(out, j), reduce(Op::ADD, load(in, i * 256 + j), {i})), {j})});
+    const auto opt = optimize_kernel(kernel);
+    const auto upcast = ranges_of_kind(opt, AxisKind::Upcast);
+    REQUIRE(upcast.size() == 1);
+    CHECK(trip(upcast[0]) == w);
+    CHECK(ranges_of_kind(opt, AxisKind::Unroll).size() == 1);
+    int reduces = 0;
+    for (const auto& u : toposort(opt)) reduces += u->op == Op::REDUCE;
+    CHECK(reduces == 2);  // 1024 rows in two nested blocks of 32
+    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(trip(r) <= 256);
+    std::vector<float> x(256 * 1024);
+    for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<float>(n % 11) * 0.5f;
+    Aligned<float> o(256), xs(x);
+    check_same_results(kernel, opt, {o, xs}, true);
+  }
 }
 
 TEST_CASE("optimize_kernel: leaves kernels alone when splitting is not possible or not asked for") {
@@ -41,9 +118,10 @@ TEST_CASE("optimize_kernel: leaves kernels alone when splitting is not possible 
     const auto kernel = elementwise(8, 4);
     CHECK(optimize_kernel(kernel, OptimizerOptions{.enabled = false}) == kernel);
   }
-  SUBCASE("a one-iteration outer loop") {
-    const auto kernel = elementwise(1, 4);
-    CHECK(optimize_kernel(kernel) == kernel);
+  SUBCASE("a one-iteration outer loop runs on one thread") {
+    const auto opt = optimize_kernel(elementwise(1, 4));
+    CHECK(ranges_of_kind(opt, AxisKind::Parallel).empty());
+    CHECK(parallel_extent(opt, {}) == 1);
   }
   SUBCASE("a scalar kernel (bare STORE)") {
     auto out = global(0, DType::Int32);
@@ -56,7 +134,7 @@ TEST_CASE("optimize_kernel: leaves kernels alone when splitting is not possible 
     auto i = make_range(8, 0);
     const auto kernel = sink({end(store(index(a, i), const_int(DType::Int32, 1)), {i}),
                               end(store(index(b, i), const_int(DType::Int32, 2)), {i})});
-    CHECK(optimize_kernel(kernel) == kernel);
+    CHECK(ranges_of_kind(optimize_kernel(kernel), AxisKind::Parallel).empty());
   }
   SUBCASE("a symbolic trip count") {
     auto out = global(0, DType::Int64);

@@ -28,14 +28,16 @@ struct Slot {
 };
 
 // Each slot's element type and the elements its INDEX expressions can reach
-// (range analysis: vmax + 1), over both kernels.
+// (range analysis: vmax + 1, or + lanes for a vector access), over both kernels.
 std::map<int64_t, Slot> slots_of(const UOpPtr& a, const UOpPtr& b) {
   std::map<int64_t, Slot> slots;
   for (const auto& n : toposort(std::vector<UOpPtr>{a, b})) {
     if (n->op != Op::INDEX || n->src.size() < 2 || n->src[0]->op != Op::DEFINE_GLOBAL) continue;
     Slot& s = slots[n->src[0]->arg_int()];
     s.dtype = n->src[0]->dtype.base();
-    s.size = std::max(s.size, n->src[1]->vmax() + 1);
+    // A vector access at a scalar index reaches that many consecutive elements.
+    const int64_t reach = n->src[1]->dtype.lanes == 1 ? n->dtype.lanes : 1;
+    s.size = std::max(s.size, n->src[1]->vmax() + reach);
   }
   return slots;
 }

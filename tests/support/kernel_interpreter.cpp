@@ -127,7 +127,8 @@ class Interpreter {
     if (auto it = memo_.find(&u); it != memo_.end()) return it->second;
     Lanes v = compute(u);
     if (v.dtype != u.dtype) fail(u, "computes a " + to_string(v.dtype) + " value from its sources");
-    if (v.lane.size() != u.dtype.lanes) fail(u, "computes " + std::to_string(v.lane.size()) + " lanes");
+    if (!u.dtype.ptr && v.lane.size() != u.dtype.lanes)
+      fail(u, "computes " + std::to_string(v.lane.size()) + " lanes");
     memo_.insert_or_assign(&u, v);
     return v;
   }
@@ -201,10 +202,14 @@ class Interpreter {
     fail(u, "is not a value the kernel IR defines");
   }
 
+  // Scalars make a vector; vectors are concatenated.
   Lanes vectorize(const UOp& u) {
-    if (u.src.size() != u.dtype.lanes) fail(u, "needs one scalar source per lane");
     Lanes out{u.dtype, {}};
-    for (const auto& s : u.src) out.lane.push_back(eval1(*s));
+    for (const auto& s : u.src) {
+      if (s->dtype.base() != u.dtype.base()) fail(u, "has a " + to_string(s->dtype) + " source");
+      const Lanes v = eval(*s);
+      out.lane.insert(out.lane.end(), v.lane.begin(), v.lane.end());
+    }
     return out;
   }
 

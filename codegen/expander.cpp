@@ -1,0 +1,334 @@
+// The expander: upcast and unroll ranges become SIMD lanes.
+//
+//   Before:  END(STORE(INDEX(out, r0*8 + r1), LOAD(INDEX(in, r0*8 + r1)) * 2.0), r0, r1[upcast 8])
+//   After:   END(STORE(INDEX(out, r0*8) f32x8*, LOAD(INDEX(in, r0*8) f32x8*) * VECTORIZE(2.0 x8)), r0)
+//
+// A node that depends on lane ranges (kinds upcast and unroll) is rebuilt with
+// one lane per combination of them, the range of the lowest axis id slowest; a
+// node that does not stays scalar and is broadcast where a vector needs it.
+// Memory accesses are laid out by their lanes' addresses: consecutive lanes at
+// consecutive elements are one vector access (or a few, concatenated), others
+// a gather; a REDUCE over lane ranges folds those lanes pairwise at the end.
+#include "codegen/codegen.hpp"
+#include "codegen/vector_ops.hpp"
+#include "ir/pattern.hpp"
+#include "ir/symbolic.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace loom {
+
+namespace {
+
+bool is_lane_range(const UOp& u) {
+  if (u.op != Op::RANGE) return false;
+  const AxisKind k = u.get<AxisArg>().kind;
+  return k == AxisKind::Upcast || k == AxisKind::Unroll;
+}
+
+struct LaneAxis {
+  UOpPtr range;
+  int size;
+  int64_t rank;  // the range's place among the kernel's loops, outermost first
+  friend bool operator==(const LaneAxis& a, const LaneAxis& b) { return a.range == b.range; }
+};
+using LaneAxes = std::vector<LaneAxis>;  // in loop order: the first is the slowest
+
+int lane_count(const LaneAxes& axes) {
+  int n = 1;
+  for (const auto& a : axes) n *= a.size;
+  return n;
+}
+
+LaneAxes union_of(const LaneAxes& a, const LaneAxes& b) {
+  LaneAxes out = a;
+  for (const auto& x : b)
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  std::sort(out.begin(), out.end(), [](const LaneAxis& x, const LaneAxis& y) { return x.rank < y.rank; });
+  return out;
+}
+
+// The value of each axis at `lane` of `axes`.
+std::vector<int64_t> coordinates(const LaneAxes& axes, int64_t lane) {
+  std::vector<int64_t> at(axes.size());
+  for (size_t i = axes.size(); i-- > 0;) {
+    at[i] = lane % axes[i].size;
+    lane /= axes[i].size;
+  }
+  return at;
+}
+
+// The lane of `axes` where the axes take the values `at_axes` has (axes missing there are 0).
+int64_t lane_at(const LaneAxes& axes, const LaneAxes& of, const std::vector<int64_t>& at) {
+  int64_t lane = 0;
+  for (const auto& a : axes) {
+    const auto it = std::find(of.begin(), of.end(), a);
+    lane = lane * a.size + (it == of.end() ? 0 : at[static_cast<size_t>(it - of.begin())]);
+  }
+  return lane;
+}
+
+struct Expanded {
+  UOpPtr node;
+  LaneAxes axes;  // empty: a scalar (or an effect)
+};
+
+class Expander {
+ public:
+  UOpPtr run(const UOpPtr& kernel) {
+    const std::vector<UOpPtr> nodes = toposort(kernel);
+    // Lanes follow the loop order the ENDs and REDUCEs give their ranges (a split
+    // lists its outer part first), so consecutive lanes are consecutive in memory.
+    for (const auto& n : nodes)
+      if (n->op == Op::END || n->op == Op::REDUCE)
+        for (size_t i = 1; i < n->src.size(); ++i) rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()));
+    for (const auto& n : nodes) done_.emplace(n.get(), expand(n));
+    return done_.at(kernel.get()).node;
+  }
+
+ private:
+  std::unordered_map<const UOp*, int64_t> rank_;
+  std::unordered_map<const UOp*, Expanded> done_;
+
+  const Expanded& of(const UOpPtr& u) const { return done_.at(u.get()); }
+
+  // `e` with one lane per lane of `to` (a superset of its axes).
+  static UOpPtr align(const Expanded& e, const LaneAxes& to) {
+    if (e.axes == to) return e.node;
+    const int n = lane_count(to);
+    if (e.axes.empty()) return broadcast(e.node, n);
+    std::vector<int64_t> lanes;
+    for (int64_t l = 0; l < n; ++l) lanes.push_back(lane_at(e.axes, to, coordinates(to, l)));
+    return gep(e.node, std::move(lanes));
+  }
+
+  LaneAxes axes_of_sources(const UOp& n) const {
+    LaneAxes axes;
+    for (const auto& s : n.src) axes = union_of(axes, of(s).axes);
+    return axes;
+  }
+
+  Expanded expand(const UOpPtr& n) {
+    if (is_lane_range(*n)) return lanes_of_range(n);
+    switch (n->op) {
+      case Op::INDEX:  // with lanes, laid out by its LOAD or STORE
+        if (!axes_of_sources(*n).empty()) return {n, {}};
+        break;
+      case Op::LOAD: return load(n);
+      case Op::STORE: return store(n);
+      case Op::REDUCE: return reduce(n);
+      case Op::END: return end(n);
+      case Op::VECTORIZE:
+      case Op::GEP:
+      case Op::DEFINE_REG:
+      case Op::AFTER:
+        if (!axes_of_sources(*n).empty())
+          throw Error(fmt::format("expander: {} {} over lane ranges: the expander runs before any vector",
+                                  op_name(n->op), to_string(n->dtype)));
+        break;
+      default: break;
+    }
+    return elementwise(n);
+  }
+
+  Expanded lanes_of_range(const UOpPtr& r) const {
+    const UOpPtr& end = r->src.at(0);
+    if (!end->is_const() || end->const_int() < 1)
+      throw Error(
+          fmt::format("expander: lane range r{} needs a constant positive end", r->get<AxisArg>().id));
+    const int n = static_cast<int>(end->const_int());
+    std::vector<UOpPtr> lanes;
+    for (int i = 0; i < n; ++i) lanes.push_back(const_int(DType::Int64, i));
+    const auto it = rank_.find(r.get());  // a range no loop lists: after the listed ones, by id
+    const int64_t rank = it != rank_.end() ? it->second : (int64_t{1} << 40) + r->get<AxisArg>().id;
+    return {UOp::make(Op::VECTORIZE, DType::Int64.vec(n), std::move(lanes)), {{r, n, rank}}};
+  }
+
+  // Sources rebuilt; with lanes, the op applies lane by lane.
+  Expanded elementwise(const UOpPtr& n) const {
+    const LaneAxes axes = axes_of_sources(*n);
+    std::vector<UOpPtr> src;
+    for (const auto& s : n->src) src.push_back(align(of(s), axes));
+    if (axes.empty()) return {src == n->src ? n : n->with_src(std::move(src)), {}};
+    return {UOp::make(n->op, n->dtype.vec(lane_count(axes)), std::move(src), n->arg), axes};
+  }
+
+  // ---- memory ----------------------------------------------------------------------
+  // One access of `lanes` consecutive lanes from `first`: an INDEX of that many elements.
+  struct Piece {
+    UOpPtr index;
+    int first, lanes;
+  };
+
+  // How the lanes of an INDEX reach memory: as few contiguous vector accesses
+  // as its addresses allow, else one gather.
+  std::vector<Piece> layout(const UOpPtr& index, LaneAxes& axes) const {
+    const UOpPtr& buf = index->src.at(0);
+    const UOpPtr& idx = index->src.at(1);
+    const bool has_valid = index->src.size() > 2;
+    axes = of(idx).axes;
+    if (has_valid) axes = union_of(axes, of(index->src[2]).axes);
+    const int n = lane_count(axes);
+    const DType elem = buf->dtype.deref();
+    auto make_index = [&](const UOpPtr& at, const UOpPtr& valid, int lanes) {
+      std::vector<UOpPtr> src{of(buf).node, at};
+      if (valid) src.push_back(valid);
+      return UOp::make(Op::INDEX, elem.vec(lanes).ptr_to(), std::move(src));
+    };
+    auto valid_lanes = [&](int first, int lanes) -> UOpPtr {
+      if (!has_valid) return nullptr;
+      const Expanded& v = of(index->src[2]);
+      if (v.axes.empty()) return v.node;  // one validity for the whole access
+      std::vector<int64_t> picks;
+      for (int l = first; l < first + lanes; ++l)
+        picks.push_back(lane_at(v.axes, axes, coordinates(axes, l)));
+      return gep(v.node, std::move(picks));
+    };
+    // Each lane's address as a scalar expression of the loop ranges.
+    std::vector<UOpPtr> address;
+    if (!of(idx).axes.empty()) {
+      for (int l = 0; l < n; ++l) {
+        const std::vector<int64_t> at = coordinates(axes, l);
+        std::vector<std::pair<UOpPtr, UOpPtr>> lane_values;
+        for (size_t a = 0; a < axes.size(); ++a)
+          lane_values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
+        address.push_back(simplify(substitute(idx, lane_values)));
+      }
+    }
+    const int group = address.empty() ? 1 : contiguous_group(address);
+    std::vector<Piece> pieces;
+    if (group == 1) {  // a gather (or one address for all lanes, with per-lane validity)
+      const UOpPtr at = address.empty() ? broadcast(of(idx).node, n) : align(of(idx), axes);
+      pieces.push_back({make_index(at, valid_lanes(0, n), n), 0, n});
+      return pieces;
+    }
+    for (int first = 0; first < n; first += group)
+      pieces.push_back(
+          {make_index(address[static_cast<size_t>(first)], valid_lanes(first, group), group), first, group});
+    return pieces;
+  }
+
+  // The largest run of lanes whose addresses are consecutive, the same for every run.
+  static int contiguous_group(const std::vector<UOpPtr>& address) {
+    const int n = static_cast<int>(address.size());
+    for (int g = n; g >= 2; --g) {
+      if (n % g != 0) continue;
+      bool ok = true;
+      for (int first = 0; ok && first < n; first += g)
+        for (int j = 1; ok && j < g; ++j)
+          ok = address[static_cast<size_t>(first + j)] == simplify(address[static_cast<size_t>(first)] + j);
+      if (ok) return g;
+    }
+    return 1;
+  }
+
+  Expanded load(const UOpPtr& n) const {
+    const UOpPtr& index = n->src.at(0);
+    if (axes_of_sources(*index).empty()) return elementwise(n);
+    LaneAxes axes;
+    const std::vector<Piece> pieces = layout(index, axes);
+    std::vector<UOpPtr> loads;
+    for (const Piece& p : pieces) loads.push_back(UOp::make(Op::LOAD, p.index->dtype.deref(), {p.index}));
+    if (loads.size() == 1) return {loads[0], axes};
+    return {UOp::make(Op::VECTORIZE, n->dtype.vec(lane_count(axes)), std::move(loads)),
+            axes};  // concatenated
+  }
+
+  Expanded store(const UOpPtr& n) const {
+    const UOpPtr& index = n->src.at(0);
+    const Expanded& value = of(n->src.at(1));
+    if (axes_of_sources(*index).empty()) {
+      if (value.axes.empty()) return elementwise(n);
+      // Every lane stores to the one address: the last lane's store is the one that stays.
+      const UOpPtr last = gep(value.node, {lane_count(value.axes) - 1});
+      return {UOp::make(Op::STORE, last->dtype, {of(index).node, last}), {}};
+    }
+    LaneAxes axes;
+    std::vector<Piece> pieces = layout(index, axes);
+    axes = union_of(axes, value.axes);
+    if (lane_count(axes) != pieces.back().first + pieces.back().lanes)
+      throw Error(
+          fmt::format("expander: STORE {}: its value has lanes its address does not", to_string(n->dtype)));
+    const UOpPtr v = align(value, axes);
+    std::vector<UOpPtr> stores;
+    for (const Piece& p : pieces) {
+      UOpPtr part = v;
+      if (pieces.size() > 1) {
+        std::vector<int64_t> picks;
+        for (int l = p.first; l < p.first + p.lanes; ++l) picks.push_back(l);
+        part = gep(v, std::move(picks));
+      }
+      stores.push_back(UOp::make(Op::STORE, part->dtype, {p.index, part}));
+    }
+    if (stores.size() == 1) return {stores[0], {}};
+    return {UOp::make(Op::SINK, DType::Bool, std::move(stores)), {}};  // a group of effects
+  }
+
+  // ---- loops -----------------------------------------------------------------------
+  // REDUCE over loop ranges keeps one accumulator lane per value lane; the lanes
+  // of its lane ranges are folded pairwise after the loop.
+  Expanded reduce(const UOpPtr& n) const {
+    const Op op = n->get<ReduceArg>().op;
+    LaneAxes folded;
+    std::vector<UOpPtr> loops{nullptr};
+    for (size_t i = 1; i < n->src.size(); ++i) {
+      if (is_lane_range(*n->src[i]))
+        folded = union_of(folded, lanes_of_range(n->src[i]).axes);
+      else
+        loops.push_back(of(n->src[i]).node);
+    }
+    const LaneAxes all = union_of(of(n->src[0]).axes, folded);
+    loops[0] = align(of(n->src[0]), all);
+    UOpPtr acc = loops[0];
+    if (loops.size() > 1) {
+      const DType dt = loops[0]->dtype;
+      acc = UOp::make(Op::REDUCE, dt, std::move(loops), n->arg);
+    }
+    if (folded.empty()) return {acc, all};
+    LaneAxes kept;
+    for (const auto& a : all)
+      if (std::find(folded.begin(), folded.end(), a) == folded.end()) kept.push_back(a);
+    std::vector<UOpPtr> parts;
+    for (int f = 0; f < lane_count(folded); ++f) {
+      const std::vector<int64_t> at_folded = coordinates(folded, f);
+      std::vector<int64_t> picks;
+      for (int k = 0; k < lane_count(kept); ++k) {
+        const std::vector<int64_t> at_kept = coordinates(kept, k);
+        std::vector<int64_t> at(all.size());
+        for (size_t a = 0; a < all.size(); ++a) {
+          const auto fk = std::find(folded.begin(), folded.end(), all[a]);
+          at[a] =
+              fk != folded.end()
+                  ? at_folded[static_cast<size_t>(fk - folded.begin())]
+                  : at_kept[static_cast<size_t>(std::find(kept.begin(), kept.end(), all[a]) - kept.begin())];
+        }
+        picks.push_back(lane_at(all, all, at));
+      }
+      parts.push_back(gep(acc, std::move(picks)));
+    }
+    while (parts.size() > 1) {  // pairwise: (p0 op p1) op (p2 op p3) ...
+      std::vector<UOpPtr> next;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(alu(op, {parts[i], parts[i + 1]}));
+      if (parts.size() % 2) next.push_back(parts.back());
+      parts = std::move(next);
+    }
+    return {parts[0], kept};
+  }
+
+  Expanded end(const UOpPtr& n) const {
+    std::vector<UOpPtr> src{of(n->src.at(0)).node};
+    for (size_t i = 1; i < n->src.size(); ++i)
+      if (!is_lane_range(*n->src[i])) src.push_back(n->src[i]);
+    if (src.size() == 1) return {src[0], {}};
+    return {src == n->src ? n : n->with_src(std::move(src)), {}};
+  }
+};
+
+}  // namespace
+
+UOpPtr expand_lanes(const UOpPtr& kernel) { return Expander().run(kernel); }
+
+}  // namespace loom

@@ -1,0 +1,13 @@
+#pragma once
+// What the optimiser needs to know of the host CPU: the width of its SIMD
+// registers, from the features LLVM detects (the same ones the JIT compiles for).
+#include <string>
+
+namespace loom {
+
+// Bytes in one SIMD register: 64 with AVX-512, 32 with AVX/AVX2, 16 otherwise.
+int host_vector_bytes();
+// The host's name for the width, for logs and docs: "avx512", "avx2", "sse".
+std::string host_vector_isa();
+
+}  // namespace loom
