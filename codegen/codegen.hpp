@@ -21,6 +21,10 @@ struct OptimizerOptions {
 // RANGE kinds, applied with range splitting; docs/performance.md explains them.
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {});
 
+// Float32 EXP2 becomes range reduction and a polynomial from UOps
+// (codegen/transcendental.cpp), so it vectorises instead of calling libm per lane.
+UOpPtr lower_transcendental(const UOpPtr& kernel);
+
 // Upcast and unroll ranges become SIMD lanes (VECTORIZE, GEP, vector loads and
 // stores, a REDUCE over lane ranges folded pairwise after its loop).
 UOpPtr expand_lanes(const UOpPtr& kernel);

@@ -19,10 +19,11 @@ struct KernelPass {
 
 // The expander may be switched off: the linearizer runs upcast and unroll
 // ranges as plain loops then.
-const std::array<KernelPass, 3>& kernel_passes() {
-  static const std::array<KernelPass, 3> passes{{
+const std::array<KernelPass, 4>& kernel_passes() {
+  static const std::array<KernelPass, 4> passes{{
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f) { return optimize_kernel(k, OptimizerOptions{!f.noopt}); }},
+      {"transcendental", true, [](const UOpPtr& k, const Flags&) { return lower_transcendental(k); }},
       {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
       {"lower_reduce", false, [](const UOpPtr& k, const Flags&) { return lower_reduce(k); }},
   }};

@@ -12,6 +12,7 @@
 #include <loom/context.hpp>
 #include <loom/debug.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -195,4 +196,21 @@ TEST_CASE("a float32 sum is exact on ones far past 2^24, and within 1e-6 of floa
   for (float v : values) exact += v;
   const double got = r.sum().to_vector<float>()[0];
   CHECK(std::abs(got - exact) / exact <= 1e-6);
+}
+
+TEST_CASE("relu(a*b+c).exp(): one kernel, vectorised, with no libm call in loom's own IR") {
+  FreshCaches fresh;
+  Tensor a = Tensor::full({1024, 1024}, 0.5).realize(), b = Tensor::full({1024, 1024}, -1.5).realize();
+  Tensor c = Tensor::full({1024, 1024}, 2.0).realize();
+  Kernels seen;
+  Tensor y = (a * b + c).relu().exp().realize();
+  const auto kernels = seen.all();
+  REQUIRE(kernels.size() == 1);
+  const std::string ir = emit_llvm_ir(kernels.begin()->second, kernels.begin()->first);
+  INFO(ir);
+  CHECK(count_of(ir, "@llvm.exp") == 0);
+  CHECK(count_of(ir, "@exp") == 0);
+  CHECK(count_of(ir, "store " + vector_type(native_f32_lanes())) >= 1);
+  const float want = std::exp(1.25f);
+  CHECK(std::abs(y.to_vector<float>()[12345] - want) <= 2e-7f * want);
 }

@@ -67,7 +67,10 @@ using Exact = std::function<long double(long double)>;
 // Runs `result` (a function of `xs`), checks it against the reference interpreter and
 // returns the largest ulp error against `exact`, reporting the worst input on failure.
 double max_ulp_error(const Tensor& result, const std::vector<double>& xs, DType dt, const Exact& exact) {
-  const std::vector<double> got = check_ref(result);
+  // Float32 exp2 is loom's own polynomial (codegen/transcendental.cpp), the reference's is
+  // libm's: both within 1 ulp of the exact value, so within 2 of each other. The bound
+  // that matters is checked below, against long double.
+  const std::vector<double> got = check_ref(result, 2);
   REQUIRE(got.size() == xs.size());
   double worst = 0, worst_x = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
