@@ -183,6 +183,7 @@ UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash
   shape_ = infer_shape(op, src, arg);
   check_size(op, dtype, shape_);
   std::tie(vmin_, vmax_) = infer_bounds(op, dtype, src, arg);
+  ranges_ = infer_open_ranges(op, src, this);
 }
 UOp::~UOp() = default;
 

@@ -121,6 +121,36 @@ uint64_t arg_hash(const Arg& a);
 class UOp;
 using UOpPtr = std::shared_ptr<const UOp>;
 
+// The RANGEs a node's value varies with, "open" at that node: its sources'
+// open ranges, minus those it closes (REDUCE, END and BUFFERIZE close the
+// ranges they list); a RANGE is open in itself. Computed once per node when it
+// is built, like vmin/vmax, so "does x depend on r" is a lookup, never a graph
+// walk. Sorted by axis id (then structural hash), so iterating is deterministic.
+// The pointers live as long as the node that holds the set.
+class OpenRanges {
+ public:
+  using Item = const UOp*;
+  OpenRanges() = default;
+  explicit OpenRanges(std::vector<Item> sorted);
+  bool empty() const { return !v_ || v_->empty(); }
+  size_t size() const { return v_ ? v_->size() : 0; }
+  const Item* begin() const { return v_ ? v_->data() : nullptr; }
+  const Item* end() const { return v_ ? v_->data() + v_->size() : nullptr; }
+  bool contains(const UOp* range) const;
+  bool contains(const UOpPtr& range) const { return contains(range.get()); }
+  // Does this set share a range with `other`?
+  bool intersects(const OpenRanges& other) const;
+  // Has a range of this kind (e.g. inside a reduce's body: AxisKind::Reduce).
+  bool has_kind(AxisKind kind) const;
+  // The order of the sets: by axis id, then structural hash, then address.
+  static bool before(const UOp* a, const UOp* b);
+  friend bool operator==(const OpenRanges& a, const OpenRanges& b);
+
+ private:
+  std::shared_ptr<const std::vector<Item>> v_;  // null: empty; shared between nodes with equal sets
+  friend OpenRanges infer_open_ranges(Op op, const std::vector<UOpPtr>& src, const UOp* self);
+};
+
 class UOp : public std::enable_shared_from_this<UOp> {
  public:
   // Not declared const: every UOp is reached through a pointer-to-const, and
@@ -142,6 +172,8 @@ class UOp : public std::enable_shared_from_this<UOp> {
   // float dtypes these are the int64 extremes (unknown).
   int64_t vmin() const { return vmin_; }
   int64_t vmax() const { return vmax_; }
+  // The ranges open at this node (see OpenRanges).
+  const OpenRanges& ranges() const { return ranges_; }
 
   UOpPtr ptr() const { return shared_from_this(); }
   template <class T>
@@ -173,6 +205,7 @@ class UOp : public std::enable_shared_from_this<UOp> {
   uint64_t hash_;
   std::optional<Shape> shape_;
   int64_t vmin_, vmax_;
+  OpenRanges ranges_;
   std::shared_ptr<void> storage_;  // not part of identity; BUFFER ids are unique
   friend struct InternTable;
   friend struct UOpDeleter;
@@ -218,7 +251,8 @@ std::vector<UOpPtr> toposort(const UOpPtr& root);
 std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots);
 // Does `root` reach `target`?
 bool reaches(const UOpPtr& root, const UOpPtr& target);
-// All RANGE nodes `root` depends on, in toposort order.
+// All RANGE nodes `root` reaches, closed or open, in toposort order (a graph
+// walk; UOp::ranges() is the cached set of the open ones).
 std::vector<UOpPtr> ranges_of(const UOpPtr& root);
 
 }  // namespace loom

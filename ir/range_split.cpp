@@ -1,0 +1,87 @@
+#include "ir/range_split.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace loom {
+
+int64_t next_axis_id(const UOpPtr& root) {
+  int64_t next = 0;
+  for (const auto& n : toposort(root))
+    if (n->op == Op::RANGE) next = std::max(next, n->get<AxisArg>().id + 1);
+  return next;
+}
+
+namespace {
+
+struct Parts {
+  UOpPtr outer, inner, value;
+};
+
+Parts make_parts(const RangeSplit& s, int64_t& next_id) {
+  const UOpPtr& r = s.range;
+  if (!r || r->op != Op::RANGE) throw Error("split_ranges: expected a RANGE to split");
+  const UOpPtr& end = r->src.at(0);
+  const AxisArg axis = r->get<AxisArg>();
+  if (!end->is_const() || s.factor < 1 || end->const_int() % s.factor != 0)
+    throw Error(fmt::format(
+        "split_ranges: range {} of end {} cannot be split by {}; expected a constant end "
+        "that the factor divides",
+        axis.id, end->is_const() ? std::to_string(end->const_int()) : "(not a constant)", s.factor));
+  const int64_t rest = end->const_int() / s.factor;
+  const int64_t outer_size = s.factor_outer ? s.factor : rest, inner_size = s.factor_outer ? rest : s.factor;
+  const AxisKind outer_kind = s.factor_outer ? s.kind : axis.kind,
+                 inner_kind = s.factor_outer ? axis.kind : s.kind;
+  UOpPtr outer = make_range(outer_size, next_id++, outer_kind);
+  UOpPtr inner = make_range(inner_size, next_id++, inner_kind);
+  return {outer, inner, outer * inner_size + inner};
+}
+
+bool lists_ranges(Op op) { return op == Op::END || op == Op::REDUCE || op == Op::BUFFERIZE; }
+
+}  // namespace
+
+SplitRanges split_ranges(const UOpPtr& root, const std::vector<RangeSplit>& splits, int64_t first_id) {
+  int64_t next_id = first_id >= 0 ? first_id : next_axis_id(root);
+  std::unordered_map<const UOp*, Parts> parts;
+  SplitRanges out;
+  for (const auto& s : splits) {
+    if (parts.count(s.range.get()))
+      throw Error(fmt::format("split_ranges: range {} is split twice", s.range->get<AxisArg>().id));
+    Parts p = make_parts(s, next_id);
+    out.parts.emplace_back(p.outer, p.inner);
+    parts.emplace(s.range.get(), std::move(p));
+  }
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const auto& n : toposort(root)) {
+    if (auto it = parts.find(n.get()); it != parts.end()) {
+      done[n.get()] = it->second.value;
+      continue;
+    }
+    std::vector<UOpPtr> src;
+    bool changed = false;
+    for (size_t i = 0; i < n->src.size(); ++i) {
+      const UOpPtr& s = n->src[i];
+      auto listed = i > 0 && lists_ranges(n->op) ? parts.find(s.get()) : parts.end();
+      if (listed == parts.end()) {
+        src.push_back(done.at(s.get()));
+        changed |= src.back() != s;
+        continue;
+      }
+      if (n->op == Op::BUFFERIZE)
+        throw Error(
+            fmt::format("split_ranges: range {} is an axis of a BUFFERIZE; split the buffer's shape instead",
+                        s->get<AxisArg>().id));
+      src.push_back(listed->second.outer);
+      src.push_back(listed->second.inner);
+      changed = true;
+    }
+    done[n.get()] = changed ? n->with_src(std::move(src)) : n;
+  }
+  out.root = done.at(root.get());
+  return out;
+}
+
+}  // namespace loom
