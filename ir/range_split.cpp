@@ -1,5 +1,7 @@
 #include "ir/range_split.hpp"
 
+#include "ir/buffer_access.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +14,42 @@ int64_t next_axis_id(const UOpPtr& root) {
   for (const auto& n : toposort(root))
     if (n->op == Op::RANGE) next = std::max(next, n->get<AxisArg>().id + 1);
   return next;
+}
+
+UOpPtr substitute_ranges(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& ranges,
+                         const UOpPtr& valid) {
+  std::vector<const UOp*> keys;
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const auto& [r, e] : ranges) {
+    keys.push_back(r.get());
+    done[r.get()] = e;
+  }
+  std::sort(keys.begin(), keys.end(), OpenRanges::before);
+  const OpenRanges key_set(keys);
+  auto untouched = [&](const UOp* n) { return !n->ranges().intersects(key_set); };
+  // Iterative post-order over the nodes that depend on a key.
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    if (done.count(n) || untouched(n)) {
+      if (!done.count(n)) done[n] = n->ptr();
+      stack.pop_back();
+      continue;
+    }
+    if (next < n->src.size()) {
+      const UOp* s = n->src[next++].get();
+      if (!done.count(s)) stack.emplace_back(s, 0);
+      continue;
+    }
+    std::vector<UOpPtr> src;
+    for (const auto& s : n->src) src.push_back(done.at(s.get()));
+    UOpPtr rebuilt = n->with_src(std::move(src));
+    if (valid && n->op == Op::INDEX)
+      rebuilt = make_index(rebuilt->src[0], index_of(rebuilt), and_valid(valid_of(rebuilt), valid));
+    done[n] = rebuilt;
+    stack.pop_back();
+  }
+  return done.at(root.get());
 }
 
 namespace {

@@ -34,6 +34,14 @@ struct SplitRanges {
 // or at one past the largest id in `root` when it is negative.
 SplitRanges split_ranges(const UOpPtr& root, const std::vector<RangeSplit>& splits, int64_t first_id = -1);
 
+// Replaces RANGE nodes by expressions, visiting only the nodes where one of
+// them is open (UOp::ranges()): the cost is the size of what depends on them,
+// not of the graph. Every INDEX rebuilt on a replaced range is also guarded by
+// `valid` (when not null), so a read at a substituted index that may fall
+// outside its buffer touches memory only where `valid` holds.
+UOpPtr substitute_ranges(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& ranges,
+                         const UOpPtr& valid = nullptr);
+
 // One past the largest RANGE axis id reachable from `root` (0 if none).
 int64_t next_axis_id(const UOpPtr& root);
 

@@ -1,8 +1,9 @@
 #include "schedule/rangeify.hpp"
 
+#include "schedule/movement_index.hpp"
+
 #include <algorithm>
 #include <numeric>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,25 +12,184 @@ namespace loom {
 namespace {
 
 int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
-
 UOpPtr idx_const(int64_t v) { return const_int(DType::Int64, v); }
 
-// Row-major strides of a shape.
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
+bool is_point(Op op) { return op == Op::CONTIGUOUS || op == Op::ASSIGN || op == Op::COPY; }
+bool is_leaf(Op op) { return op == Op::BUFFER || op == Op::CONST || op == Op::DEFINE_VAR || op == Op::IOTA; }
+bool broadcasts(const UOp& u) { return u.op == Op::EXPAND && numel(*u.shape()) > numel(*u.src[0]->shape()); }
+
+// How a node is read: one index per axis, and where (null: everywhere).
+struct Access {
+  std::vector<UOpPtr> idx;
+  UOpPtr valid;
+};
+
+enum class Placement : uint8_t {
+  Unused,     // nothing reads it (an ASSIGN's target view)
+  Fused,      // computed inside its consumers' loops, at the one index they all read
+  Realized,   // a realization point: a BUFFERIZE no stage removes
+  Candidate,  // a proposed BUFFERIZE: buffer_removal keeps or inlines it
+};
+
+struct NodeInfo {
+  std::vector<Access> requests;  // how each consumer reads the node
+  bool under_expand = false;     // a consumer broadcasts it before the next buffer
+  Placement placement = Placement::Unused;
+  Access out;                 // where its value is computed
+  std::vector<Access> needs;  // how it reads each source (by source slot)
+  std::vector<UOpPtr> reduce_ranges;
+  UOpPtr inside;  // PAD: where its source is read
+  UOpPtr value, buffer;
+};
+
+UOpPtr read(const UOpPtr& source, const Access& a) {
+  std::vector<UOpPtr> src{source};
+  src.insert(src.end(), a.idx.begin(), a.idx.end());
+  if (a.valid) src.push_back(a.valid);
+  UOpPtr index = UOp::make(Op::INDEX, source->dtype.ptr_to(), std::move(src));
+  return UOp::make(Op::LOAD, source->dtype, {index});
 }
 
-UOpPtr linear_index(const std::vector<UOpPtr>& idx, const Shape& shape) {
-  auto st = strides_of(shape);
-  UOpPtr lin = idx_const(0);
-  for (size_t i = 0; i < idx.size(); ++i)
-    if (shape[i] != 1) lin = lin + idx[i] * st[i];
-  return lin;
+UOpPtr leaf_value(const UOpPtr& u, const Access& a) {
+  switch (u->op) {
+    case Op::BUFFER: return read(u, a);
+    case Op::IOTA: return cast(a.idx.at(0), u->dtype);
+    default: return u;  // CONST, DEFINE_VAR
+  }
 }
 
-UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return a ? land(a, b) : b; }
+class Rangeifier {
+ public:
+  explicit Rangeifier(const std::vector<UOpPtr>& targets) {
+    for (const auto& p : realization_points(targets)) points_.insert(p.get());
+    const std::vector<UOpPtr> nodes = toposort(targets);
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) place(*it);
+    for (const auto& n : nodes) build(n);
+  }
+  UOpPtr buffer_of(const UOpPtr& x) {
+    NodeInfo& ni = info_.at(x.get());
+    if (!ni.buffer) {
+      std::vector<UOpPtr> src{ni.placement == Placement::Realized
+                                  ? UOp::make(Op::CONTIGUOUS, ni.value->dtype, {ni.value})
+                                  : ni.value};
+      src.insert(src.end(), ni.out.idx.begin(), ni.out.idx.end());
+      ni.buffer = UOp::make(Op::BUFFERIZE, x->dtype, std::move(src), std::vector<int64_t>(*x->shape()));
+    }
+    return ni.buffer;
+  }
+
+ private:
+  std::unordered_set<const UOp*> points_;
+  std::unordered_map<const UOp*, NodeInfo> info_;
+  int64_t next_axis_ = 0;
+
+  Access fresh(const Shape& shape) {
+    Access a;
+    for (int64_t n : shape) a.idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis_++));
+    return a;
+  }
+
+  // Where `x` is computed, from how its consumers read it (all of them are
+  // placed already: this runs in reverse toposort order).
+  void place(const UOpPtr& x) {
+    NodeInfo& ni = info_[x.get()];
+    const bool agree = std::all_of(ni.requests.begin(), ni.requests.end(),
+                                   [&](const Access& a) { return a.idx == ni.requests[0].idx; });
+    if (points_.count(x.get())) {
+      ni.placement = Placement::Realized;
+      ni.out = fresh(*x->shape());
+    } else if (ni.requests.empty() || is_leaf(x->op)) {
+      return;  // a leaf is read directly by each consumer at its own index
+    } else if (agree && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
+      ni.placement = Placement::Fused;
+      ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
+    } else {
+      ni.placement = Placement::Candidate;
+      ni.out = fresh(*x->shape());
+    }
+    if (!is_leaf(x->op)) plan(x, ni);
+  }
+
+  static UOpPtr any_of_valids(const std::vector<Access>& requests) {
+    UOpPtr any;
+    for (const auto& a : requests) {
+      if (!a.valid) return nullptr;
+      any = !any ? a.valid : any == a.valid ? any : alu(Op::OR, {any, a.valid});
+    }
+    return any;
+  }
+
+  // What `x` reads from each source at its `out` index, handed to the sources.
+  void plan(const UOpPtr& x, NodeInfo& ni) {
+    const Access& o = ni.out;
+    ni.needs.assign(x->src.size(), Access{});
+    if (is_movement(x->op)) {
+      SourceIndex si = movement_source_index(x, o.idx);
+      ni.inside = si.inside;
+      ni.needs[0] = {std::move(si.idx),
+                     si.inside ? (o.valid ? land(o.valid, si.inside) : si.inside) : o.valid};
+    } else if (x->op == Op::REDUCE_AXIS) {
+      const Shape& in = *x->src[0]->shape();
+      ni.needs[0] = {o.idx, o.valid};
+      for (int64_t a : x->get<ReduceArg>().axes) {
+        if (in[a] == 1) continue;  // the output index there is already 0
+        ni.reduce_ranges.push_back(make_range(in[a], next_axis_++, AxisKind::Reduce));
+        ni.needs[0].idx[a] = ni.reduce_ranges.back();
+      }
+    } else if (x->op == Op::ASSIGN) {
+      ni.needs[1] = o;  // ASSIGN(target, value) has the value's value; the target is not read here
+    } else if (is_alu(x->op) || x->op == Op::CAST || x->op == Op::BITCAST || x->op == Op::CONTIGUOUS ||
+               x->op == Op::DETACH || x->op == Op::COPY) {
+      std::fill(ni.needs.begin(), ni.needs.end(), o);
+    } else {
+      throw Error("rangeify: cannot index " + std::string(op_name(x->op)) + " (no rule for this op)");
+    }
+    const bool expands = ni.placement == Placement::Fused && (ni.under_expand || broadcasts(*x));
+    for (size_t i = 0; i < x->src.size(); ++i) {
+      if (x->op == Op::ASSIGN && i == 0) continue;
+      NodeInfo& si = info_[x->src[i].get()];
+      si.requests.push_back(ni.needs[i]);
+      si.under_expand |= expands;
+    }
+  }
+
+  UOpPtr source_value(const UOpPtr& s, const Access& a) {
+    const NodeInfo& si = info_.at(s.get());
+    if (si.placement == Placement::Realized || si.placement == Placement::Candidate)
+      return read(buffer_of(s), a);
+    return is_leaf(s->op) ? leaf_value(s, a) : si.value;
+  }
+
+  void build(const UOpPtr& x) {
+    NodeInfo& ni = info_.at(x.get());
+    if (ni.placement == Placement::Unused) return;
+    if (is_leaf(x->op)) {
+      ni.value = leaf_value(x, ni.out);
+      return;
+    }
+    std::vector<UOpPtr> parts(x->src.size());
+    for (size_t i = 0; i < x->src.size(); ++i)
+      if (!(x->op == Op::ASSIGN && i == 0)) parts[i] = source_value(x->src[i], ni.needs[i]);
+    ni.value = combine(x, ni, parts);
+  }
+
+  static UOpPtr combine(const UOpPtr& x, const NodeInfo& ni, const std::vector<UOpPtr>& parts) {
+    switch (x->op) {
+      case Op::PAD: return ni.inside ? where(ni.inside, parts[0], const_like(x->dtype, 0)) : parts[0];
+      case Op::REDUCE_AXIS: {
+        if (ni.reduce_ranges.empty()) return parts[0];
+        std::vector<UOpPtr> src{parts[0]};
+        src.insert(src.end(), ni.reduce_ranges.begin(), ni.reduce_ranges.end());
+        return UOp::make(Op::REDUCE, x->dtype, std::move(src), ReduceArg{x->get<ReduceArg>().op, {}});
+      }
+      case Op::ASSIGN: return parts[1];
+      default: break;
+    }
+    if (is_alu(x->op) || x->op == Op::CAST || x->op == Op::BITCAST)
+      return UOp::make(x->op, x->dtype, parts, x->arg);
+    return parts.at(0);  // movement ops and pass-throughs
+  }
+};
 
 // The kernel-size cap. LLVM's optimiser and machine scheduler are superlinear in
 // a function's size: a 20,000-op elementwise chain fused into one kernel took
@@ -39,7 +199,8 @@ UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return a ? land(a, b) : b; 
 // caps lose too. On a 100,000-op chain (2 loaded cores) a cap of 250 compiled in
 // 34 s of CPU, 1,000 in 13 s, 4,000 in 6 s, 8,000 in 6 s and rising. Real
 // fusions (a training step's elementwise tail, a softmax) stay far below it.
-// Buffer removal keeps these points (its "kernel size" keep rule).
+// These points are proposed like realization points, which buffer_removal
+// keeps (its first keep rule, docs/pipeline.md).
 constexpr int64_t kMaxKernelOps = 4000;
 
 // Adds to `points` the nodes where a fused region would grow past the cap: each
@@ -47,9 +208,9 @@ constexpr int64_t kMaxKernelOps = 4000;
 // constants and movement, which become index math) plus the sizes of its
 // sources inside the same region (a shared source counts once per use, an
 // overestimate). A source that would take the region past the cap is realized.
-void cap_kernel_size(const std::vector<UOpPtr>& targets, std::unordered_set<const UOp*>& points) {
+void cap_kernel_size(const std::vector<UOpPtr>& nodes, std::unordered_set<const UOp*>& points) {
   std::unordered_map<const UOp*, int64_t> size;
-  for (const auto& n : toposort(targets)) {
+  for (const auto& n : nodes) {
     int64_t s = is_movement(n->op) || n->op == Op::CONST || n->op == Op::IOTA ? 0 : 1;
     for (const auto& src : n->src) {
       if (src->op == Op::BUFFER || points.count(src.get())) continue;
@@ -66,270 +227,22 @@ void cap_kernel_size(const std::vector<UOpPtr>& targets, std::unordered_set<cons
 }  // namespace
 
 std::vector<UOpPtr> realization_points(const std::vector<UOpPtr>& targets) {
-  std::unordered_set<const UOp*> targets_set;
-  for (const auto& t : targets) targets_set.insert(t.get());
-  auto is_point = [&](const UOp* u) {
-    return targets_set.count(u) || u->op == Op::CONTIGUOUS || u->op == Op::ASSIGN;
-  };
-
-  // Walk (node, under_expand) pairs from every target; a realization point
-  // starts a fresh kernel, so the flag resets below it.
-  std::unordered_set<const UOp*> reduce_points;
-  std::set<std::pair<const UOp*, bool>> seen;
-  std::vector<std::pair<const UOp*, bool>> stack;
-  for (const auto& t : targets) stack.emplace_back(t.get(), false);
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (!seen.insert({u, expanded}).second) continue;
-    if (u->op == Op::REDUCE_AXIS && expanded) reduce_points.insert(u);
-    bool below = expanded && !is_point(u) && !reduce_points.count(u);
-    if (u->op == Op::EXPAND && numel(*u->shape()) > numel(*u->src[0]->shape())) below = true;
-    if (u->op == Op::BUFFER) continue;
-    for (const auto& s : u->src) stack.emplace_back(s.get(), below);
-  }
-  std::unordered_set<const UOp*> points = reduce_points;
-  for (const auto& n : toposort(targets))
-    if (is_point(n.get())) points.insert(n.get());
-  cap_kernel_size(targets, points);
+  const std::vector<UOpPtr> nodes = toposort(targets);
+  std::unordered_set<const UOp*> points;
+  for (const auto& t : targets) points.insert(t.get());
+  for (const auto& n : nodes)
+    if (is_point(n->op)) points.insert(n.get());
+  cap_kernel_size(nodes, points);
   std::vector<UOpPtr> out;
-  for (const auto& n : toposort(targets))
+  for (const auto& n : nodes)
     if (points.count(n.get())) out.push_back(n);
   return out;
 }
 
-namespace {
-
-struct Rangeifier {
-  std::unordered_set<const UOp*> points;
-  std::unordered_map<const UOp*, UOpPtr> bufferized;
-  int64_t next_axis = 0;
-
-  // One value to find: tensor-level `u` at `idx`, needed only where `valid` holds.
-  struct Request {
-    UOpPtr u;
-    std::vector<UOpPtr> idx;
-    UOpPtr valid;  // null: always
-  };
-  // What a request needs from its sources, and what build() needs besides them.
-  struct Plan {
-    std::vector<Request> needs;
-    std::vector<UOpPtr> ranges;  // REDUCE_AXIS: its fresh reduce ranges
-    UOpPtr inside;               // PAD: where the source is read
-  };
-
-  struct Key {
-    std::vector<UOpPtr> parts;  // node, indices..., valid (held: keys are compared by address)
-    bool operator==(const Key& o) const { return parts == o.parts; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      size_t h = 0;
-      for (const auto& p : k.parts) h = h * 1000003u ^ std::hash<const UOp*>()(p.get());
-      return h;
-    }
-  };
-  std::unordered_map<Key, UOpPtr, KeyHash> memo;
-
-  static Key key_of(const Request& r) {
-    Key key{{r.u}};
-    key.parts.insert(key.parts.end(), r.idx.begin(), r.idx.end());
-    key.parts.push_back(r.valid);
-    return key;
-  }
-
-  UOpPtr bufferize(const UOpPtr& point) {
-    if (auto it = bufferized.find(point.get()); it != bufferized.end()) return it->second;
-    const Shape& shape = *point->shape();
-    std::vector<UOpPtr> idx;
-    for (int64_t n : shape) idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis++, AxisKind::Loop));
-    const UOpPtr& body = point->op == Op::CONTIGUOUS ? point->src[0]
-                         : point->op == Op::ASSIGN   ? point->src[1]
-                                                     : point;
-    UOpPtr value = evaluate({body, idx, nullptr}, body == point);
-    std::vector<UOpPtr> src{value};
-    src.insert(src.end(), idx.begin(), idx.end());
-    UOpPtr b = UOp::make(Op::BUFFERIZE, point->dtype, std::move(src), std::vector<int64_t>(shape));
-    bufferized[point.get()] = b;
-    return b;
-  }
-
-  // A value already known: memoised, or a read of another realization point.
-  // `own` marks the point being bufferized, which is computed, not read.
-  UOpPtr known(const Request& r, bool own) {
-    if (!own && points.count(r.u.get())) return read(bufferize(r.u), r.idx, r.valid);
-    auto it = memo.find(key_of(r));
-    return it == memo.end() ? nullptr : it->second;
-  }
-
-  // Iterative (an explicit stack), so graphs thousands of ops deep do not
-  // overflow the C++ stack: plan a request's needs, find them, then build it.
-  UOpPtr evaluate(const Request& root, bool own_point) {
-    if (UOpPtr v = known(root, own_point)) return v;
-    struct Frame {
-      Request req;
-      Plan plan;
-      std::vector<UOpPtr> parts;
-    };
-    std::vector<Frame> stack;
-    stack.push_back({root, plan(root), {}});
-    UOpPtr result;
-    while (!stack.empty()) {
-      Frame& f = stack.back();
-      if (f.parts.size() < f.plan.needs.size()) {
-        const Request& need = f.plan.needs[f.parts.size()];
-        if (UOpPtr v = known(need, false)) {
-          f.parts.push_back(v);
-        } else {
-          Request copy = need;  // `f` may move when the stack grows
-          Plan p = plan(copy);
-          stack.push_back({std::move(copy), std::move(p), {}});
-        }
-        continue;
-      }
-      result = build(f.req, f.plan, f.parts);
-      memo.emplace(key_of(f.req), result);
-      stack.pop_back();
-      if (!stack.empty()) stack.back().parts.push_back(result);
-    }
-    return result;
-  }
-
-  static UOpPtr read(const UOpPtr& source, std::vector<UOpPtr> idx, const UOpPtr& valid) {
-    std::vector<UOpPtr> src{source};
-    src.insert(src.end(), idx.begin(), idx.end());
-    if (valid) src.push_back(valid);
-    UOpPtr index = UOp::make(Op::INDEX, source->dtype.ptr_to(), std::move(src));
-    return UOp::make(Op::LOAD, source->dtype, {index});
-  }
-
-  Plan plan(const Request& r) {
-    const UOpPtr& u = r.u;
-    const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape().value_or(Shape{});
-    auto one = [&](std::vector<UOpPtr> idx, UOpPtr valid) {
-      return Plan{{{u->src[0], std::move(idx), std::move(valid)}}, {}, {}};
-    };
-    switch (u->op) {
-      case Op::BUFFER:
-      case Op::CONST:
-      case Op::DEFINE_VAR:
-      case Op::IOTA: return {};
-      case Op::RESHAPE: return one(reshape_index(r.idx, *u->shape(), in), r.valid);
-      case Op::PERMUTE: {
-        std::vector<UOpPtr> src_idx(r.idx.size());
-        const auto& order = u->get<std::vector<int64_t>>();
-        for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = r.idx[i];
-        return one(src_idx, r.valid);
-      }
-      case Op::EXPAND: {
-        std::vector<UOpPtr> src_idx(r.idx);
-        for (size_t i = 0; i < in.size(); ++i)
-          if (in[i] == 1) src_idx[i] = idx_const(0);
-        return one(src_idx, r.valid);
-      }
-      case Op::FLIP: {
-        std::vector<UOpPtr> src_idx(r.idx);
-        for (int64_t a : u->get<std::vector<int64_t>>()) src_idx[a] = idx_const(in[a] - 1) - r.idx[a];
-        return one(src_idx, r.valid);
-      }
-      case Op::SHRINK: {
-        std::vector<UOpPtr> src_idx(r.idx);
-        const auto& b = u->get<std::vector<int64_t>>();
-        for (size_t i = 0; i < in.size(); ++i)
-          if (b[2 * i]) src_idx[i] = r.idx[i] + b[2 * i];
-        return one(src_idx, r.valid);
-      }
-      case Op::PAD: return plan_pad(r, in);
-      case Op::REDUCE_AXIS: return plan_reduce(r, in);
-      case Op::CONTIGUOUS:
-      case Op::DETACH:
-      case Op::COPY: return one(r.idx, r.valid);
-      case Op::ASSIGN:
-        return {{{u->src[1], r.idx, r.valid}}, {}, {}};  // ASSIGN(target, value) has value's value
-      default: break;
-    }
-    if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST) {
-      Plan p;
-      for (const auto& s : u->src) p.needs.push_back({s, r.idx, r.valid});
-      return p;
-    }
-    throw Error("rangeify: cannot index " + std::string(op_name(u->op)) + " (no rule for this op)");
-  }
-
-  static UOpPtr build(const Request& r, const Plan& p, const std::vector<UOpPtr>& parts) {
-    const UOpPtr& u = r.u;
-    switch (u->op) {
-      case Op::BUFFER: return read(u, r.idx, r.valid);
-      case Op::CONST:
-      case Op::DEFINE_VAR: return u;
-      case Op::IOTA: return cast(r.idx[0], u->dtype);
-      case Op::PAD:
-        return p.inside ? where(p.inside, parts[0], const_like(u->dtype, 0))
-                        : parts[0];  // outside the source: 0
-      case Op::REDUCE_AXIS: {
-        if (p.ranges.empty()) return parts[0];
-        std::vector<UOpPtr> src{parts[0]};
-        src.insert(src.end(), p.ranges.begin(), p.ranges.end());
-        return UOp::make(Op::REDUCE, u->dtype, std::move(src), ReduceArg{u->get<ReduceArg>().op, {}});
-      }
-      default: break;
-    }
-    if (is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST)
-      return UOp::make(u->op, u->dtype, parts, u->arg);
-    return parts.at(0);  // movement ops and pass-throughs
-  }
-
-  // reshape: the linear index in the output shape, unravelled in the input shape.
-  static std::vector<UOpPtr> reshape_index(const std::vector<UOpPtr>& idx, const Shape& out,
-                                           const Shape& in) {
-    UOpPtr lin = linear_index(idx, out);
-    auto st = strides_of(in);
-    std::vector<UOpPtr> src_idx;
-    for (size_t j = 0; j < in.size(); ++j) {
-      if (in[j] == 1)
-        src_idx.push_back(idx_const(0));
-      else if (j == 0)
-        src_idx.push_back(lin / st[0]);
-      else
-        src_idx.push_back((lin / st[j]) % in[j]);
-    }
-    return src_idx;
-  }
-
-  // PAD: the source is read only inside its bounds.
-  static Plan plan_pad(const Request& r, const Shape& in) {
-    const auto& b = r.u->get<std::vector<int64_t>>();
-    std::vector<UOpPtr> src_idx(r.idx);
-    UOpPtr inside;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const int64_t lo = b[2 * i], hi = b[2 * i + 1];
-      if (lo == 0 && hi == 0) continue;
-      src_idx[i] = r.idx[i] - lo;
-      inside = and_valid(inside, land(idx_const(lo - 1) < r.idx[i], r.idx[i] < lo + in[i]));
-    }
-    UOpPtr valid = inside ? and_valid(r.valid, inside) : r.valid;
-    return Plan{{{r.u->src[0], std::move(src_idx), std::move(valid)}}, {}, inside};
-  }
-
-  Plan plan_reduce(const Request& r, const Shape& in) {
-    std::vector<UOpPtr> src_idx(r.idx), ranges;
-    for (int64_t a : r.u->get<ReduceArg>().axes) {
-      if (in[a] == 1) continue;  // the output index there is already 0
-      UOpPtr range = make_range(in[a], next_axis++, AxisKind::Reduce);
-      src_idx[a] = range;
-      ranges.push_back(range);
-    }
-    return Plan{{{r.u->src[0], std::move(src_idx), r.valid}}, std::move(ranges), {}};
-  }
-};
-
-}  // namespace
-
 UOpPtr rangeify(const std::vector<UOpPtr>& targets) {
-  Rangeifier rf;
-  for (const auto& p : realization_points(targets)) rf.points.insert(p.get());
+  Rangeifier rf(targets);
   std::vector<UOpPtr> roots;
-  for (const auto& t : targets) roots.push_back(rf.bufferize(t));
+  for (const auto& t : targets) roots.push_back(rf.buffer_of(t));
   return UOp::make(Op::SINK, DType::Bool, std::move(roots));
 }
 

@@ -1,30 +1,34 @@
 #pragma once
 // Rangeify: every tensor becomes index arithmetic over RANGEs.
 //
-//   Before:  PERMUTE[1 0](RESHAPE[(4 6)](BUFFER f32 [24]))            shape (6 4)
-//   After:   BUFFERIZE[(6 4)](LOAD(INDEX(BUFFER, r1*6 + r0)), r0, r1)   r0 < 6, r1 < 4
+//   Before:  PERMUTE[1 0](RESHAPE[(4 6)](BUFFER f32 [24]))                shape (6 4)
+//   After:   BUFFERIZE[(6 4)](CONTIGUOUS(LOAD(INDEX(BUFFER, r1*6 + r0))), r0, r1)   r0 < 6, r1 < 4
 //
-// Movement ops become index math (reshape by divmod of the linear index,
-// permute by reordering, expand drops the index, pad adds a validity condition,
-// shrink an offset, flip n-1-i); REDUCE_AXIS becomes REDUCE over fresh reduce
-// ranges; each realization point becomes a BUFFERIZE over its own ranges, and
-// its users read it through INDEX(BUFFERIZE, idx...). The rewrite stages (docs/design.md §5) then
-// decide which BUFFERIZEs stay; kernel_split turns the survivors into kernels.
+// Movement ops become index math (schedule/movement_index.hpp); REDUCE_AXIS
+// becomes REDUCE over fresh reduce ranges. Ranges flow from consumers to
+// sources: a node all of whose consumers read it at one index is computed
+// there, inside its consumers' loops. Everything else gets a BUFFERIZE over
+// ranges of its own, read by each consumer through INDEX(BUFFERIZE, idx...):
+//  - a realization point (a target, CONTIGUOUS, ASSIGN, COPY, or where the
+//    kernel-size cap ends a huge fused region) always: its value
+//    is wrapped in CONTIGUOUS, which no stage removes;
+//  - a candidate: a node its consumers read at different indices, or a reduce
+//    whose result is broadcast (an EXPAND lies between it and its next buffer),
+//    so fusing it would compute it more than once. Rangeify only proposes these;
+//    the buffer_removal stage decides which stay (docs/pipeline.md).
 #include "ir/uop.hpp"
 
 #include <vector>
 
 namespace loom {
 
-// Which tensor-level nodes get a buffer: the targets, CONTIGUOUS, and every
-// REDUCE_AXIS whose result is broadcast (EXPAND) before its next buffer, since
-// fusing it there would recompute the reduce per broadcast element (docs/design.md §4);
+// The nodes that always get a buffer: the targets, CONTIGUOUS, ASSIGN and COPY;
 // and, past the kernel-size cap (kMaxKernelOps in rangeify.cpp), an
 // intermediate of a huge fused region, so LLVM never sees a giant function.
 std::vector<UOpPtr> realization_points(const std::vector<UOpPtr>& targets);
 
-// SINK of one BUFFERIZE per target (same order). BUFFERIZE: src = (value,
-// index per axis: a RANGE, or CONST 0 for an axis of size 1), arg = the shape.
+// SINK of one BUFFERIZE per target (same order). BUFFERIZE: src = (value, index
+// per axis: a RANGE, or CONST 0 for an axis of size 1), arg = the shape.
 UOpPtr rangeify(const std::vector<UOpPtr>& targets);
 
 }  // namespace loom

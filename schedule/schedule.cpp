@@ -4,6 +4,7 @@
 #include "ir/profile.hpp"
 #include "schedule/kernel_split.hpp"
 #include "schedule/rangeify.hpp"
+#include "schedule/stages.hpp"
 
 namespace loom {
 
@@ -11,20 +12,24 @@ bool is_buffer_view(const UOpPtr& u) {
   return u->op == Op::BUFFER || (u->op == Op::RESHAPE && u->src[0]->op == Op::BUFFER);
 }
 
-// The rewrite stages slot in here, in the order of docs/design.md §5: split
-// reduceop before rangeify; reduce collapse, buffer removal and friends on the
-// BUFFERIZE graph; load collapse and range split/merge per kernel.
+// The pipeline of docs/pipeline.md: the tensor-level stages, rangeify, the
+// stages on its BUFFERIZE graph, kernel split, then the per-kernel stages.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
                          const std::vector<UOpPtr>& into) {
+  const std::shared_ptr<const Flags> flags = loom::flags();
+  const std::vector<UOpPtr> staged = tensor_stages(targets, *flags);
   UOpPtr ranged;
   {
     ProfileSpan span("stage", "rangeify");
-    ranged = rangeify(targets);
+    ranged = rangeify(staged);
   }
   if (pass_observed())
-    notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, targets), ranged});
+    notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
+  const UOpPtr staged_buffers = buffer_stages(ranged, *flags);
   ProfileSpan span("stage", "kernel_split");
-  return split_kernels(ranged, make_buffer, into);
+  Schedule schedule = split_kernels(staged_buffers, make_buffer, into);
+  for (auto& k : schedule.kernels) k.ast = renumber_ranges(kernel_stages(k.ast, *flags));
+  return schedule;
 }
 
 }  // namespace loom

@@ -38,8 +38,8 @@ TEST_CASE("x / x.sum() computes the sum once: exactly one REDUCE over N across a
   UOpPtr x = input(1, {n});
   UOpPtr sum = UOp::make(Op::RESHAPE, DType::Float32, {reduce_axis(x, Op::ADD, {0})}, Shape{1});
   UOpPtr y = UOp::make(Op::FDIV, DType::Float32, {x, UOp::make(Op::EXPAND, DType::Float32, {sum}, Shape{n})});
-  auto points = realization_points({y});
-  CHECK(points.size() == 2);  // the reduce (it is broadcast) and the output
+  CHECK(realization_points({y}).size() == 1);          // the output; the reduce is only proposed:
+  CHECK(count_op(rangeify({y}), Op::BUFFERIZE) == 2);  // it is broadcast, and buffer_removal keeps it
   FakeBuffers fb;
   Schedule sched = create_schedule({y}, fb.factory());
   REQUIRE(sched.kernels.size() == 2);
@@ -171,6 +171,31 @@ TEST_CASE("a reduce loops over a fresh reduce range inside the output loop") {
   CHECK(rr->get<AxisArg>().kind == AxisKind::Reduce);
   CHECK(rr->src[0]->const_int() == 5);
   CHECK(k.load_index->src[1] == simplify(k.range(0) * 5 + rr));
+}
+
+TEST_CASE("s = x.sum(1); s + s.flip(0): the reduce is read at two indices, computed once in its own buffer") {
+  UOpPtr x = input(1, {8, 16});
+  UOpPtr s = UOp::make(Op::RESHAPE, DType::Float32, {reduce_axis(x, Op::ADD, {1})}, Shape{8});
+  UOpPtr y = s + UOp::make(Op::FLIP, DType::Float32, {s}, std::vector<int64_t>{0});
+  CHECK(count_op(rangeify({y}), Op::BUFFERIZE) == 2);  // proposed: its readers disagree
+  FakeBuffers fb;
+  Schedule sched = create_schedule({y}, fb.factory());
+  REQUIRE(sched.kernels.size() == 2);
+  size_t reduces = 0;
+  for (const auto& k : sched.kernels) reduces += count_op(k.ast, Op::REDUCE);
+  CHECK(reduces == 1);
+  CHECK(count_op(sched.kernels[1].ast, Op::LOAD) == 2);  // s[i] and s[7 - i]
+}
+
+TEST_CASE("a cheap value read at two indices is computed twice in one kernel, not buffered") {
+  UOpPtr x = input(1, {8});
+  UOpPtr t = x * x;
+  UOpPtr y = t + UOp::make(Op::FLIP, DType::Float32, {t}, std::vector<int64_t>{0});
+  CHECK(count_op(rangeify({y}), Op::BUFFERIZE) == 2);  // proposed...
+  FakeBuffers fb;
+  Schedule sched = create_schedule({y}, fb.factory());
+  CHECK(sched.kernels.size() == 1);  // ...and inlined by buffer_removal
+}
 }
 
 TEST_CASE("the kernel-size cap: a 10,000-op chain is cut into kernels of at most 4,000 ops") {

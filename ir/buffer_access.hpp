@@ -1,0 +1,25 @@
+#pragma once
+// The parts of a read: INDEX(buffer, idx..., [valid]) where buffer is a BUFFER
+// or DEFINE_GLOBAL (one linear index) or a BUFFERIZE (one index per axis of
+// its shape). Stages that rewrite reads (buffer_removal, dead_axis,
+// reduce_collapse) take them apart and rebuild them here.
+#include "ir/uop.hpp"
+
+#include <vector>
+
+namespace loom {
+
+// How many index sources an INDEX into `buffer` has.
+size_t index_arity(const UOpPtr& buffer);
+// The index sources of `index` (without the buffer and the valid).
+std::vector<UOpPtr> index_of(const UOpPtr& index);
+// The validity condition of `index`, or null if it has none.
+UOpPtr valid_of(const UOpPtr& index);
+// INDEX(buffer, idx..., [valid]); no valid when `valid` is null.
+UOpPtr make_index(const UOpPtr& buffer, const std::vector<UOpPtr>& idx, const UOpPtr& valid);
+// `value` where `valid` holds, else 0 (`value` itself when valid is null).
+UOpPtr where_valid(const UOpPtr& valid, const UOpPtr& value);
+// a AND b, where null means true.
+UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b);
+
+}  // namespace loom

@@ -1,0 +1,138 @@
+#include "schedule/buffer_removal.hpp"
+
+#include "ir/buffer_access.hpp"
+#include "ir/range_split.hpp"
+#include "schedule/stage.hpp"
+
+#include <numeric>
+#include <unordered_set>
+
+namespace loom {
+
+namespace {
+
+// Inlining a value into a consumer that reads it at other indices computes it
+// once per read. Past three distinct input buffers, those repeated reads cost
+// more than one write and one read of a materialised buffer (tinygrad's limit).
+constexpr size_t kMaxInlinedBuffers = 3;
+// LOOM_PCONTIG levels above this allow a reduce that reads a buffer to be
+// inlined (recomputed per read) when its buffer would be much larger than its
+// inputs; at this level and below such a reduce always keeps its buffer.
+constexpr int kPcontigInlineLevel = 2;
+// ... and "much larger" means at least this many output elements per input
+// element: the recomputation then costs less than writing the big buffer.
+constexpr double kMinOutputToInput = 10.0;
+
+int64_t numel(const std::vector<int64_t>& s) {
+  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
+}
+int64_t buffer_size(const UOp& b) {
+  return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1) : numel(b.get<std::vector<int64_t>>());
+}
+
+// What a BUFFERIZE's value reads: the distinct buffers, and whether a reduce
+// inside it reads one. Other BUFFERIZEs are read, not entered.
+struct Reads {
+  std::vector<const UOp*> buffers;
+  bool reduce_reads_buffer = false;
+};
+
+Reads reads_of(const UOpPtr& value) {
+  Reads out;
+  std::unordered_set<const UOp*> buffers, seen[2];  // seen outside / inside a reduce
+  std::vector<std::pair<const UOp*, bool>> stack{{value.get(), false}};
+  while (!stack.empty()) {
+    auto [u, in_reduce] = stack.back();
+    stack.pop_back();
+    if (!seen[in_reduce].insert(u).second) continue;
+    if (u->op == Op::BUFFER || u->op == Op::BUFFERIZE) {
+      if (buffers.insert(u).second) out.buffers.push_back(u);
+      out.reduce_reads_buffer |= in_reduce;
+      continue;
+    }
+    for (const auto& s : u->src) stack.emplace_back(s.get(), in_reduce || u->op == Op::REDUCE);
+  }
+  return out;
+}
+
+// The substitution that inlines `buffer` (BUFFERIZE) at `index`'s position.
+UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
+  const std::vector<UOpPtr> idx = index_of(index);
+  std::vector<std::pair<UOpPtr, UOpPtr>> subs;
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (buffer->src[i + 1]->op == Op::RANGE) subs.emplace_back(buffer->src[i + 1], idx[i]);
+  const UOpPtr valid = valid_of(index);
+  return where_valid(valid, substitute_ranges(buffer->src[0], subs, valid));
+}
+
+// Unary ops that cost many times a load: inlined into a reduce's loop they run
+// once per iteration of every reader (softmax's exp would run twice per
+// element). NEG, TRUNC and casts cost less than the load that would replace
+// them, so argmin's negation stays fused, unlike on a GPU.
+bool is_transcendental(Op op) { return op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::SQRT; }
+
+bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
+
+// Should this proposed buffer stay? (Its consumers' reads are what decide.)
+bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
+  const UOpPtr& value = buffer->src[0];
+  if (value->op == Op::CONTIGUOUS) return true;  // a realization point
+  const Reads r = reads_of(value);
+  if (r.buffers.size() > kMaxInlinedBuffers) return true;
+  if (r.reduce_reads_buffer) {
+    if (ctx.flags.pcontig <= kPcontigInlineLevel) return true;
+    int64_t in = 1;
+    for (const UOp* b : r.buffers) in += buffer_size(*b);
+    const double ratio = static_cast<double>(buffer_size(*buffer) + 1) / static_cast<double>(in);
+    // Axes read at a reduce's index would need a buffer local to the consumer's
+    // loop, which kernels do not have: such a read keeps the whole buffer.
+    if (ratio < kMinOutputToInput || reads_in_reduce_loop(index)) return true;
+  }
+  if (is_transcendental(value->op) && reads_in_reduce_loop(index)) return true;
+  return false;
+}
+
+UOpPtr remove_buffer(const Match& m) {
+  const UOpPtr &index = m["idx"], &buffer = m["buf"];
+  if (keep(buffer, index, m.ctx<StageContext>())) return nullptr;
+  return inline_at(buffer, index);
+}
+
+// A buffer read at exactly the ranges it was built over is its value: the
+// reader runs inside those very loops. (A buffer with no range axis, read at
+// its constant index, is not: its reader may loop over anything.)
+UOpPtr read_at_own_ranges(const Match& m) {
+  const UOpPtr &index = m["idx"], &buffer = m["buf"];
+  if (buffer->src[0]->op == Op::CONTIGUOUS) return nullptr;
+  const std::vector<UOpPtr> idx = index_of(index);
+  bool any_range = false;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (idx[i] != buffer->src[i + 1]) return nullptr;
+    any_range |= idx[i]->op == Op::RANGE;
+  }
+  return any_range ? where_valid(valid_of(index), buffer->src[0]) : nullptr;
+}
+
+// A buffer of one constant reads as that constant.
+UOpPtr read_constant(const Match& m) {
+  const UOpPtr& index = m["idx"];
+  return where_valid(valid_of(index), m["c"]);
+}
+
+}  // namespace
+
+const PatternMatcher& buffer_removal() {
+  using P = UPat;
+  const P buf = P::op(Op::BUFFERIZE, {P::var("value")}, "buf").allow_more_src();
+  const P cbuf = P::op(Op::BUFFERIZE, {P::cvar("c")}).allow_more_src();
+  static const PatternMatcher pm(
+      "buffer_removal",
+      {
+          {P::op(Op::LOAD, {P::op(Op::INDEX, {cbuf}, "idx").allow_more_src()}), read_constant},
+          {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), read_at_own_ranges},
+          {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), remove_buffer},
+      });
+  return pm;
+}
+
+}  // namespace loom

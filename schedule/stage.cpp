@@ -1,0 +1,47 @@
+#include "schedule/stage.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace loom {
+
+namespace {
+
+// The union of the enabled stages' rules, built once per (group, enabled set):
+// a realize runs every group, and composing tables re-indexes every rule.
+const PatternMatcher& group_rules(std::string_view group, const std::vector<Stage>& stages,
+                                  const Flags& flags) {
+  std::string key(group);
+  std::vector<const Stage*> on;
+  for (const auto& s : stages)
+    if (!s.optional || !flags.disabled(s.name)) {
+      on.push_back(&s);
+      key += ' ';
+      key += s.name;
+    }
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<const PatternMatcher>>* cache =
+      new std::map<std::string, std::unique_ptr<const PatternMatcher>>();  // never destroyed: used at exit
+  std::lock_guard lock(mu);
+  auto& slot = (*cache)[key];
+  if (!slot) {
+    PatternMatcher pm(std::string(group), {});
+    for (const Stage* s : on) pm = pm + s->rules();
+    slot = std::make_unique<const PatternMatcher>(std::move(pm));
+  }
+  return *slot;
+}
+
+}  // namespace
+
+UOpPtr run_stages(std::string_view group, const std::vector<Stage>& stages, const UOpPtr& root,
+                  StageContext& ctx, PassLevel level, std::string_view kernel, RewriteOrder order) {
+  const PatternMatcher& pm = group_rules(group, stages, ctx.flags);
+  const UOpPtr after = pm.size() ? graph_rewrite(root, pm, ctx, order) : root;
+  notify_pass({level, group, kernel, root, after});
+  return after;
+}
+
+}  // namespace loom

@@ -1,0 +1,36 @@
+#pragma once
+// A rewrite stage is a name and one pattern set; stages run in groups, each
+// group one fixpoint of its stages' rules (docs/pipeline.md gives the groups,
+// their order and what each stage matches). LOOM_DISABLE=name takes that
+// stage's rules out of its group, so any stage can be switched off alone.
+// After each group the pass observers (ir/pass_observer.hpp) see the graph
+// before and after it: LOOM_DEBUG=5, dump files and the tests' checkers.
+#include "ir/flags.hpp"
+#include "ir/pass_observer.hpp"
+#include "ir/pattern.hpp"
+
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+struct Stage {
+  std::string_view name;  // as LOOM_DISABLE and docs/pipeline.md spell it
+  const PatternMatcher& (*rules)();
+  bool optional = true;  // false: the simplifier, which LOOM_DISABLE does not switch off
+};
+
+// What the stages' rewrite functions may read: the flags of this realize, and
+// the RangeSplits that range_split collects until it reaches the SINK.
+struct StageContext {
+  const Flags& flags;
+  std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
+};
+
+// Rewrites `root` to a fixpoint of the enabled stages' rules, then notifies the
+// pass observers with one event named `group` (at `level`, for `kernel`).
+UOpPtr run_stages(std::string_view group, const std::vector<Stage>& stages, const UOpPtr& root,
+                  StageContext& ctx, PassLevel level, std::string_view kernel = {},
+                  RewriteOrder order = RewriteOrder::BottomUp);
+
+}  // namespace loom

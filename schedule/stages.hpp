@@ -1,0 +1,26 @@
+#pragma once
+// The order of the rewrite stages (docs/pipeline.md): which stages run where,
+// grouped into fixpoints.
+//  - on the tensor graph, before rangeify: split_reduceop;
+//  - on rangeify's graph, one fixpoint with the simplifier: reduce_collapse,
+//    reduce_unparented, dead_axis and buffer_removal;
+//  - per kernel, before the optimiser: load_collapse, then range_split with
+//    range_flatten, then the simplifier with range_flatten, then range_merge.
+#include "ir/flags.hpp"
+#include "ir/uop.hpp"
+
+#include <vector>
+
+namespace loom {
+
+// The tensor-level stages: `targets` rewritten (same order).
+std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags);
+
+// The stages on rangeify's SINK of BUFFERIZEs, and then the realization
+// markers dropped: what kernel_split takes.
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags);
+
+// The per-kernel stages on one kernel's AST (docs/kernel-ir.md).
+UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags);
+
+}  // namespace loom
