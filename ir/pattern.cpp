@@ -155,6 +155,13 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& other) const {
   return PatternMatcher(name_ + "+" + other.name_, std::move(rules));
 }
 
+PatternMatcher PatternMatcher::restricted(std::string name, bool (*applies)(const UOp&)) const {
+  std::vector<Rule> rules;
+  for (const auto& [pat, fn] : rules_)
+    rules.emplace_back(pat, [applies, fn](const Match& m) { return applies(*m.root()) ? fn(m) : nullptr; });
+  return PatternMatcher(std::move(name), std::move(rules));
+}
+
 UOpPtr PatternMatcher::rewrite(const UOpPtr& u, void* ctx) const {
   Captures caps;
   for (uint32_t i : by_op_[static_cast<int>(u->op)]) {

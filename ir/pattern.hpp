@@ -122,6 +122,8 @@ class PatternMatcher {
   PatternMatcher(std::string name, std::vector<Rule> rules);
   // Union of two tables: rules of `this` are tried first.
   PatternMatcher operator+(const PatternMatcher& other) const;
+  // The same rules, tried only on nodes for which `applies` holds.
+  PatternMatcher restricted(std::string name, bool (*applies)(const UOp&)) const;
 
   // First matching rule's replacement for `u` itself, or nullptr.
   UOpPtr rewrite(const UOpPtr& u, void* ctx = nullptr) const;

@@ -228,6 +228,12 @@ const PatternMatcher& symbolic() {
   return pm;
 }
 
+const PatternMatcher& symbolic_index() {
+  static const PatternMatcher pm =
+      symbolic().restricted("symbolic_index", [](const UOp& u) { return !u.dtype.is_float(); });
+  return pm;
+}
+
 UOpPtr simplify(const UOpPtr& root) { return graph_rewrite(root, symbolic()); }
 
 }  // namespace loom

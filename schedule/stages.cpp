@@ -2,16 +2,21 @@
 
 #include "ir/symbolic.hpp"
 #include "schedule/buffer_removal.hpp"
+#include "schedule/dead_axis.hpp"
+#include "schedule/load_collapse.hpp"
+#include "schedule/range_flatten.hpp"
+#include "schedule/range_merge.hpp"
+#include "schedule/range_split.hpp"
+#include "schedule/reduce_collapse.hpp"
+#include "schedule/reduce_unparented.hpp"
+#include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
+
+#include <fmt/format.h>
 
 namespace loom {
 
 namespace {
-
-const PatternMatcher& no_rules() {
-  static const PatternMatcher pm("none", {});
-  return pm;
-}
 
 // A realization point's value is wrapped in CONTIGUOUS so that no stage removes
 // its buffer; kernel_split takes the value itself.
@@ -27,21 +32,42 @@ const PatternMatcher& drop_realize_markers() {
   return pm;
 }
 
+// On rangeify's graph the simplifier touches index arithmetic and conditions
+// only: float values are simplified per kernel, where the kernel checker sees it.
+const Stage kIndexSimplifier{"symbolic", symbolic_index, false};
+const Stage kSimplifier{"symbolic", symbolic, false};
+
 }  // namespace
 
-std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags&) {
-  (void)no_rules;
-  return targets;
+std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags) {
+  StageContext ctx{flags, {}};
+  const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
+  const UOpPtr out =
+      run_stages("split_reduceop", {{"split_reduceop", split_reduceop}}, sink, ctx, PassLevel::Graph);
+  return out->src;
 }
 
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags) {
   StageContext ctx{flags, {}};
-  const UOpPtr out =
-      run_stages("buffer_stages", {{"symbolic", symbolic, false}, {"buffer_removal", buffer_removal}}, sink,
-                 ctx, PassLevel::Graph);
+  const UOpPtr out = run_stages("buffer_stages",
+                                {kIndexSimplifier,
+                                 {"reduce_collapse", reduce_collapse},
+                                 {"reduce_unparented", reduce_unparented},
+                                 {"dead_axis", dead_axis},
+                                 {"buffer_removal", buffer_removal}},
+                                sink, ctx, PassLevel::Graph);
   return graph_rewrite(out, drop_realize_markers());
 }
 
-UOpPtr kernel_stages(const UOpPtr& kernel, const Flags&) { return kernel; }
+UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags) {
+  StageContext ctx{flags, {}};
+  const std::string name = fmt::format("k_{:016x}", kernel->hash());  // as the engine names it
+  const Stage flatten{"range_flatten", range_flatten};
+  UOpPtr k =
+      run_stages("load_collapse", {{"load_collapse", load_collapse}}, kernel, ctx, PassLevel::Kernel, name);
+  k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, PassLevel::Kernel, name);
+  k = run_stages("simplify", {kSimplifier, flatten}, k, ctx, PassLevel::Kernel, name);
+  return run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, PassLevel::Kernel, name);
+}
 
 }  // namespace loom

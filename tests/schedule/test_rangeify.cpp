@@ -153,11 +153,16 @@ TEST_CASE("pad reads inside the source only, guarded by a validity condition") {
   CHECK(k.load_index->src[2] == simplify(land(const_int(DType::Int64, 0) < r, r < 5)));
 }
 
-TEST_CASE("a reshape of a permute unravels the linear index by divmod") {
+TEST_CASE("a reshape of a permute unravels the linear index by divmod; range_split then makes it two loops") {
   UOpPtr p = movement(Op::PERMUTE, input(1, {2, 3}), {1, 0});  // [3, 2]
-  OneKernel k = one_kernel(movement(Op::RESHAPE, p, {6}));
-  const UOpPtr r = k.range(0);
-  CHECK(k.load_index->src[1] == simplify((r % 2) * 3 + r / 2));
+  const UOpPtr y = movement(Op::RESHAPE, p, {6});
+  const UOpPtr buffer = rangeify({y})->src[0];  // BUFFERIZE(CONTIGUOUS(LOAD(INDEX(x, i))), r)
+  const UOpPtr r = buffer->src[1];
+  CHECK(simplify(buffer->src[0]->src[0]->src[0]->src[1]) == simplify((r % 2) * 3 + r / 2));
+  OneKernel k = one_kernel(y);  // r = r0*2 + r1: the load reads r1*3 + r0, no divmod left
+  REQUIRE(k.end->src.size() == 3);
+  CHECK(k.load_index->src[1] == simplify(k.range(1) * 3 + k.range(0)));
+  CHECK(k.store->src[0]->src[1] == simplify(k.range(0) * 2 + k.range(1)));
 }
 
 TEST_CASE("a reduce loops over a fresh reduce range inside the output loop") {

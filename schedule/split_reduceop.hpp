@@ -1,0 +1,22 @@
+#pragma once
+// split_reduceop (tensor level, before rangeify): a reduce of many inputs into
+// few outputs runs as two reduces through a contiguous buffer, so the first,
+// with d outputs per output, runs across threads.
+//
+//   Before:  REDUCE_AXIS[ADD (0)](x)                                   [16777216] -> [1]
+//   After:   RESHAPE[(1)](REDUCE_AXIS[ADD (0)](CONTIGUOUS(
+//              REDUCE_AXIS[ADD (1)](RESHAPE[(256 65536)](x)))))       -> [256 1] -> [1 1]
+//
+// Applies when inputs / outputs >= kSplitRatio and there are fewer than
+// kSplitOutputsBelow outputs. The divisor d is the first of min(256,
+// 2^22 / outputs) down to 8 that divides a reduced axis not made by an EXPAND
+// (splitting a broadcast axis reads the same elements again). Each of the d
+// parts of the first reduce sums a contiguous run of the input, which suits a
+// CPU's caches better than the strided split a GPU wants.
+#include "ir/pattern.hpp"
+
+namespace loom {
+
+const PatternMatcher& split_reduceop();
+
+}  // namespace loom
