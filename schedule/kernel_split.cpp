@@ -215,8 +215,8 @@ struct KernelOrder {
 };
 }  // namespace
 
-Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
-                       const std::vector<UOpPtr>& into) {
+Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, const std::vector<UOpPtr>& into,
+                       const KernelPasses& passes) {
   KernelOrder graph(sink);
   std::unordered_map<const UOp*, UOpPtr> requested;  // root BUFFERIZE -> existing buffer
   for (size_t i = 0; i < into.size() && i < sink->src.size(); ++i)
@@ -245,15 +245,20 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
     schedule.kernels.push_back(std::move(built[k].kernel));
     unsimplified.push_back(built[k].unsimplified);
   }
+  std::vector<std::vector<KernelPassRun>> ran(schedule.kernels.size());
+  if (passes)
+    for (size_t k = 0; k < ran.size(); ++k) schedule.kernels[k].ast = passes(schedule.kernels[k].ast, ran[k]);
   // Named once all are known, so a name is unique within the schedule; the
-  // simplify events wait for the names.
+  // simplify events (and the passes') wait for the names.
   std::vector<UOpPtr> asts;
   for (const auto& k : schedule.kernels) asts.push_back(k.ast);
   const std::vector<std::string> names = kernel_names(asts);
   for (size_t k = 0; k < names.size(); ++k) {
     schedule.kernels[k].name = names[k];
-    if (pass_observed())
-      notify_pass({PassLevel::Kernel, "simplify", names[k], unsimplified[k], schedule.kernels[k].ast});
+    if (!pass_observed()) continue;
+    const UOpPtr simplified = ran[k].empty() ? schedule.kernels[k].ast : ran[k].front().before;
+    notify_pass({PassLevel::Kernel, "simplify", names[k], unsimplified[k], simplified});
+    for (const auto& r : ran[k]) notify_pass({PassLevel::Kernel, r.pass, names[k], r.before, r.after});
   }
   for (const auto& root : sink->src) {
     const auto& shape = root->get<std::vector<int64_t>>();

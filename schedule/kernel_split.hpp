@@ -8,13 +8,25 @@
 //            with slot 0 -> a new BUFFER, slot 1 -> BUFFER#7
 #include "schedule/schedule.hpp"
 
+#include <functional>
+#include <string>
+
 namespace loom {
+
+// One pass run on one kernel, announced to pass observers once kernels are named.
+struct KernelPassRun {
+  std::string pass;
+  UOpPtr before, after;
+};
+// Passes applied to each kernel after its simplify and before the kernels are
+// named (the per-kernel stages): returns the new AST, appending what ran to `ran`.
+using KernelPasses = std::function<UOpPtr(const UOpPtr& ast, std::vector<KernelPassRun>& ran)>;
 
 // `sink` is rangeify's output. Kernels come out in dependency order; results
 // hold one BUFFER view per BUFFERIZE root of `sink`, in order.
 // `into` as in create_schedule, per root of `sink`.
 Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
-                       const std::vector<UOpPtr>& into = {});
+                       const std::vector<UOpPtr>& into = {}, const KernelPasses& passes = {});
 
 // True if every load from slot 0 reads the element the kernel stores (so the
 // output may be the same buffer as that input).

@@ -22,10 +22,12 @@ bool same_reduce_scopes(const UOpPtr& u, const UOpPtr& r0, const UOpPtr& r1) {
   return true;
 }
 
+// An empty loop (end 0) is left alone: its kernel does nothing, and a merged
+// range of size 0 would give the simplifier an empty interval to reason on.
 bool mergeable(const UOpPtr& r0, const UOpPtr& r1) {
   return r0->op == Op::RANGE && r1->op == Op::RANGE && r0 != r1 &&
          r0->get<AxisArg>().kind == r1->get<AxisArg>().kind && r0->src[0]->is_const() &&
-         r1->src[0]->is_const();
+         r1->src[0]->is_const() && r0->src[0]->const_int() > 0 && r1->src[0]->const_int() > 0;
 }
 
 const PatternMatcher& check_rules() {

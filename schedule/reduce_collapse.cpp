@@ -84,14 +84,18 @@ UOpPtr bounded_sum(const Match& m, bool holds) {
 }
 
 // sum over r of (idx == r ? expr : 0) = expr at r := idx, where idx is in [0, n).
+// (The comparison's operands may come in either order.)
 UOpPtr gathered(const Match& m) {
-  const UOpPtr &red = m.root(), &r = m["r"], &idx = m["idx"], &rr = m["rr"];
-  if (!is_add_reduce(red) || depends(idx, r) || !is_int(idx) || !is_range_ref(rr, r) ||
-      idx->dtype != rr->dtype)
-    return nullptr;
-  const UOpPtr at = to_i64(idx);
-  const UOpPtr inside = land(i64(-1) < at, at < to_i64(range_size(r)));
-  return where(inside, substitute_ranges(m["expr"], {{r, at}}, inside), const_like(red->dtype, 0));
+  const UOpPtr &red = m.root(), &r = m["r"], &cmp = m["cmp"];
+  if (!is_add_reduce(red)) return nullptr;
+  for (int k = 0; k < 2; ++k) {
+    const UOpPtr &idx = cmp->src[k], &rr = cmp->src[1 - k];
+    if (depends(idx, r) || !is_int(idx) || !is_range_ref(rr, r) || idx->dtype != rr->dtype) continue;
+    const UOpPtr at = to_i64(idx);
+    const UOpPtr inside = land(i64(-1) < at, at < to_i64(range_size(r)));
+    return where(inside, substitute_ranges(m["expr"], {{r, at}}, inside), const_like(red->dtype, 0));
+  }
+  return nullptr;
 }
 
 UOpPtr split_sum(const Match& m) {
@@ -100,8 +104,11 @@ UOpPtr split_sum(const Match& m) {
 }
 
 UOpPtr factor_out(const Match& m) {
-  if (!is_add_reduce(m.root()) || depends(m["y"], m["r"])) return nullptr;
-  return sum_over(m["x"], m["r"]) * m["y"];
+  if (!is_add_reduce(m.root())) return nullptr;
+  const UOpPtr &x = m["x"], &y = m["y"], &r = m["r"];
+  if (!depends(y, r)) return sum_over(x, r) * y;
+  if (!depends(x, r)) return sum_over(y, r) * x;
+  return nullptr;
 }
 
 // sum(c ? x : 0) = c ? sum(x) : 0 when c does not depend on r.
@@ -120,11 +127,21 @@ UOpPtr split_condition(const Match& m) {
   return where(a, where(b, x, zero), zero);
 }
 
+// Of x + y, the term that depends on a reduce range and the one that does not.
+std::optional<std::pair<UOpPtr, UOpPtr>> split_terms(const Match& m) {
+  const UOpPtr &a = m["x"], &b = m["y"];
+  if (in_reduce_body(a) && !in_reduce_body(b)) return std::pair{a, b};
+  if (in_reduce_body(b) && !in_reduce_body(a)) return std::pair{b, a};
+  return std::nullopt;
+}
+
 // x + y < c -> x < c - y, where x depends on a reduce range and y, c do not;
 // only when neither side wraps (order is not preserved modulo 2^bits).
 UOpPtr lift_less(const Match& m) {
-  const UOpPtr &x = m["x"], &y = m["y"], &c = m["c"];
-  if (!is_int(x) || !in_reduce_body(x) || in_reduce_body(y) || in_reduce_body(c)) return nullptr;
+  const auto terms = split_terms(m);
+  const UOpPtr& c = m["c"];
+  if (!terms || !is_int(c) || in_reduce_body(c)) return nullptr;
+  const auto& [x, y] = *terms;
   const DType dt = x->dtype;
   if (!fits(dt, Wide{x->vmin()} + y->vmin()) || !fits(dt, Wide{x->vmax()} + y->vmax()) ||
       !fits(dt, Wide{c->vmin()} - y->vmax()) || !fits(dt, Wide{c->vmax()} - y->vmin()))
@@ -134,9 +151,10 @@ UOpPtr lift_less(const Match& m) {
 
 // x + y == c -> x == c - y (and !=): exact in wrapping arithmetic, a bijection.
 UOpPtr lift_equal(const Match& m) {
-  const UOpPtr &x = m["x"], &y = m["y"], &c = m["c"];
-  if (!is_int(x) || !in_reduce_body(x) || in_reduce_body(y) || in_reduce_body(c)) return nullptr;
-  return UOp::make(m.root()->op, DType::Bool, {x, c - y});
+  const auto terms = split_terms(m);
+  const UOpPtr& c = m["c"];
+  if (!terms || !is_int(c) || in_reduce_body(c)) return nullptr;
+  return UOp::make(m.root()->op, DType::Bool, {terms->first, c - terms->second});
 }
 
 // x * cast(b) -> b ? x : 0 inside a reduce's body, where b is Bool seen
@@ -169,10 +187,10 @@ std::vector<Rule> closed_form_rules() {
 }
 
 std::vector<Rule> gather_rules() {
-  const P idx = P::var("idx"), rr = P::var("rr"), expr = P::var("expr"), zero = P::cnst(0);
+  const P expr = P::var("expr"), zero = P::cnst(0);
   return {
-      {sum1(P::op(Op::WHERE, {P::op(Op::CMPEQ, {idx, rr}), expr, zero})), gathered},
-      {sum1(P::op(Op::WHERE, {P::op(Op::CMPNE, {idx, rr}), zero, expr})), gathered},
+      {sum1(P::op(Op::WHERE, {P::ops({Op::CMPEQ}, "cmp"), expr, zero})), gathered},
+      {sum1(P::op(Op::WHERE, {P::ops({Op::CMPNE}, "cmp"), zero, expr})), gathered},
       {P::var("x") * P::op(Op::CAST, {P()}, "cb"), mul_cast_bool},
   };
 }

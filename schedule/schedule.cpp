@@ -27,9 +27,9 @@ Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory
     notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
   const UOpPtr staged_buffers = buffer_stages(ranged, *flags);
   ProfileSpan span("stage", "kernel_split");
-  Schedule schedule = split_kernels(staged_buffers, make_buffer, into);
-  for (auto& k : schedule.kernels) k.ast = renumber_ranges(kernel_stages(k.ast, *flags));
-  return schedule;
+  return split_kernels(
+      staged_buffers, make_buffer, into,
+      [&](const UOpPtr& ast, std::vector<KernelPassRun>& ran) { return kernel_stages(ast, *flags, ran); });
 }
 
 }  // namespace loom

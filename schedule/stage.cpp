@@ -1,5 +1,7 @@
 #include "schedule/stage.hpp"
 
+#include "ir/profile.hpp"
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,11 +38,19 @@ const PatternMatcher& group_rules(std::string_view group, const std::vector<Stag
 
 }  // namespace
 
+void notify_graph_stage(std::string_view group, const UOpPtr& before, const UOpPtr& after) {
+  notify_pass({PassLevel::Graph, group, "", before, after});
+}
+
 UOpPtr run_stages(std::string_view group, const std::vector<Stage>& stages, const UOpPtr& root,
-                  StageContext& ctx, PassLevel level, std::string_view kernel, RewriteOrder order) {
+                  StageContext& ctx, const StageReport& report) {
   const PatternMatcher& pm = group_rules(group, stages, ctx.flags);
-  const UOpPtr after = pm.size() ? graph_rewrite(root, pm, ctx, order) : root;
-  notify_pass({level, group, kernel, root, after});
+  UOpPtr after = root;
+  if (pm.size()) {
+    ProfileSpan span("stage", std::string(group));
+    after = graph_rewrite(root, pm, ctx);
+  }
+  report(group, root, after);
   return after;
 }
 

@@ -9,6 +9,7 @@
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -27,10 +28,14 @@ struct StageContext {
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
 };
 
-// Rewrites `root` to a fixpoint of the enabled stages' rules, then notifies the
-// pass observers with one event named `group` (at `level`, for `kernel`).
+// Told what a group made of the graph: (group, before, after).
+using StageReport = std::function<void(std::string_view group, const UOpPtr& before, const UOpPtr& after)>;
+// The report for a schedule-wide graph: a Graph-level pass event at once.
+void notify_graph_stage(std::string_view group, const UOpPtr& before, const UOpPtr& after);
+
+// Rewrites `root` to a fixpoint of the enabled stages' rules as the group
+// `group` (a span of LOOM_PROFILE), then reports it.
 UOpPtr run_stages(std::string_view group, const std::vector<Stage>& stages, const UOpPtr& root,
-                  StageContext& ctx, PassLevel level, std::string_view kernel = {},
-                  RewriteOrder order = RewriteOrder::BottomUp);
+                  StageContext& ctx, const StageReport& report);
 
 }  // namespace loom

@@ -12,8 +12,6 @@
 #include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
 
-#include <fmt/format.h>
-
 namespace loom {
 
 namespace {
@@ -43,7 +41,7 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
   StageContext ctx{flags, {}};
   const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
   const UOpPtr out =
-      run_stages("split_reduceop", {{"split_reduceop", split_reduceop}}, sink, ctx, PassLevel::Graph);
+      run_stages("split_reduceop", {{"split_reduceop", split_reduceop}}, sink, ctx, notify_graph_stage);
   return out->src;
 }
 
@@ -55,19 +53,23 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags) {
                                  {"reduce_unparented", reduce_unparented},
                                  {"dead_axis", dead_axis},
                                  {"buffer_removal", buffer_removal}},
-                                sink, ctx, PassLevel::Graph);
+                                sink, ctx, notify_graph_stage);
   return graph_rewrite(out, drop_realize_markers());
 }
 
-UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags) {
+UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {
   StageContext ctx{flags, {}};
-  const std::string name = fmt::format("k_{:016x}", kernel->hash());  // as the engine names it
+  const StageReport record = [&](std::string_view group, const UOpPtr& before, const UOpPtr& after) {
+    ran.push_back({std::string(group), before, after});
+  };
   const Stage flatten{"range_flatten", range_flatten};
-  UOpPtr k =
-      run_stages("load_collapse", {{"load_collapse", load_collapse}}, kernel, ctx, PassLevel::Kernel, name);
-  k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, PassLevel::Kernel, name);
-  k = run_stages("simplify", {kSimplifier, flatten}, k, ctx, PassLevel::Kernel, name);
-  return run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, PassLevel::Kernel, name);
+  UOpPtr k = run_stages("load_collapse", {{"load_collapse", load_collapse}}, kernel, ctx, record);
+  k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, record);
+  k = run_stages("range_simplify", {kSimplifier, flatten}, k, ctx, record);
+  k = run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, record);
+  const UOpPtr renumbered = renumber_ranges(k);  // equal kernels hash-cons whatever ids the stages chose
+  if (renumbered != k) ran.back().after = renumbered;
+  return renumbered;
 }
 
 }  // namespace loom

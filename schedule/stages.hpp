@@ -8,6 +8,7 @@
 //    range_flatten, then the simplifier with range_flatten, then range_merge.
 #include "ir/flags.hpp"
 #include "ir/uop.hpp"
+#include "schedule/kernel_split.hpp"
 
 #include <vector>
 
@@ -20,7 +21,9 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 // markers dropped: what kernel_split takes.
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags);
 
-// The per-kernel stages on one kernel's AST (docs/kernel-ir.md).
-UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags);
+// The per-kernel stages on one kernel's AST (docs/kernel-ir.md), its ranges
+// renumbered after; each group's run is appended to `ran` (kernel_split
+// announces them once the kernels are named).
+UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran);
 
 }  // namespace loom

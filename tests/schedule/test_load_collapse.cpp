@@ -1,0 +1,66 @@
+// load_collapse: a per-kernel REDUCE[ADD] whose body, with what does not depend
+// on the reduce range stood in for by variables, simplifies to a closed form.
+#include "schedule/load_collapse.hpp"
+#include "stage_testing.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace loom;
+using loom::testing::apply_stage;
+
+namespace {
+// sum(1 for k in 0..64 if k >= length), length loaded from slot 1.
+const char* kCountAbove = R"(
+%n = CONST i64 [64]
+%k = RANGE i64 %n [axis 0 reduce]
+%lens = DEFINE_GLOBAL i64* [1]
+%z = CONST i64 [0]
+%il = INDEX i64* %lens, %z
+%length = LOAD i64 %il
+%lt = CMPLT bool %k, %length
+%one = CONST i32 [1]
+%zero = CONST i32 [0]
+%w = WHERE i32 %lt, %zero, %one
+%s = REDUCE i32 %w, %k [reduce ADD ()]
+%out = DEFINE_GLOBAL i32* [0]
+%io = INDEX i32* %out, %z
+%st = STORE i32 %io, %s
+%sink = SINK bool %st
+)";
+}  // namespace
+
+TEST_CASE("sum(1 for k in 0..64 if k >= length) -> clamp(64 - length, 0, 64), checked for many lengths") {
+  const UOpPtr kernel = apply_stage(load_collapse(), kCountAbove);
+  const UOpPtr stored = kernel->src[0]->src[1];
+  UOpPtr load;
+  for (const auto& n : toposort(kernel)) {
+    CHECK(n->op != Op::REDUCE);
+    CHECK(n->op != Op::RANGE);
+    if (n->op == Op::LOAD) load = n;
+  }
+  REQUIRE(load);
+  for (int64_t length : {-3, 0, 1, 17, 63, 64, 80}) {
+    const UOpPtr v = simplify(substitute(stored, {{load, const_int(DType::Int64, length)}}));
+    REQUIRE(v->is_const());
+    CHECK(v->const_int() == std::clamp<int64_t>(64 - length, 0, 64));
+  }
+}
+
+TEST_CASE("a reduce whose body loads at the reduce index has no closed form and stays") {
+  const char* sum = R"(
+%n = CONST i64 [64]
+%k = RANGE i64 %n [axis 0 reduce]
+%x = DEFINE_GLOBAL f32* [1]
+%ix = INDEX f32* %x, %k
+%lx = LOAD f32 %ix
+%s = REDUCE f32 %lx, %k [reduce ADD ()]
+%out = DEFINE_GLOBAL f32* [0]
+%z = CONST i64 [0]
+%io = INDEX f32* %out, %z
+%st = STORE f32 %io, %s
+%sink = SINK bool %st
+)";
+  CHECK(apply_stage(load_collapse(), sum) == loom::testing::expect(sum));
+}

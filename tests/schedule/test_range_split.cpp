@@ -1,0 +1,56 @@
+// range_split: RANGE(end) % c with end % c == 0 becomes outer*c + inner; the
+// substitution waits for the SINK. A constant that does not divide is refused.
+#include "schedule/range_flatten.hpp"
+#include "schedule/range_split.hpp"
+#include "stage_testing.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+using namespace loom;
+using loom::testing::apply_stage;
+using loom::testing::expect;
+
+namespace {
+// out[r] = x[r % c] for r < 12.
+std::string mod_kernel(int c) {
+  return fmt::format(R"(
+%n = CONST i64 [12]
+%r = RANGE i64 %n [axis 0 loop]
+%c = CONST i64 [{}]
+%m = MOD i64 %r, %c
+%x = DEFINE_GLOBAL f32* [1]
+%ix = INDEX f32* %x, %m
+%lx = LOAD f32 %ix
+%out = DEFINE_GLOBAL f32* [0]
+%io = INDEX f32* %out, %r
+%st = STORE f32 %io, %lx
+%e = END f32 %st, %r
+%k = SINK bool %e
+)",
+                     c);
+}
+}  // namespace
+
+TEST_CASE("RANGE(12) % 4 -> RANGE(3)*4 + RANGE(4): the modulo is gone, both ranges are loops") {
+  CHECK(apply_stage(range_split() + range_flatten(), mod_kernel(4)) == expect(R"(
+%c3 = CONST i64 [3]
+%r1 = RANGE i64 %c3 [axis 1 loop]
+%c4 = CONST i64 [4]
+%r2 = RANGE i64 %c4 [axis 2 loop]
+%x = DEFINE_GLOBAL f32* [1]
+%ix = INDEX f32* %x, %r2
+%lx = LOAD f32 %ix
+%m = MUL i64 %r1, %c4
+%a = ADD i64 %m, %r2
+%out = DEFINE_GLOBAL f32* [0]
+%io = INDEX f32* %out, %a
+%st = STORE f32 %io, %lx
+%e = END f32 %st, %r1, %r2
+%k = SINK bool %e
+)"));
+}
+
+TEST_CASE("no split when end % c != 0: RANGE(12) % 5 stays") {
+  CHECK(apply_stage(range_split() + range_flatten(), mod_kernel(5)) == expect(mod_kernel(5)));
+}
