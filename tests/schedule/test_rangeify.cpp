@@ -201,7 +201,6 @@ TEST_CASE("a cheap value read at two indices is computed twice in one kernel, no
   Schedule sched = create_schedule({y}, fb.factory());
   CHECK(sched.kernels.size() == 1);  // ...and inlined by buffer_removal
 }
-}
 
 TEST_CASE("the kernel-size cap: a 10,000-op chain is cut into kernels of at most 4,000 ops") {
   UOpPtr x = input(1, {64});
