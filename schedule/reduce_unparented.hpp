@@ -6,7 +6,8 @@
 //
 // ADD multiplies by the range's size, MUL raises to its power (floats only:
 // POW is a float op), MAX drops the range. A float sum times N rounds once
-// where N additions round N times (docs/semantics.md).
+// where N additions round N times (docs/semantics.md). A reduce over a range
+// of size 0 is its op's identity.
 #include "ir/pattern.hpp"
 
 namespace loom {

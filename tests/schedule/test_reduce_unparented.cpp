@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <limits>
+
 using namespace loom;
 using loom::testing::apply_stage;
 using loom::testing::expect;
@@ -70,4 +72,21 @@ TEST_CASE("MAX over an unused range drops it; a reduce over nothing it uses is i
   const UOpPtr x = const_float(DType::Float32, 2.5);
   const UOpPtr red = UOp::make(Op::REDUCE, DType::Float32, {x, r}, ReduceArg{Op::ADD, {}});
   CHECK(apply_stage(reduce_unparented(), to_text(red)) == const_float(DType::Float32, 12.5));
+}
+
+TEST_CASE("a reduce over a range of size 0 is its op's identity, whatever its body reads") {
+  // The body may read a buffer of no elements (a [0, 4] input's rows): its value
+  // must not reach the result, not even as x * 0, which is NaN for x = inf.
+  const UOpPtr r = make_range(0, 5, AxisKind::Reduce);
+  const UOpPtr x = const_float(DType::Float32, std::numeric_limits<double>::infinity());
+  const auto over_nothing = [&](Op op, DType dt) {
+    const UOpPtr body = dt.is_float() ? x : cast(x, dt);
+    return apply_stage(reduce_unparented(), to_text(UOp::make(Op::REDUCE, dt, {body, r}, ReduceArg{op, {}})));
+  };
+  CHECK(over_nothing(Op::ADD, DType::Float32) == const_float(DType::Float32, 0));
+  CHECK(over_nothing(Op::MUL, DType::Float32) == const_float(DType::Float32, 1));
+  CHECK(over_nothing(Op::MAX, DType::Float32) ==
+        const_float(DType::Float32, -std::numeric_limits<double>::infinity()));
+  CHECK(over_nothing(Op::MAX, DType::Int32) == const_int(DType::Int32, std::numeric_limits<int32_t>::min()));
+  CHECK(over_nothing(Op::MAX, DType::Bool) == const_int(DType::Bool, 0));
 }
