@@ -3,7 +3,7 @@
 // inner loop that asked for it, then flattened into the instruction list.
 #include "codegen/linearizer.hpp"
 
-#include "codegen/open_ranges.hpp"
+#include "codegen/needed_loops.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -54,7 +54,7 @@ class Builder {
   std::vector<LinearInst> flatten() const;
 
  private:
-  mutable OpenRanges live_;
+  mutable NeededLoops live_;
   Block root_;
   std::vector<Block*> open_;  // open_[0] = &root_, then the open loops, outermost first
 

@@ -11,7 +11,7 @@
 // runs per iteration of r1; the result's load waits for the loop. So the
 // linearizer needs no notion of reductions at all.
 #include "codegen/codegen.hpp"
-#include "codegen/open_ranges.hpp"
+#include "codegen/needed_loops.hpp"
 #include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pass_observer.hpp"
@@ -24,7 +24,7 @@ namespace loom {
 namespace {
 
 struct ReduceLowering {
-  OpenRanges open;
+  NeededLoops open;
   int vector_bytes;
   int64_t next_reg = 0;
 };
@@ -120,7 +120,7 @@ const PatternMatcher& reduce_lowering() {
 }  // namespace
 
 UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes) {
-  ReduceLowering ctx{OpenRanges(kernel), vector_bytes > 0 ? vector_bytes : host_vector_bytes()};
+  ReduceLowering ctx{NeededLoops(kernel), vector_bytes > 0 ? vector_bytes : host_vector_bytes()};
   return graph_rewrite(kernel, reduce_lowering(), ctx);
 }
 

@@ -17,7 +17,7 @@ using loom::test::check_ref;
 
 namespace {
 
-Schedule schedule_of(const std::vector<Tensor>& targets) {
+Schedule kernel_asts_of(const std::vector<Tensor>& targets) {
   std::vector<UOpPtr> roots;
   for (const Tensor& t : targets) roots.push_back(t.node()->uop);
   gb::FakeBuffers fb;
@@ -71,7 +71,7 @@ Tensor one_hot_lookup(const Lookup& l) {
 TEST_CASE("a one-hot embedding lookup of 256 rows of a [65536, 64] table has no loop over the 65536 rows") {
   const Lookup l = lookup_inputs();
   const Tensor y = one_hot_lookup(l);
-  const Schedule s = schedule_of({y});
+  const Schedule s = kernel_asts_of({y});
   CHECK(s.kernels.size() == 1);
   CHECK_FALSE(loops_over(s, kRows));
   CHECK(nodes_of(s, Op::REDUCE).empty());
@@ -79,7 +79,7 @@ TEST_CASE("a one-hot embedding lookup of 256 rows of a [65536, 64] table has no 
   CHECK(y.to_vector<float>() == l.expected());
   {  // with reduce_collapse off the sum over the table's rows is back
     Context off{{"DISABLE", "reduce_collapse"}};
-    const Schedule slow = schedule_of({one_hot_lookup(l)});
+    const Schedule slow = kernel_asts_of({one_hot_lookup(l)});
     CHECK(loops_over(slow, kRows));
     CHECK(nodes_of(slow, Op::REDUCE).size() == 1);
   }
@@ -88,7 +88,7 @@ TEST_CASE("a one-hot embedding lookup of 256 rows of a [65536, 64] table has no 
 TEST_CASE("index_select and gather read only the rows they select") {
   const Lookup l = lookup_inputs();
   const Tensor picked = l.table.index_select(0, l.idx);
-  const Schedule s = schedule_of({picked});
+  const Schedule s = kernel_asts_of({picked});
   CHECK(s.kernels.size() == 1);
   CHECK_FALSE(loops_over(s, kRows));
   CHECK(nodes_of(s, Op::REDUCE).empty());
@@ -96,7 +96,7 @@ TEST_CASE("index_select and gather read only the rows they select") {
 
   const Tensor where = l.idx.reshape({kLookups, 1}).expand({kLookups, kWidth});
   const Tensor gathered = l.table.gather(0, where);
-  const Schedule g = schedule_of({gathered});
+  const Schedule g = kernel_asts_of({gathered});
   CHECK_FALSE(loops_over(g, kRows));
   CHECK(nodes_of(g, Op::REDUCE).empty());
   CHECK(gathered.to_vector<float>() == l.expected());
@@ -131,14 +131,14 @@ TEST_CASE("a full sum of 16M floats runs as two kernels, the first split across 
 
 TEST_CASE("x / x.sum() keeps its reduce in a buffer; s + s.flip(0) computes its reduce once") {
   const Tensor x = Tensor::rand({64, 48}).realize();
-  const Schedule norm = schedule_of({x / x.sum()});
+  const Schedule norm = kernel_asts_of({x / x.sum()});
   CHECK(norm.kernels.size() == 2);
   CHECK(nodes_of(norm, Op::REDUCE).size() == 1);
   check_ref(x / x.sum(), 64);
 
   const Tensor s = x.sum(1);
   const Tensor y = s + s.flip(0);
-  const Schedule both = schedule_of({y});
+  const Schedule both = kernel_asts_of({y});
   CHECK(nodes_of(both, Op::REDUCE).size() == 1);
   CHECK(both.kernels.size() == 2);
   check_ref(y, 64);
@@ -155,7 +155,7 @@ TEST_CASE(
                            .expand({64, 32, 16, 1})
                            .reshape({64, 32, 16})
                            .contiguous();
-  const Schedule s = schedule_of({chain});
+  const Schedule s = kernel_asts_of({chain});
   REQUIRE(s.kernels.size() == 1);
   CHECK(nodes_of(s, Op::RANGE).size() == 1);
   CHECK(chain.to_vector<float>() == x.to_vector<float>());
@@ -163,14 +163,14 @@ TEST_CASE(
 
 TEST_CASE("an elementwise add on [1024, 1024] reaches the optimiser as one range of 1048576") {
   const Tensor a = Tensor::rand({1024, 1024}).realize(), b = Tensor::rand({1024, 1024}).realize();
-  const Schedule s = schedule_of({a + b});
+  const Schedule s = kernel_asts_of({a + b});
   REQUIRE(s.kernels.size() == 1);
   const auto ranges = nodes_of(s, Op::RANGE);
   REQUIRE(ranges.size() == 1);
   CHECK(ranges[0]->src[0]->const_int() == 1024 * 1024);
   {
     Context off{{"DISABLE", "range_merge"}};
-    CHECK(nodes_of(schedule_of({a + b}), Op::RANGE).size() == 2);
+    CHECK(nodes_of(kernel_asts_of({a + b}), Op::RANGE).size() == 2);
   }
   check_ref(a + b);
 }

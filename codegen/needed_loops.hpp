@@ -1,6 +1,7 @@
 #pragma once
 // Which loops a node needs open: the RANGEs it depends on, minus those an END
-// or REDUCE under it closes. A value is placed in (and an effect runs once per
+// or REDUCE under it closes (UOp::ranges() in ir/uop.hpp caches a like set on
+// every node; this map is the linearizer's own). A value is placed in (and an effect runs once per
 // iteration of) exactly these loops; the linearizer places by it and
 // lower_reduce starts each accumulator by it.
 #include "ir/uop.hpp"
@@ -12,10 +13,10 @@ namespace loom {
 
 using RangeSet = std::vector<const UOp*>;  // sorted by address: a set, not an order
 
-class OpenRanges {
+class NeededLoops {
  public:
   // Computes the sets of every node under `root`.
-  explicit OpenRanges(const UOpPtr& root);
+  explicit NeededLoops(const UOpPtr& root);
   // The set of a node under the root; nodes added later are computed on demand.
   const RangeSet& operator()(const UOpPtr& u);
 

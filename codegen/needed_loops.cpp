@@ -1,22 +1,22 @@
-#include "codegen/open_ranges.hpp"
+#include "codegen/needed_loops.hpp"
 
 #include <algorithm>
 #include <iterator>
 
 namespace loom {
 
-OpenRanges::OpenRanges(const UOpPtr& root) {
+NeededLoops::NeededLoops(const UOpPtr& root) {
   for (const auto& n : toposort(root)) add(n);
 }
 
-const RangeSet& OpenRanges::operator()(const UOpPtr& u) {
+const RangeSet& NeededLoops::operator()(const UOpPtr& u) {
   if (auto it = sets_.find(u.get()); it != sets_.end()) return it->second;
   for (const auto& n : toposort(u))
     if (!sets_.contains(n.get())) add(n);
   return sets_.at(u.get());
 }
 
-void OpenRanges::add(const UOpPtr& n) {
+void NeededLoops::add(const UOpPtr& n) {
   RangeSet set;
   for (const auto& s : n->src) {
     const RangeSet& more = sets_.at(s.get());
