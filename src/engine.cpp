@@ -274,7 +274,15 @@ std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {
   for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
   // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
   check_fits_in_memory(plan);
-  for (const auto& a : plan.allocations) table.push_back(allocate_buffer(a.dtype, a.size, false));
+  // Dead intermediates' blocks are shared (src/memory_plan.hpp): one block per owner.
+  std::vector<std::shared_ptr<void>> blocks(plan.allocations.size());
+  for (size_t j = 0; j < blocks.size(); ++j)
+    if (plan.memory.at(j).owner == j)
+      blocks[j] = Buffer::allocate(static_cast<size_t>(plan.memory[j].bytes), Buffer::Fill::Uninitialized);
+  for (size_t j = 0; j < blocks.size(); ++j) {
+    const PlanBuffer& a = plan.allocations[j];
+    table.push_back(UOp::make_buffer(a.dtype, UOp::next_buffer_id(), a.size, blocks[plan.memory[j].owner]));
+  }
   return table;
 }
 

@@ -1,5 +1,7 @@
 #include "src/plan.hpp"
 
+#include "src/memory_plan.hpp"
+
 #include "ir/pattern.hpp"
 #include "schedule/schedule.hpp"
 
@@ -53,6 +55,7 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     const bool view = r->op == Op::RESHAPE;
     plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});
   }
+  share_dead_buffers(plan);
   return plan;
 }
 

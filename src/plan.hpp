@@ -24,6 +24,11 @@ struct PlanBuffer {  // a buffer the plan allocates on each run
   int64_t size = 0;
 };
 
+struct PlanMemory {    // src/memory_plan.hpp
+  uint32_t owner = 0;  // the allocation whose block this one uses (itself: a block of its own)
+  int64_t bytes = 0;   // for an owner: the block's bytes, the most any sharer needs
+};
+
 struct PlanResult {
   uint32_t buffer = 0;        // buffer table index
   std::optional<Shape> view;  // the target's shape, when it differs from the flat buffer's
@@ -34,6 +39,7 @@ struct Plan {
   std::vector<PlanBuffer> allocations;  // table[inputs + j]
   std::vector<PlanKernel> kernels;      // in dependency order
   std::vector<PlanResult> results;      // one per target
+  std::vector<PlanMemory> memory;       // per allocation: dead intermediates' memory reused
 };
 
 // Schedules `targets` (whose graph `sig` describes) with each input BUFFER

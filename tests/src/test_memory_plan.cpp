@@ -1,0 +1,61 @@
+// The memory planner: dead intermediates' memory is reused inside one plan,
+// never a result's, never a buffer still to be read.
+#include "src/memory_plan.hpp"
+
+#include "check.hpp"
+#include "src/engine.hpp"
+
+#include <loom/debug.hpp>
+
+using namespace loom;
+using namespace loom::detail;
+
+namespace {
+// A plan over no inputs: kernel k writes args[k][0] and reads the rest; all
+// allocations hold `size` floats.
+Plan chain(const std::vector<std::vector<uint32_t>>& kernels, size_t allocations,
+           std::vector<uint32_t> results, int64_t size = 256) {
+  Plan plan;
+  for (size_t j = 0; j < allocations; ++j) plan.allocations.push_back({DType::Float32, size});
+  for (const auto& args : kernels) plan.kernels.push_back({nullptr, "k", args, 1});
+  for (uint32_t r : results) plan.results.push_back({r, std::nullopt});
+  share_dead_buffers(plan);
+  return plan;
+}
+}  // namespace
+
+TEST_CASE("a chain of intermediates needs two blocks; the result takes a dead one") {
+  // t0 -> t1 -> t2 -> t3 (result): t2 reuses t0's block, t3 reuses t1's.
+  const Plan plan = chain({{0}, {1, 0}, {2, 1}, {3, 2}}, 4, {3});
+  CHECK(plan.memory[0].owner == 0);
+  CHECK(plan.memory[1].owner == 1);
+  CHECK(plan.memory[2].owner == 0);
+  CHECK(plan.memory[3].owner == 1);
+  CHECK(plan.memory[0].bytes == 256 * 4);
+}
+
+TEST_CASE("a buffer read later, or a result, is never given away") {
+  // t0 is read by the last kernel: nothing may take it. t1 is a result.
+  // t2 is read by the kernel writing t3, so it is not dead there either.
+  const Plan plan = chain({{0}, {1, 0}, {2, 1}, {3, 2, 0}}, 4, {1, 3});
+  for (uint32_t j = 0; j < 4; ++j) CHECK(plan.memory[j].owner == j);
+  // Without the late read of t0 and with t1 no result, t3 reuses t0 or t1's block.
+  const Plan freer = chain({{0}, {1, 0}, {2, 1}, {3, 2}}, 4, {3});
+  CHECK(freer.memory[3].owner != 3);
+}
+
+TEST_CASE("only a block of the same size class is reused") {
+  Plan plan;
+  plan.allocations = {{DType::Float32, 256}, {DType::Float32, 100000}, {DType::Float64, 128}};
+  plan.kernels = {{nullptr, "k", {0}, 1}, {nullptr, "k", {1, 0}, 1}, {nullptr, "k", {2, 1}, 1}};
+  plan.results = {{2, std::nullopt}};
+  share_dead_buffers(plan);
+  CHECK(plan.memory[1].owner == 1);  // another class than t0's
+  CHECK(plan.memory[2].owner == 0);  // 128 doubles: t0's 256 floats' class, and t0 is dead
+}
+
+TEST_CASE("a realize with shared intermediates gives the reference's answers") {
+  Tensor x = test::make(DType::Float32, test::iota(64 * 16, 0.01), {64, 16});
+  Tensor y = x.softmax(1).softmax(1).softmax(1) * 2;
+  test::check_ref(y, 4);
+}
