@@ -66,6 +66,26 @@ TEST_CASE("the CI budget of fuzzed programs from a fixed seed agree with the ref
   CHECK(probes["unstable"] * 50 <= probes["agreed"]);
 }
 
+TEST_CASE(
+    "with any one rewrite stage switched off, fuzzed programs still agree with the reference interpreter") {
+  // A stage only makes programs faster: with it off (LOOM_DISABLE through a
+  // loom::Context) every program still gives the reference's values within
+  // docs/fuzzing.md's tolerances, and the kernel checker still checks each pass.
+  constexpr int64_t kPrograms = kCiPrograms / 8;
+  uint64_t seed = kCiSeed + 100000;
+  for (const char* stage :
+       {"split_reduceop", "reduce_collapse", "reduce_unparented", "dead_axis", "buffer_removal",
+        "load_collapse", "range_split", "range_flatten", "range_merge"}) {
+    Context off{{"DISABLE", std::string(stage)}};
+    const fuzz::RunResult r = fuzz::run(seed += kPrograms, kPrograms, {});
+    CHECK_MESSAGE(r.programs == kPrograms, stage);
+    for (size_t i = 0; i < r.failures.size(); ++i)
+      FAIL_CHECK(stage << " off, program " << r.failures[i].first << ": " << r.failures[i].second.kind << ": "
+                       << r.failures[i].second.message << "\nshrunk:\n"
+                       << r.shrunk[i]);
+  }
+}
+
 TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its pass, and shrunk") {
   fuzz::RunOptions options;
   options.stop_at_first = true;
