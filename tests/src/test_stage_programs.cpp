@@ -10,6 +10,7 @@
 #include <loom/context.hpp>
 #include <loom/loom.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace loom;
@@ -83,6 +84,29 @@ TEST_CASE("a one-hot embedding lookup of 256 rows of a [65536, 64] table has no 
     CHECK(loops_over(slow, kRows));
     CHECK(nodes_of(slow, Op::REDUCE).size() == 1);
   }
+}
+
+TEST_CASE(
+    "the one-hot lookup's gradient with respect to the table reduces over the 256 lookups, not the rows") {
+  // d/dtable[r, d] of sum(lookup * w) is the sum of w[i, d] over the lookups i
+  // with idx[i] == r: a reduce over the 256 lookups, never one over 65536 rows.
+  const Lookup l = lookup_inputs();
+  const Tensor w = Tensor::rand({kLookups, kWidth}).realize();
+  const Tensor g = gradient((one_hot_lookup(l) * w).sum(), {l.table})[0];
+  const Schedule s = kernel_asts_of({g});
+  for (const UOpPtr& r : nodes_of(s, Op::REDUCE))
+    for (size_t i = 1; i < r->src.size(); ++i)
+      CHECK_FALSE((r->src[i]->src[0]->is_const() && r->src[i]->src[0]->const_int() == kRows));
+  const std::vector<float> ws = w.to_vector<float>();
+  std::vector<float> expected(kRows * kWidth, 0.0f);
+  for (int64_t i = 0; i < kLookups; ++i)
+    for (int64_t d = 0; d < kWidth; ++d) expected[l.ids[i] * kWidth + d] += ws[i * kWidth + d];
+  const std::vector<float> got = g.to_vector<float>();
+  REQUIRE(got.size() == expected.size());
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::abs(got[i] - expected[i]) > 1e-6f * std::max(1.0f, std::abs(expected[i]))) ++wrong;
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("index_select and gather read only the rows they select") {
