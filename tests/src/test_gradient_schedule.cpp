@@ -4,30 +4,17 @@
 #include "check.hpp"
 
 #include "schedule/schedule.hpp"
-#include "support/graph_builders.hpp"
+#include "support/tensor_schedule.hpp"
 
 #include <loom/loom.hpp>
 
 #include <cmath>
 
 using namespace loom;
+using loom::test::kernel_asts_of;
+using loom::test::nodes_of;
 
 namespace {
-Schedule kernel_asts_of(const std::vector<Tensor>& targets) {
-  std::vector<UOpPtr> roots;
-  for (const Tensor& t : targets) roots.push_back(t.node()->uop);
-  gb::FakeBuffers fb;
-  return create_schedule(roots, fb.factory());
-}
-
-std::vector<UOpPtr> nodes_of(const Schedule& s, Op op) {
-  std::vector<UOpPtr> out;
-  for (const auto& k : s.kernels)
-    for (const auto& n : toposort(k.ast))
-      if (n->op == op) out.push_back(n);
-  return out;
-}
-
 // Elements one REDUCE runs over: the product of its reduce ranges' ends.
 int64_t reduced_elements(const UOpPtr& reduce) {
   int64_t n = 1;

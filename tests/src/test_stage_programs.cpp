@@ -5,7 +5,7 @@
 
 #include "codegen/codegen.hpp"
 #include "schedule/schedule.hpp"
-#include "support/graph_builders.hpp"
+#include "support/tensor_schedule.hpp"
 
 #include <loom/context.hpp>
 #include <loom/loom.hpp>
@@ -15,23 +15,10 @@
 
 using namespace loom;
 using loom::test::check_ref;
+using loom::test::kernel_asts_of;
+using loom::test::nodes_of;
 
 namespace {
-
-Schedule kernel_asts_of(const std::vector<Tensor>& targets) {
-  std::vector<UOpPtr> roots;
-  for (const Tensor& t : targets) roots.push_back(t.node()->uop);
-  gb::FakeBuffers fb;
-  return create_schedule(roots, fb.factory());
-}
-
-std::vector<UOpPtr> nodes_of(const Schedule& s, Op op) {
-  std::vector<UOpPtr> out;
-  for (const auto& k : s.kernels)
-    for (const auto& n : toposort(k.ast))
-      if (n->op == op) out.push_back(n);
-  return out;
-}
 
 // Does any kernel loop over a range of exactly `n` iterations?
 bool loops_over(const Schedule& s, int64_t n) {
