@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The workloads of bench/bench_kernels.cpp in PyTorch and numpy, same names and sizes.
+"""The workloads of bench/bench_kernels.cpp and bench/bench_matmul.cpp in PyTorch and numpy, same names and sizes.
 
 Prints one JSON object: {"threads": n, "torch": {workload: ms}, "numpy": {workload: ms}},
 each time the median of repeated runs on realized inputs. bench/compare runs it beside
@@ -9,6 +9,7 @@ huge pages as loom's do.
 """
 import argparse
 import json
+import re
 import statistics
 import time
 
@@ -45,7 +46,65 @@ def torch_workloads():
         "exp_4096x4096": lambda: a.exp(),
         "tanh_4096x4096": lambda: a.tanh(),
         "sigmoid_4096x4096": lambda: torch.sigmoid(a),
+        **matmul_workloads(torch, r),
+        **torch_layer_workloads(r),
     }
+
+
+def matmul_workloads(lib, r):
+    """The matmul workloads of bench/bench_matmul.cpp that need only a matmul (`lib.matmul`)."""
+    out = {}
+    for n in (512, 1024, 4096):
+        a, b = r(n, n), r(n, n)
+        out[f"matmul_{n}"] = lambda a=a, b=b: lib.matmul(a, b)
+    for n in range(500, 521):
+        a, b = r(n, n), r(n, n)
+        out[f"matmul_sweep_{n}"] = lambda a=a, b=b: lib.matmul(a, b)
+    x, w = r(1, 4096), r(4096, 4096)
+    out["gemv_4096"] = lambda: lib.matmul(x, w)
+    return out
+
+
+def torch_layer_workloads(r):
+    """The layer workloads of bench/bench_matmul.cpp: a fused linear layer, an MLP's SGD step, MLA forward."""
+    x, w, b = r(256, 784), r(784, 512), r(512)
+    out = {"linear_relu_256x784x512": lambda: torch.relu(torch.addmm(b, x, w))}
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                              torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.01)
+    xb, yb = r(256, 784), torch.randint(0, 10, (256,))
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(mlp(xb), yb).backward()
+        opt.step()
+
+    out["mlp_sgd_step_256"] = step
+    for name, shape in (("mla_forward_small", (8, 20, 8, 64, 512, 128)),
+                        ("mla_forward_big", (4, 512, 16, 64, 1024, 256))):
+        out[name] = mla_forward(r, *shape)
+    return out
+
+
+def mla_forward(r, batch, seq, heads, head_dim, d_model, latent):
+    """Multi-head latent attention's forward pass, as bench/bench_matmul.cpp writes it in loom."""
+    hd = heads * head_dim
+    x = r(batch, seq, d_model)
+    w_dq, w_dkv = r(d_model, latent), r(d_model, latent)
+    w_uq, w_uk, w_uv, w_o = r(latent, hd), r(latent, hd), r(latent, hd), r(hd, d_model)
+    causal = torch.arange(seq).unsqueeze(0) <= torch.arange(seq).unsqueeze(1)
+    heads_first = lambda t: t.reshape(batch, seq, heads, head_dim).permute(0, 2, 1, 3)
+
+    def forward():
+        with torch.no_grad():
+            cq, ckv = x @ w_dq, x @ w_dkv
+            q, k, v = heads_first(cq @ w_uq), heads_first(ckv @ w_uk), heads_first(ckv @ w_uv)
+            s = (q @ k.transpose(-1, -2)) * head_dim ** -0.5
+            a = torch.softmax(s.masked_fill(~causal, float("-inf")), -1) @ v
+            return a.permute(0, 2, 1, 3).reshape(batch, seq, hd) @ w_o
+
+    return forward
 
 
 def numpy_workloads():
@@ -75,6 +134,7 @@ def numpy_workloads():
         "exp_4096x4096": lambda: np.exp(a),
         "tanh_4096x4096": lambda: np.tanh(a),
         "sigmoid_4096x4096": lambda: 1 / (1 + np.exp(-a)),
+        **matmul_workloads(np, r),
     }
 
 
@@ -82,14 +142,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--min-time", type=float, default=0.5, help="seconds per workload")
-    p.add_argument("--filter", default="", help="only workloads whose name contains this")
+    p.add_argument("--filter", default="", help="only workloads whose name matches this regular expression")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     out = {"threads": args.threads, "torch": {}, "numpy": {}}
     with threadpool_limits(limits=args.threads):
         for peer, workloads in (("torch", torch_workloads()), ("numpy", numpy_workloads())):
             for name, fn in workloads.items():
-                if args.filter in name:
+                if re.search(args.filter, name):
                     out[peer][name] = median_ms(fn, args.min_time)
     print(json.dumps(out))
 
