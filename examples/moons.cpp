@@ -1,6 +1,7 @@
 // Trains a small MLP to separate two interleaved half-moons: the whole
 // training step (forward, cross-entropy, backward, SGD update) is one lazy
-// graph that loom schedules, fuses and compiles once, then reruns.
+// graph that loom schedules, fuses and compiles once; loom::Capture records
+// the step's kernels and replays them, building no graph after step 2.
 //   moons [steps]        (default 300)
 #include "moons.hpp"
 
@@ -22,19 +23,17 @@ int main(int argc, char** argv) {
              opt.lr(), steps);
 
   const auto t0 = std::chrono::steady_clock::now();
+  Capture train = moons::training_step(model, opt);
   for (int step = 1; step <= steps; ++step) {
-    opt.zero_grad();
-    Tensor loss = nn::cross_entropy(model(x), y);
-    loss.backward();
-    opt.step();  // realizes the loss too: reading it below runs nothing
+    const Tensor loss = train({x, y})[0];  // realized: reading it below runs nothing
     if (step % 20 == 0 || step == 1) fmt::print("step {:4d}  loss {:.4f}\n", step, loss.item<float>());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const double acc = moons::accuracy(model, data);
   const auto c = counters();
-  fmt::print("accuracy {:.1f}%  ({:.3f} ms per step, {} kernels compiled or loaded)\n", 100 * acc,
-             1e3 * seconds / steps, c.kernels_compiled + c.kernels_loaded);
+  fmt::print("accuracy {:.1f}%  ({:.3f} ms per step, {} kernels compiled or loaded, {} steps replayed)\n",
+             100 * acc, 1e3 * seconds / steps, c.kernels_compiled + c.kernels_loaded, c.capture_replays);
   if (acc < 0.97) {
     fmt::print(stderr, "moons: accuracy {:.1f}% is below 97%\n", 100 * acc);
     return EXIT_FAILURE;

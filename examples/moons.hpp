@@ -56,6 +56,19 @@ struct MLP {
   }
 };
 
+// One full-batch training step (forward, cross-entropy, backward, update),
+// captured: from the third call on it replays the recorded kernels and builds
+// no graph (docs/api.md, "Capture"). Its one result is the step's loss.
+inline loom::Capture training_step(const MLP& model, loom::optim::Optimizer& opt) {
+  return loom::Capture([&model, &opt](const std::vector<loom::Tensor>& batch) {
+    opt.zero_grad();
+    loom::Tensor loss = loom::nn::cross_entropy(model(batch[0]), batch[1]);
+    loss.backward();
+    opt.step();  // realizes the loss with the parameters
+    return std::vector<loom::Tensor>{loss};
+  });
+}
+
 // The fraction of points whose largest logit is their label.
 inline double accuracy(const MLP& model, const Data& data) {
   loom::NoGrad no_grad;

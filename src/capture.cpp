@@ -32,6 +32,7 @@ struct StepRecording {
     UOpPtr buffer;
     UOpPtr previous;  // the buffer an assign in the node wrote past (copy on write), or null
   };
+  bool with_kernels = true;  // false: only what the call leaves behind (allocated, bindings)
   std::vector<Kernel> kernels;
   std::unordered_map<const void*, UOpPtr> allocated;  // storage -> BUFFER a plan allocated
   std::vector<Binding> bindings;
@@ -53,6 +54,7 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
   StepRecording* rec = t_recording;
   if (!rec) return;
   for (const auto& pk : plan.kernels) {
+    if (!rec->with_kernels) break;
     StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent};
     for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
     rec->kernels.push_back(std::move(k));
@@ -97,8 +99,15 @@ struct Program {
     uint32_t out_slot;
     UOpPtr recorded;  // the node's recorded BUFFER, or reshape of one
   };
+  // A tensor the call computed afresh: each replay points it at its new value.
+  struct Computed {
+    std::weak_ptr<TensorNode> node;
+    uint32_t slot;
+    UOpPtr recorded;
+  };
   size_t inputs = 0;
   std::vector<State> states;  // slots [inputs, first_fresh())
+  std::vector<Computed> computed;
   std::vector<UOpPtr> fresh;  // the recorded buffer of each fresh slot: its dtype and size
   std::vector<UOpPtr> kept;
   std::vector<Kernel> kernels;
@@ -107,9 +116,16 @@ struct Program {
   size_t first_kept() const { return first_fresh() + fresh.size(); }
 };
 
+// A tensor a call computed afresh (a result, or one outliving the call) and its memory.
+struct LeftBehind {
+  std::weak_ptr<TensorNode> node;
+  std::weak_ptr<void> memory;
+};
+
 struct SignatureState {
   int calls = 0;
-  std::optional<Program> program;  // set once recorded and replayable
+  std::vector<LeftBehind> left_by_first;  // what the first call computed
+  std::optional<Program> program;         // set once recorded and replayable
 };
 
 Signature signature_of(const std::vector<Tensor>& args) {
@@ -144,15 +160,16 @@ std::vector<Tensor> bindable(const std::vector<Tensor>& args) {
 }
 
 // A tensor outliving the call (not one of its results) that the call pointed
-// at a buffer it allocated: the call-start buffer it replaced, or null when
-// the replay cannot carry it over (the tensor was not an assign's target).
+// at a buffer it allocated. `previous` is the buffer it held as the call began
+// when an assign wrote past it (state the next call reads), or null when the
+// call computed the tensor afresh (a gradient, a lazy tensor realized): a
+// replay computes it again into a fresh buffer.
 struct Rebound {
   std::shared_ptr<TensorNode> node;
   UOpPtr previous, buffer;
 };
 
-std::optional<std::vector<Rebound>> rebound_tensors(const StepRecording& rec,
-                                                    const std::vector<Tensor>& results) {
+std::vector<Rebound> rebound_tensors(const StepRecording& rec, const std::vector<Tensor>& results) {
   std::vector<Rebound> out;
   for (const auto& b : rec.bindings) {
     const auto node = b.node.lock();
@@ -167,23 +184,52 @@ std::optional<std::vector<Rebound>> rebound_tensors(const StepRecording& rec,
         start = first.previous;
         break;
       }
-    if (!start || rec.allocated.count(start->storage().get())) return std::nullopt;
+    if (start && rec.allocated.count(start->storage().get())) start = nullptr;
     out.push_back({node, start, b.buffer});
   }
   return out;
 }
 
-// The program replaying `rec`, or nullopt when the call keeps state outside assign.
-// `arg_memory` is the arguments' memory as the call began.
+std::vector<LeftBehind> left_behind(const StepRecording& rec, const std::vector<Tensor>& results) {
+  std::vector<LeftBehind> out;
+  for (const auto& r : rebound_tensors(rec, results))
+    if (!r.previous) out.push_back({r.node, r.buffer->storage()});
+  for (const auto& r : results)
+    if (const auto it = rec.allocated.find(base_buffer(r.node()->uop)->storage().get());
+        it != rec.allocated.end())
+      out.push_back({r.node(), it->second->storage()});
+  return out;
+}
+
+// Whether a recording reading the buffers `kept` carries state on the host:
+// it reads what the call before it computed into a tensor that no longer
+// holds it (say `total = (total + x).realize()`: the next call reads the old
+// total). A tensor still holding it was initialised once (by the first call).
+bool carries_host_state(const std::vector<UOpPtr>& kept, const std::vector<LeftBehind>& before) {
+  for (const auto& l : before) {
+    const auto memory = l.memory.lock();
+    if (!memory) continue;
+    const auto node = l.node.lock();
+    if (node && base_buffer(node->uop) && base_buffer(node->uop)->storage() == memory) continue;
+    for (const auto& b : kept)
+      if (b->storage() == memory) return true;
+  }
+  return false;
+}
+
+// The program replaying `rec`, or nullopt when the call keeps state outside
+// assign (it reads what the call before it left behind). `arg_memory` is the
+// arguments' memory as the call began.
 std::optional<Program> compile_program(const StepRecording& rec, const std::vector<const void*>& arg_memory,
-                                       const std::vector<Tensor>& results) {
-  const auto rebound = rebound_tensors(rec, results);
-  if (!rebound) return std::nullopt;
+                                       const std::vector<Tensor>& results,
+                                       const std::vector<LeftBehind>& before) {
+  std::vector<Rebound> rebound, computed;
+  for (auto& r : rebound_tensors(rec, results)) (r.previous ? rebound : computed).push_back(std::move(r));
   Program p;
   p.inputs = arg_memory.size();
   std::unordered_map<const void*, uint32_t> slot_of;  // storage -> table slot
   for (size_t i = 0; i < arg_memory.size(); ++i) slot_of.emplace(arg_memory[i], static_cast<uint32_t>(i));
-  for (const auto& r : *rebound) {
+  for (const auto& r : rebound) {
     slot_of.emplace(r.previous->storage().get(), static_cast<uint32_t>(p.inputs + p.states.size()));
     p.states.push_back({r.node, r.previous, 0, r.node->uop});
   }
@@ -193,7 +239,8 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     if (added) p.fresh.push_back(b);
     return it->second;
   };
-  for (size_t i = 0; i < rebound->size(); ++i) p.states[i].out_slot = add_fresh((*rebound)[i].buffer);
+  for (size_t i = 0; i < rebound.size(); ++i) p.states[i].out_slot = add_fresh(rebound[i].buffer);
+  for (const auto& r : computed) p.computed.push_back({r.node, add_fresh(r.buffer), r.node->uop});
   for (const auto& r : results) {
     const UOpPtr& b = base_buffer(r.node()->uop);
     if (rec.allocated.count(b->storage().get())) add_fresh(b);
@@ -210,6 +257,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     p.kernels.push_back(std::move(pk));
   }
   for (const auto& r : results) p.outputs.push_back({slot(base_buffer(r.node()->uop)), r.node()->uop});
+  if (carries_host_state(p.kept, before)) return std::nullopt;
   return p;
 }
 
@@ -233,11 +281,8 @@ struct Capture::Impl {
   Step step;
   std::map<Signature, SignatureState> states;
 
-  std::vector<Tensor> record(const std::vector<Tensor>& args, SignatureState& state) {
-    // Memory, not BUFFER nodes: holding an argument's node would make an assign into it copy.
-    std::vector<const void*> arg_memory;
-    for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
-    StepRecording rec;
+  // Runs the step with `rec` recording what it runs and leaves behind.
+  std::vector<Tensor> run_recorded(const std::vector<Tensor>& args, StepRecording& rec) {
     detail::t_recording = &rec;
     std::vector<Tensor> results;
     try {
@@ -248,11 +293,29 @@ struct Capture::Impl {
       throw;
     }
     detail::t_recording = nullptr;
-    state.program = compile_program(rec, arg_memory, results);
+    return results;
+  }
+
+  std::vector<Tensor> first_call(const std::vector<Tensor>& args, SignatureState& state) {
+    StepRecording rec;
+    rec.with_kernels = false;
+    std::vector<Tensor> results = run_recorded(args, rec);
+    state.left_by_first = left_behind(rec, results);
+    return results;
+  }
+
+  std::vector<Tensor> record(const std::vector<Tensor>& args, SignatureState& state) {
+    // Memory, not BUFFER nodes: holding an argument's node would make an assign into it copy.
+    std::vector<const void*> arg_memory;
+    for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
+    StepRecording rec;
+    std::vector<Tensor> results = run_recorded(args, rec);
+    state.program = compile_program(rec, arg_memory, results, state.left_by_first);
+    state.left_by_first.clear();
     if (!state.program)
       log().warn(
-          "Capture: the step points a tensor that outlives it at a new buffer other than by assign "
-          "(state kept outside assign); it runs uncaptured on every call (docs/api.md, Capture)");
+          "Capture: the step reads a tensor the call before it left behind other than by an argument or "
+          "an assign (state kept outside assign); it runs uncaptured on every call (docs/api.md, Capture)");
     return results;
   }
 
@@ -297,6 +360,8 @@ std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, const
   }
   for (const auto& s : p.states)
     if (const auto node = s.node.lock()) node->uop = like(s.recorded, fresh[s.out_slot - p.first_fresh()]);
+  for (const auto& c : p.computed)
+    if (const auto node = c.node.lock()) node->uop = like(c.recorded, fresh[c.slot - p.first_fresh()]);
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {
     const UOpPtr buffer = o.slot < p.inputs          ? base_buffer(args[o.slot].node()->uop)
@@ -323,6 +388,7 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
     SignatureState& state = impl_->states[signature_of(bound)];
     ++state.calls;
     if (state.program) return impl_->replay(bound, *state.program);
+    if (state.calls == 1) return impl_->first_call(bound, state);
     if (state.calls == 2) return impl_->record(bound, state);
   }
   std::vector<Tensor> results = impl_->step(bound);

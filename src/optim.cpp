@@ -41,7 +41,10 @@ void Optimizer::zero_grad() {
 
 void Optimizer::set_lr(double lr) {
   check_hyper(std::isfinite(lr) && lr >= 0, name_, "learning rate", lr);
-  lr_ = scalar_buffer(lr);  // a new buffer, the same graph structure: no new kernel
+  // Written into the buffer the step reads, so the kernels compiled so far, a
+  // cached plan and a Capture's replay all take the new value.
+  const UOpPtr& u = lr_.node()->uop;
+  *static_cast<double*>(detail::buffer_data(u->op == Op::BUFFER ? u : u->src[0])) = lr;
   lr_value_ = lr;
 }
 

@@ -69,6 +69,39 @@ Run train(const std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tens
   return run;
 }
 
+// Trains through moons::training_step (loom::Capture), as the example does:
+// the function runs at steps 1 and 2, every later step replays its kernels.
+Run train_captured(int steps, uint64_t& graph_built_after_2) {
+  manual_seed(0);
+  const moons::Data data = moons::make_moons(200, 0.1, 42);
+  const Tensor x = data.x(), y = data.y();
+  moons::MLP model;
+  optim::SGD opt(model.parameters(), 0.5);
+  Capture step = moons::training_step(model, opt);
+  Run run;
+  Counters at_2{};
+  for (int i = 1; i <= steps; ++i) {
+    {
+      const Counters before = counters();
+      const Tensor loss = step({x, y})[0];
+      if (i > 2) CHECK(counters().capture_replays == before.capture_replays + 1);
+      if (i == 1 || i % 20 == 0) CHECK(std::isfinite(loss.item<float>()));
+    }
+    if (i == 2) {
+      at_2 = counters();
+      run.compiled_after_2 = kernels_made();
+    }
+    if (i == 500) run.at_500 = live();
+  }
+  const Counters end = counters();
+  graph_built_after_2 = realizes(end) - realizes(at_2) + end.schedules_built - at_2.schedules_built;
+  CHECK(end.capture_replays - at_2.capture_replays == static_cast<uint64_t>(steps - 2));
+  run.at_end = live();
+  run.compiled_at_end = kernels_made();
+  run.accuracy = moons::accuracy(model, data);
+  return run;
+}
+
 void check_flat(const Run& r) {
   CHECK(r.at_500.uops == r.at_end.uops);
   CHECK(r.at_500.buffers == r.at_end.buffers);
@@ -116,6 +149,44 @@ TEST_CASE(
 
 TEST_CASE("moons for 2,000 SGD steps, loss read after the step: flat counts, no kernel after step 2") {
   check_flat(train(sgd(0.5), 2000, Print::AfterStep, 0));
+}
+
+TEST_CASE("moons for 2,000 captured SGD steps: every step after the second replays, builds no graph") {
+  uint64_t graph_built_after_2 = 0;
+  check_flat(train_captured(2000, graph_built_after_2));
+  CHECK(graph_built_after_2 == 0);  // no realize, no schedule: the replays ran the kernels directly
+}
+
+TEST_CASE("captured moons steps give the uncaptured parameters bitwise, set_lr mid-run included") {
+  const moons::Data data = moons::make_moons(200, 0.1, 42);
+  const Tensor x = data.x(), y = data.y();
+  manual_seed(0);
+  moons::MLP plain;
+  manual_seed(0);
+  moons::MLP captured;
+  optim::SGD plain_opt(plain.parameters(), 0.5), captured_opt(captured.parameters(), 0.5);
+  Capture step = moons::training_step(captured, captured_opt);
+  for (int i = 1; i <= 40; ++i) {
+    if (i == 20) {
+      plain_opt.set_lr(0.125);
+      captured_opt.set_lr(0.125);  // read by the replays too
+    }
+    plain_opt.zero_grad();
+    const Tensor want = nn::cross_entropy(plain(x), y);
+    want.backward();
+    plain_opt.step();
+    const Tensor got = step({x, y})[0];
+    CAPTURE(i);
+    CHECK(got.item<float>() == want.item<float>());
+  }
+  CHECK(counters().capture_replays > 0);
+  CHECK(step.captured({x, y}));
+  const auto p = plain.parameters(), c = captured.parameters();
+  for (size_t i = 0; i < p.size(); ++i) {
+    CAPTURE(i);
+    CHECK(c[i].to_vector<float>() == p[i].to_vector<float>());
+    CHECK(c[i].grad().to_vector<float>() == p[i].grad().to_vector<float>());
+  }
 }
 
 TEST_CASE(

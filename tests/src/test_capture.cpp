@@ -158,6 +158,72 @@ TEST_CASE("a step rebinding a tensor that outlives it is not captured, and stays
   CHECK(values(total) == std::vector<float>{4, 8});
 }
 
+TEST_CASE("a step whose result the host keeps and reads next call is not captured, and stays correct") {
+  Tensor last = Tensor::zeros({2});
+  Capture running([&](const std::vector<Tensor>& args) {
+    last = last + args[0];  // the previous result, read through a C++ variable
+    return std::vector<Tensor>{last};
+  });
+  for (int i = 0; i < 4; ++i) running({make(DType::Float32, {1, 2}, {2})});
+  CHECK_FALSE(running.captured({make(DType::Float32, {1, 2}, {2})}));
+  CHECK(values(last) == std::vector<float>{4, 8});
+}
+
+TEST_CASE("a tensor the first call initialises and later calls read is captured") {
+  Tensor scale;  // made once, by the first call
+  Capture scaled([&](const std::vector<Tensor>& args) {
+    if (!scale.defined()) scale = (Tensor::ones({3}) * 3).realize();
+    return std::vector<Tensor>{args[0] * scale};
+  });
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(values(scaled({make(DType::Float32, iota(3, 1, i), {3})})[0]) ==
+          std::vector<float>{3.f * i, 3.f * i + 3, 3.f * i + 6});
+  }
+  CHECK(scaled.captured({make(DType::Float32, iota(3, 1), {3})}));
+}
+
+TEST_CASE("gradients the step computes (zero_grad first, as optimisers do) replay into fresh buffers") {
+  Model plain, captured;
+  // The step as an optimiser runs it: gradients cleared first, realized with
+  // the update, so each parameter's grad() outlives the call holding this step's gradient.
+  auto step_of = [](Model& m) {
+    return [&m](const std::vector<Tensor>& args) {
+      m.w1.zero_grad();
+      m.w2.zero_grad();
+      const Tensor loss = (args[0].matmul(m.w1).relu().matmul(m.w2) - args[1]).square().mean();
+      loss.backward();
+      const Tensor g1 = m.w1.grad(), g2 = m.w2.grad();
+      {
+        NoGrad guard;
+        m.w1.assign(m.w1 - g1 * 0.05f);
+        m.w2.assign(m.w2 - g2 * 0.05f);
+      }
+      realize({m.w1, m.w2, loss, g1, g2});
+      return std::vector<Tensor>{loss};
+    };
+  };
+  Capture step(step_of(captured));
+  auto plain_step = step_of(plain);
+  std::vector<Tensor> held;  // earlier gradients read after later steps keep their values
+  std::vector<std::vector<float>> held_values;
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<Tensor> args = batch(i);
+    const std::vector<float> want = values(plain_step(args)[0]);
+    const uint64_t replays = counters().capture_replays;
+    CAPTURE(i);
+    CHECK(bitwise_equal(values(step(args)[0]), want));
+    CHECK(counters().capture_replays == replays + (i >= 2 ? 1 : 0));
+    CHECK(bitwise_equal(values(captured.w1.grad()), values(plain.w1.grad())));
+    CHECK(bitwise_equal(values(captured.w2.grad()), values(plain.w2.grad())));
+    CHECK(bitwise_equal(values(captured.w1), values(plain.w1)));
+    held.push_back(captured.w2.grad() * 1);
+    held_values.push_back(values(plain.w2.grad()));
+  }
+  CHECK(step.captured(batch(0)));
+  for (size_t i = 0; i < held.size(); ++i) CHECK(bitwise_equal(values(held[i]), held_values[i]));
+}
+
 TEST_CASE("Capture rejects an empty function and undefined arguments or results") {
   CHECK_THROWS_AS(Capture(Capture::Step{}), Error);
   Capture id([](const std::vector<Tensor>& args) { return args; });
