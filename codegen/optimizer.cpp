@@ -97,6 +97,20 @@ double lane_score(const std::vector<Access>& all, const UOpPtr& range) {
   return score;
 }
 
+// Does some store's address along `range` come from loaded data (a scatter, as
+// scatter_reduce makes)? Its iterations may then write one address in turn,
+// which neither lanes nor threads may reorder.
+bool scatters_along(const UOpPtr& kernel, const UOpPtr& range) {
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::STORE) continue;
+    const UOpPtr& address = n->src.at(0)->src.at(1);
+    if (!reaches(address, range)) continue;
+    for (const auto& a : toposort(address))
+      if (a->op == Op::LOAD) return true;
+  }
+  return false;
+}
+
 // The range to put in SIMD lanes: the one most traffic is contiguous along, an
 // output range on a tie (its lanes need no folding).
 UOpPtr lane_candidate(const UOpPtr& kernel) {
@@ -106,6 +120,7 @@ UOpPtr lane_candidate(const UOpPtr& kernel) {
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
     if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if (scatters_along(kernel, r)) continue;
     const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
     if (score > best_score) best = r, best_score = score;
   }
@@ -275,7 +290,7 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
   if (end->op != Op::END || end->src.size() < 2) return nullptr;
   const UOpPtr& range = end->src[1];
   if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
-  if (trip(range).value_or(0) < 2) return nullptr;
+  if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
   return range;
 }
 

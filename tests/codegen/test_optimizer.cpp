@@ -145,6 +145,25 @@ TEST_CASE("optimize_kernel: leaves kernels alone when splitting is not possible 
   }
 }
 
+TEST_CASE(
+    "optimize_kernel: a range along which a store scatters stays a plain loop, and sums repeats in order") {
+  // out[idx[i]] += w[i] for 64 lookups into 4 rows: lanes or threads along i would
+  // lose the additions of repeated indices.
+  auto out = global(0, DType::Float32), idx = global(1, DType::Int32), w = global(2, DType::Float32);
+  auto i = make_range(64, 0);
+  const UOpPtr at = cast(load(idx, i), DType::Int64);
+  const UOpPtr target = index(out, at);
+  const auto kernel = sink({end(store(target, kb::load(target) + load(w, i)), {i})});
+  const auto opt = optimize_kernel(kernel);
+  CHECK(opt == kernel);
+  std::vector<float> sums(4, 0.0f), weights(64);
+  std::vector<int32_t> rows(64);
+  for (int k = 0; k < 64; ++k) rows[k] = (k * 7) % 4, weights[k] = 0.5f * static_cast<float>(k);
+  run_all(
+      compile_kernel(opt, "scatter"), opt,
+      {{sums.data(), sums.size() * 4}, {rows.data(), rows.size() * 4}, {weights.data(), weights.size() * 4}});
+}
+
 TEST_CASE("kernel_vars: sorted by name, each once; one name with two bounds is an error") {
   auto out = global(0, DType::Int64);
   auto b = make_var("b", 0, 10), a = make_var("a", 0, 10);
