@@ -9,6 +9,7 @@
 #include "schedule/range_split.hpp"
 #include "schedule/reduce_collapse.hpp"
 #include "schedule/reduce_unparented.hpp"
+#include "schedule/scatter_reduce.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
 
@@ -63,7 +64,9 @@ UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<Kerne
     ran.push_back({std::string(group), before, after});
   };
   const Stage flatten{"range_flatten", range_flatten};
-  UOpPtr k = run_stages("load_collapse", {{"load_collapse", load_collapse}}, kernel, ctx, record);
+  // scatter_reduce first: range_merge would fold the selected row into a merged range.
+  UOpPtr k = run_stages("scatter_reduce", {{"scatter_reduce", scatter_reduce}}, kernel, ctx, record);
+  k = run_stages("load_collapse", {{"load_collapse", load_collapse}}, k, ctx, record);
   k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, record);
   k = run_stages("range_simplify", {kSimplifier, flatten}, k, ctx, record);
   k = run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, record);

@@ -106,13 +106,13 @@ TEST_CASE("LOOM_DUMP_DIR writes every kernel at every stage, named after the ker
   for (const auto& entry : std::filesystem::directory_iterator(dir)) files.insert(entry.path().filename());
   for (const std::string want :
        {"graph.00.tensor.uop", "graph.01.split_reduceop.uop", "graph.02.rangeify.uop",
-        "graph.03.buffer_stages.uop", "r_64_32.00.simplify.uop", "r_64_32.01.load_collapse.uop",
-        "r_64_32.02.range_split.uop", "r_64_32.03.range_simplify.uop", "r_64_32.04.range_merge.uop",
-        "r_64_32.05.kernel.uop", "r_64_32.06.optimizer.uop", "r_64_32.07.transcendental.uop",
-        "r_64_32.08.expander.uop", "r_64_32.09.lower_reduce.uop", "r_64_32.10.linear.txt",
-        "r_64_32.11.llvm.ll", "r_64_32.12.asm.s"})
+        "graph.03.buffer_stages.uop", "r_64_32.00.simplify.uop", "r_64_32.01.scatter_reduce.uop",
+        "r_64_32.02.load_collapse.uop", "r_64_32.03.range_split.uop", "r_64_32.04.range_simplify.uop",
+        "r_64_32.05.range_merge.uop", "r_64_32.06.kernel.uop", "r_64_32.07.optimizer.uop",
+        "r_64_32.08.transcendental.uop", "r_64_32.09.expander.uop", "r_64_32.10.lower_reduce.uop",
+        "r_64_32.11.linear.txt", "r_64_32.12.llvm.ll", "r_64_32.13.asm.s"})
     CHECK_MESSAGE(files.count(want), want);
-  std::ifstream llvm(dir / "r_64_32.11.llvm.ll");
+  std::ifstream llvm(dir / "r_64_32.12.llvm.ll");
   const std::string text((std::istreambuf_iterator<char>(llvm)), std::istreambuf_iterator<char>());
   CHECK(has(text, "define void @r_64_32("));
   std::filesystem::remove_all(dir);

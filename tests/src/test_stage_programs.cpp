@@ -74,16 +74,25 @@ TEST_CASE("a one-hot embedding lookup of 256 rows of a [65536, 64] table has no 
 }
 
 TEST_CASE(
-    "the one-hot lookup's gradient with respect to the table reduces over the 256 lookups, not the rows") {
+    "the one-hot lookup's gradient with respect to the table is a zero fill and a scatter of 256 rows") {
   // d/dtable[r, d] of sum(lookup * w) is the sum of w[i, d] over the lookups i
-  // with idx[i] == r: a reduce over the 256 lookups, never one over 65536 rows.
+  // with idx[i] == r. scatter_reduce writes it as zeros plus w's 256 rows added
+  // into the rows they selected: no loop over the 65536 rows (the fill is one
+  // range over all 65536 * 64 elements) and no reduce at all.
   const Lookup l = lookup_inputs();
   const Tensor w = Tensor::rand({kLookups, kWidth}).realize();
   const Tensor g = gradient((one_hot_lookup(l) * w).sum(), {l.table})[0];
   const Schedule s = kernel_asts_of({g});
-  for (const UOpPtr& r : nodes_of(s, Op::REDUCE))
-    for (size_t i = 1; i < r->src.size(); ++i)
-      CHECK_FALSE((r->src[i]->src[0]->is_const() && r->src[i]->src[0]->const_int() == kRows));
+  CHECK(s.kernels.size() == 1);
+  CHECK_FALSE(loops_over(s, kRows));
+  CHECK(nodes_of(s, Op::REDUCE).empty());
+  CHECK(loops_over(s, kLookups));
+  {  // with scatter_reduce off, every table element sums over the 256 lookups
+    Context off{{"DISABLE", "scatter_reduce"}};
+    const Schedule dense = kernel_asts_of({gradient((one_hot_lookup(l) * w).sum(), {l.table})[0]});
+    CHECK(loops_over(dense, kRows));
+    CHECK(nodes_of(dense, Op::REDUCE).size() == 1);
+  }
   const std::vector<float> ws = w.to_vector<float>();
   std::vector<float> expected(kRows * kWidth, 0.0f);
   for (int64_t i = 0; i < kLookups; ++i)
@@ -111,6 +120,25 @@ TEST_CASE("index_select and gather read only the rows they select") {
   CHECK_FALSE(loops_over(g, kRows));
   CHECK(nodes_of(g, Op::REDUCE).empty());
   CHECK(gathered.to_vector<float>() == l.expected());
+}
+
+TEST_CASE("index_select's gradient scatters the selected rows back, repeated indices adding up") {
+  // nn::Embedding's backward: the rows that 256 lookups (with repeats) read from a
+  // [65536, 64] table get the sum of their upstream rows; every other row is 0.
+  const Lookup l = lookup_inputs();
+  std::vector<int32_t> ids = l.ids;
+  for (size_t i = 0; i < ids.size(); i += 4) ids[i] = ids[0];  // a quarter of the lookups share one row
+  const Tensor idx = Tensor::from_vector(ids, {kLookups});
+  const Tensor w = Tensor::rand({kLookups, kWidth}).realize();
+  const Tensor g = gradient((l.table.index_select(0, idx) * w).sum(), {l.table})[0];
+  const Schedule s = kernel_asts_of({g});
+  CHECK_FALSE(loops_over(s, kRows));
+  CHECK(nodes_of(s, Op::REDUCE).empty());
+  const std::vector<float> ws = w.to_vector<float>();
+  std::vector<float> expected(kRows * kWidth, 0.0f);
+  for (int64_t i = 0; i < kLookups; ++i)
+    for (int64_t d = 0; d < kWidth; ++d) expected[ids[i] * kWidth + d] += ws[i * kWidth + d];
+  CHECK(g.to_vector<float>() == expected);  // the same additions in the same order: exact
 }
 
 TEST_CASE("a full sum of 16M floats runs as two kernels, the first split across threads") {
