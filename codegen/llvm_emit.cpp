@@ -278,6 +278,8 @@ Value* Emitter::alu(const UOp& u) {
   if (is_comparison(u.op)) return compare(u.op, u.src[0]->dtype, arg(0), arg(1));
   if (is_binary(u.op)) return binary(u.op, u.dtype, arg(0), arg(1));
   if (u.op == Op::WHERE) return b_.CreateSelect(arg(0), arg(1), arg(2));
+  if (u.op == Op::MULACC && u.dtype.is_float())  // may fuse (docs/kernel-ir.md): one FMA where the CPU has it
+    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {arg(0)->getType()}, {arg(0), arg(1), arg(2)});
   if (u.op == Op::MULACC) return binary(Op::ADD, u.dtype, binary(Op::MUL, u.dtype, arg(0), arg(1)), arg(2));
   Value* x = arg(0);
   if (u.op == Op::TRUNC && !u.dtype.is_float()) return x;              // integers are whole already

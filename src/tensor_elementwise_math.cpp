@@ -2,6 +2,7 @@
 // LOG2 SIN SQRT RECIP POW, which are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
 // measures it against higher-precision libm. Integer inputs compute in Float32.
+#include "ir/float_math.hpp"
 #include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -37,16 +38,17 @@ UOpPtr pow2(const UOpPtr& n) {
 
 }  // namespace
 
-// exp(x) = 2^r' * 2^n1 * 2^n2: n = round(x*log2(e)), r = x - n*ln2 with ln2 in two parts
-// (Cody and Waite; n*LN2_HI is exact), r' = r*log2(e), |r| <= ln2/2. exp2(x*log2(e)) directly
-// would lose about |x|/2 ulps to the rounding of the product; this keeps ~1 ulp over the
-// whole range. 2^n is applied as two exact halves so results near overflow and in the
-// subnormal range round once; x is clamped first (the clamp is past both ends of the range).
+// Float32: ir/float_math.hpp builds e^x whole (one Cody-Waite reduction, a polynomial for
+// e^r, an exact 2^n). Float64: exp(x) = 2^r' * 2^n1 * 2^n2 with n = round(x*log2(e)),
+// r = x - n*ln2 with ln2 in two parts (Cody and Waite; n*LN2_HI is exact), r' = r*log2(e),
+// |r| <= ln2/2. exp2(x*log2(e)) directly would lose about |x|/2 ulps to the rounding of the
+// product; this keeps ~1 ulp over the whole range. 2^n is applied as two exact halves so
+// results near overflow and in the subnormal range round once; x is clamped first (the clamp
+// is past both ends of the range).
 UOpPtr detail::exp_of(const UOpPtr& x) {
-  const bool f32 = is_f32(x);
-  const double ln2_hi = f32 ? 0.693359375 : 6.93147180369123816490e-01;  // 9 and 32 significant bits
-  const double ln2_lo = f32 ? -2.12194440054690583e-4 : 1.90821492927058770002e-10;
-  const UOpPtr xc = clamp_of(x, f32 ? -150 : -1000, f32 ? 150 : 1000);
+  if (is_f32(x)) return exp_f32(x);
+  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;  // 32 bits + rest
+  const UOpPtr xc = clamp_of(x, -1000, 1000);
   const UOpPtr n = floor_of(xc * c(x, std::numbers::log2e) + c(x, 0.5));
   const UOpPtr r = (xc - n * c(x, ln2_hi)) - n * c(x, ln2_lo);
   const UOpPtr n1 = floor_of(n * c(x, 0.5));
@@ -78,7 +80,9 @@ UOpPtr expm1_series(const UOpPtr& y) {
 // where (1 - u)/(1 + u) with u = exp(-2|x|) would cancel; beyond, 1 - 2u/(1 + u), whose small
 // term's error hardly reaches the result and which is exactly 1 once u rounds away (no NaN
 // for any x). The sign is put back last; a zero returns itself (tanh(-0) = -0).
+// Float32: ir/float_math.hpp's -t/(t + 2) with t = expm1(-2|x|) from one range reduction.
 UOpPtr detail::tanh_of(const UOpPtr& x) {
+  if (is_f32(x)) return tanh_f32(x);
   const UOpPtr a = umax(x, -x), y = a * c(x, -2), u = exp_of(y), one = c(x, 1);
   const UOpPtr t = expm1_series(y);
   const UOpPtr near_zero = -t / (t + c(x, 2)), far = one - (u + u) / (one + u);
@@ -89,7 +93,7 @@ UOpPtr detail::tanh_of(const UOpPtr& x) {
 // sigmoid(x) = 1/(1 + e) for x >= 0 and e/(1 + e) for x < 0, with e = exp(-|x|) <= 1: never
 // inf/inf, and e^x's subnormal tail survives for very negative x.
 UOpPtr detail::sigmoid_of(const UOpPtr& x) {
-  const UOpPtr e = exp_of(-umax(x, -x)), one = c(x, 1);
+  const UOpPtr e = exp_of(where(x < c(x, 0), x, -x)), one = c(x, 1);  // -|x| (NaN stays)
   return where(x < c(x, 0), e, one) / (one + e);
 }
 

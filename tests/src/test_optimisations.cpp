@@ -214,3 +214,32 @@ TEST_CASE("relu(a*b+c).exp(): one kernel, vectorised, with no libm call in loom'
   const float want = std::exp(1.25f);
   CHECK(std::abs(y.to_vector<float>()[12345] - want) <= 2e-7f * want);
 }
+
+// The Float32 exp family from UOps (ir/float_math.hpp): one range reduction per exp, clamps
+// as compare-and-select, n read from the float's bits (no float-to-int conversion, no floor).
+TEST_CASE("exp, sigmoid and tanh on Float32: one range reduction, no libm call, no conversions") {
+  for (const auto& [name, f] : std::vector<std::pair<std::string, Tensor (*)(const Tensor&)>>{
+           {"exp", [](const Tensor& t) { return t.exp(); }},
+           {"sigmoid", [](const Tensor& t) { return t.sigmoid(); }},
+           {"tanh", [](const Tensor& t) { return t.tanh(); }}}) {
+    CAPTURE(name);
+    FreshCaches fresh;
+    const Tensor x = Tensor::full({256, 256}, 0.75).realize();
+    Kernels seen;
+    const Tensor y = f(x).realize();
+    const UOpPtr k = seen.only();
+    const std::string ir = emit_llvm_ir(k, seen.all().begin()->first);
+    INFO(ir);
+    CHECK(count_of(ir, "call " + vector_type(native_f32_lanes()) + " @llvm.fmuladd") ==
+          count_of(ir, "call "));
+    for (const char* absent : {"@llvm.exp", "@llvm.maximum", "fptosi", "@llvm.trunc", "@llvm.floor"})
+      CHECK(count_of(ir, absent) == 0);
+    // Two multiply-adds for the Cody-Waite reduction, one for n, the polynomial's degree: one
+    // reduction, where there used to be two (exp's and then EXP2's of the reduced argument).
+    CHECK(count_of(ir, "@llvm.fmuladd") <= 2 + 1 + 8 + 1);  // + the declaration
+    const double want = name == "exp"    ? std::exp(0.75)
+                        : name == "tanh" ? std::tanh(0.75)
+                                         : 1 / (1 + std::exp(-0.75));
+    CHECK(std::abs(y.to_vector<float>()[777] - want) <= 3e-7 * want);
+  }
+}

@@ -1,0 +1,122 @@
+// Float32 exp and exp2 from UOps (see float_math.hpp).
+//
+//   exp2(x) = p(r) * 2^n        n = round(x), r = x - n (exact), |r| <= 1/2
+//   exp(x)  = q(r) * 2^n        n = round(x log2 e), r = x - n ln2 (Cody-Waite), |r| <= ln2/2
+//
+// Both arguments are clamped past the ends of the range first (NaN passes), so
+// |n| <= 152. n comes from one float add: x + 1.5*2^23 rounds x to an integer in
+// the low bits of the mantissa (for |x| < 2^22), which then read as an integer give
+// n with no float-to-int conversion. 2^n is applied as two exact halves so results
+// near overflow and in the subnormal range round once.
+#include "ir/float_math.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace loom {
+
+namespace {
+
+constexpr double kRoundShift = 0x1.8p23;         // x + this has round(x) in its low mantissa bits
+constexpr int64_t kRoundShiftBits = 0x4B400000;  // its bits as an Int32
+
+// A constant for a form over `like`: scalar in a kernel, broadcast to like's
+// shape in a tensor graph (where an elementwise op takes its shape from its operands).
+UOpPtr constant(const UOpPtr& like, DType dt, double v) {
+  const UOpPtr c = const_like(dt, v);
+  if (!like->shape() || like->shape()->empty()) return c;
+  const Shape ones(like->shape()->size(), 1);
+  return UOp::make(Op::EXPAND, dt, {UOp::make(Op::RESHAPE, dt, {c}, ones)}, *like->shape());
+}
+UOpPtr f32(const UOpPtr& like, double v) { return constant(like, DType::Float32, v); }
+UOpPtr i32(const UOpPtr& like, int64_t v) { return constant(like, DType::Int32, static_cast<double>(v)); }
+UOpPtr mulacc(const UOpPtr& a, const UOpPtr& b, const UOpPtr& c) { return alu(Op::MULACC, {a, b, c}); }
+UOpPtr bits_of(const UOpPtr& x) { return UOp::make(Op::BITCAST, DType::Int32, {x}); }
+
+// 2^k for an Int32 k in [-126, 127]: the biased exponent in place.
+UOpPtr pow2(const UOpPtr& k) {
+  return UOp::make(Op::BITCAST, DType::Float32, {alu(Op::SHL, {k + i32(k, 127), i32(k, 23)})});
+}
+
+// p * 2^n for an Int32 n in [-252, 254], rounding once: 2^n as two normal halves.
+UOpPtr scale_by_pow2(const UOpPtr& p, const UOpPtr& n) {
+  const UOpPtr n1 = alu(Op::SHR, {n, i32(n, 1)});  // floor(n / 2): SHR is arithmetic on Int32
+  return (p * pow2(n1)) * pow2(n - n1);
+}
+
+// (e^(s r) - 1) / r by its Taylor polynomial of degree `degree` - 1 in Horner form, so
+// r * it is e^(s r) - 1 to degree `degree`.
+UOpPtr expm1_quotient(const UOpPtr& r, double s, int degree) {
+  double factorial = 1;
+  for (int k = 2; k <= degree; ++k) factorial *= k;
+  UOpPtr p = f32(r, std::pow(s, degree) / factorial);
+  for (int k = degree - 1; k >= 1; --k) {
+    factorial /= k + 1;
+    p = mulacc(r, p, f32(r, std::pow(s, k) / factorial));
+  }
+  return p;
+}
+
+// e^(s r) by its Taylor polynomial of degree 7. For |s r| <= 0.35 the first term left
+// out, (s r)^8 / 8!, is below 0.05 ulp of the result.
+UOpPtr exp_polynomial(const UOpPtr& r, double s) { return mulacc(r, expm1_quotient(r, s, 7), f32(r, 1)); }
+
+// n = round(x log2 e) and r = x - n ln2 (Cody and Waite): ln2_hi has 9 significant bits,
+// so n * ln2_hi is exact for |n| <= 2^15 and x - n ln2_hi cancels exactly; r is then
+// within an ulp of x - n ln2. `shifted` holds n in its low mantissa bits.
+struct Reduced {
+  UOpPtr shifted, n, r;
+};
+Reduced reduce_by_ln2(const UOpPtr& x) {
+  constexpr double ln2_hi = 0.693359375, ln2_lo = -2.12194440054690583e-4;
+  const UOpPtr shifted = mulacc(x, f32(x, std::numbers::log2e), f32(x, kRoundShift));
+  const UOpPtr n = shifted - f32(x, kRoundShift);
+  return {shifted, n, mulacc(n, f32(x, -ln2_lo), mulacc(n, f32(x, -ln2_hi), x))};
+}
+UOpPtr integer_in(const UOpPtr& shifted) { return bits_of(shifted) - i32(shifted, kRoundShiftBits); }
+
+}  // namespace
+
+UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi) {
+  const UOpPtr low = constant(x, x->dtype, lo), high = constant(x, x->dtype, hi);
+  const UOpPtr above_low = where(x < low, low, x);
+  return where(high < above_low, high, above_low);
+}
+
+// exp2: 2^-151 rounds to 0 and 2^129 overflows, so the clamp changes no result.
+UOpPtr exp2_f32(const UOpPtr& x) {
+  const UOpPtr xc = clamp_keeping_nan(x, -151, 129);
+  const UOpPtr shifted = xc + f32(x, kRoundShift);
+  const UOpPtr r = xc - (shifted - f32(x, kRoundShift));
+  return scale_by_pow2(exp_polynomial(r, std::numbers::ln2), integer_in(shifted));
+}
+
+// exp: e^-104 rounds to 0 and e^89 overflows. Computing 2^(x log2 e) instead would
+// lose about |x|/2 ulps to the rounding of the product.
+UOpPtr exp_f32(const UOpPtr& x) {
+  const Reduced d = reduce_by_ln2(clamp_keeping_nan(x, -104, 89));
+  return scale_by_pow2(exp_polynomial(d.r, 1), integer_in(d.shifted));
+}
+
+// e^y - 1 = 2^n (e^r - 1) + (2^n - 1) for y <= 0, with e^r - 1 = r * q(r): relatively
+// accurate near 0 (n = 0, r = y), and one rounding in the last multiply-add. Below -20
+// the result is -1 either way, so y is clamped there (|n| <= 29, 2^n normal).
+UOpPtr expm1_nonpositive(const UOpPtr& y) {
+  const Reduced d = reduce_by_ln2(where(y < f32(y, -20), f32(y, -20), y));
+  const UOpPtr s = pow2(integer_in(d.shifted));
+  return mulacc(s, d.r * expm1_quotient(d.r, 1, 8), s - f32(y, 1));
+}
+
+// tanh(|x|) = -t / (t + 2) with t = e^(-2|x|) - 1, in [-1, 0]: no cancellation (t + 2 >= 1),
+// exactly 1 once t rounds to -1, never NaN for a number; x's sign bit is put back last
+// (tanh(-0) = -0).
+UOpPtr tanh_f32(const UOpPtr& x) {
+  const UOpPtr sign = i32(x, -0x80000000LL), bits = bits_of(x);
+  const UOpPtr a = UOp::make(Op::BITCAST, DType::Float32, {alu(Op::AND, {bits, i32(x, 0x7fffffff)})});
+  const UOpPtr t = expm1_nonpositive(a * f32(x, -2));
+  const UOpPtr magnitude = -t / (t + f32(x, 2));
+  return UOp::make(Op::BITCAST, DType::Float32,
+                   {alu(Op::OR, {bits_of(magnitude), alu(Op::AND, {bits, sign})})});
+}
+
+}  // namespace loom

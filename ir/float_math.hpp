@@ -1,0 +1,21 @@
+#pragma once
+// Float32 elementary functions as UOp forms: range reduction and polynomials
+// built from + - * MULACC, compares, selects and bit moves, so a kernel that
+// uses them vectorises to the full SIMD width (no libm call per lane). The
+// front end builds exp from them; codegen/transcendental.cpp lowers EXP2, LOG2,
+// SIN and POW to them. docs/api.md states each one's error bound, which
+// tests/src/test_tensor_elementwise_math.cpp measures.
+#include "ir/uop.hpp"
+
+namespace loom {
+
+// max(lo, min(x, hi)) as two compare-and-selects that let NaN through (each one
+// machine instruction on x86: maxps/minps with the operands in this order).
+UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi);
+
+// The Float32 functions; x is a scalar Float32 UOp.
+UOpPtr exp_f32(const UOpPtr& x);   // e^x, one Cody-Waite reduction
+UOpPtr exp2_f32(const UOpPtr& x);  // 2^x
+UOpPtr tanh_f32(const UOpPtr& x);  // via e^(-2|x|) - 1, one reduction
+
+}  // namespace loom
