@@ -185,12 +185,19 @@ const CompositeRule kComposites[] = {
   {Op::MUL,   {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::MUL) && is(y->src[0], 0, Op::EXP2) && is(y, 1, Op::BITCAST); },
    exp_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y; }},
+  // The same for Float32's form: p(r) * 2^n1 * 2^n2, r from x clamped by two selects.
+  {Op::MUL,   {0, 0, 0, 2, 2, 2, 2},
+   [](const UOpPtr& y) { return is(y, 0, Op::MUL) && is(y->src[0], 0, Op::MULACC) && is(y, 1, Op::BITCAST); },
+   exp_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y; }},
   // sigmoid' = y (1 - y): 1/4 at 0, where the form's |x| tie would give 0.
   {Op::FDIV,  {0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::WHERE) && is(y->src[0], 0, Op::CMPLT) && is(y, 1, Op::ADD); },
    sigmoid_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y * (c(y, 1) - y); }},
   // tanh' = 1 - y^2, instead of the derivative of its series and two branches.
   {Op::WHERE, {1}, where_on_zero_test,
+   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (c(y, 1) - y * y); }},
+  // The same for Float32's form, whose last step puts x's sign bit back.
+  {Op::BITCAST, {0, 1, 0, 0}, [](const UOpPtr& y) { return is(y, 0, Op::OR); },
    tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (c(y, 1) - y * y); }},
   // cos' = -sin: the form's sin(2x) / (2 sin x), masked off at 0 by a where, is 0/0 there.
   {Op::WHERE, {0, 0}, where_on_zero_test,

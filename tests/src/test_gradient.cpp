@@ -316,3 +316,16 @@ TEST_CASE("formula: the L2 norm, dx = x / |x|") {
   for (double v : xv) want.push_back(v / std::sqrt(sq));
   check_close(gradient(x.square().sum().sqrt(), {x})[0].to_vector<double>(), want);
 }
+
+TEST_CASE("formula: Float32 exp and tanh, whose forms differ from Float64's: dx = y w and (1 - y^2) w") {
+  const std::vector<float> xv{-3.5f, -0.75f, -1e-3f, 0.0f, 0.25f, 0.5443f, 2.0f, 9.0f};
+  const std::vector<float> wv{1.0f, -2.0f, 0.5f, 3.0f, -1.0f, 0.25f, 2.0f, -0.5f};
+  const Tensor x = Tensor::from_vector<float>(xv, {8}), w = Tensor::from_vector<float>(wv, {8});
+  const auto dexp = gradient((x.exp() * w).sum(), {x})[0].to_vector<float>();
+  const auto dtanh = gradient((x.tanh() * w).sum(), {x})[0].to_vector<float>();
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const double e = std::exp(double{xv[i]}), t = std::tanh(double{xv[i]});
+    CHECK(dexp[i] == doctest::Approx(e * wv[i]).epsilon(1e-6));
+    CHECK(dtanh[i] == doctest::Approx((1 - t * t) * wv[i]).epsilon(1e-6));
+  }
+}
