@@ -53,6 +53,27 @@ BENCHMARK_CAPTURE(index_select_lookup, no_reduce_collapse, std::string("reduce_c
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
+// The lookup's gradient with respect to the table (nn::Embedding's backward):
+// with scatter_reduce a zero fill of the table's gradient plus 256 rows added
+// in; without, a sum over the 256 lookups for each of its 4M elements.
+void one_hot_lookup_gradient(benchmark::State& state, const std::string& disable) {
+  const Tensor idx = Tensor::randint(0, kRows, {kLookups}).realize();
+  const Tensor table = Tensor::rand({kRows, kWidth}).realize();
+  const Tensor upstream = Tensor::rand({kLookups, kWidth}).realize();
+  loom::Context ctx{{"DISABLE", disable}};
+  for (auto _ : state) {
+    const Tensor y = (idx.one_hot(kRows).cast(DType::Float32).unsqueeze(-1) * table).sum(1);
+    Tensor g = loom::gradient((y * upstream).sum(), {table})[0];
+    g.realize();
+    benchmark::DoNotOptimize(g);
+  }
+  state.SetBytesProcessed(state.iterations() * kRows * kWidth * 4);
+}
+BENCHMARK_CAPTURE(one_hot_lookup_gradient, all_stages, std::string(""))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(one_hot_lookup_gradient, no_scatter_reduce, std::string("scatter_reduce"))
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
 // A full sum of 16M floats: with split_reduceop two kernels, 256 partial sums
 // across threads, then their sum; without, one reduce on one thread.
 void sum_16m(benchmark::State& state, const std::string& disable) {
