@@ -137,20 +137,27 @@ int widest_element(const UOpPtr& kernel) {
 // ---- padding ------------------------------------------------------------------------
 // `range` runs to `end` instead: the iterations past its old end touch no memory
 // (their accesses become invalid) and add nothing to a REDUCE (its identity).
+// Every global access the padded range reaches gets `inside` in its validity,
+// inner ones first: an index loaded to address another access (a gather) is an
+// access of its own and must be guarded inside the outer one too.
+UOpPtr guard_accesses(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& inside) {
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const auto& n : toposort(kernel)) {
+    std::vector<UOpPtr> src;
+    for (const auto& s : n->src) src.push_back(done.at(s.get()));
+    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && reaches(n, padded))
+      src = {src[0], src[1], src.size() > 2 ? land(src[2], inside) : inside};
+    done[n.get()] = src == n->src ? n : n->with_src(std::move(src));
+  }
+  return done.at(kernel.get());
+}
+
 UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   const int64_t old_end = *trip(range);
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
   const UOpPtr inside = padded < old_end;
-  UOpPtr k = substitute(kernel, {{range, padded}});
-  std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
-  for (const auto& n : toposort(k)) {
-    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && reaches(n, padded)) {
-      std::vector<UOpPtr> src{n->src[0], n->src[1], n->src.size() > 2 ? land(n->src[2], inside) : inside};
-      guarded.emplace_back(n, n->with_src(std::move(src)));
-    }
-  }
-  k = substitute(k, guarded);
+  UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
   if (axis.kind != AxisKind::Reduce) return k;
   const UOpPtr red = reduce_of(k, padded);
   std::vector<UOpPtr> src = red->src;

@@ -164,6 +164,23 @@ TEST_CASE(
       {{sums.data(), sums.size() * 4}, {rows.data(), rows.size() * 4}, {weights.data(), weights.size() * 4}});
 }
 
+TEST_CASE("optimize_kernel: padding lanes guards a gather's index load as well as the gather") {
+  // out[i] = src[idx[i]] for 5 elements, padded to whole vectors: the padded lanes
+  // must not read idx past its end, not even to address the (masked) gather.
+  auto out = global(0, DType::Float64), idx = global(1, DType::Int64), src = global(2, DType::Float64);
+  auto i = make_range(5, 0);
+  const UOpPtr at = load(idx, i);
+  const UOpPtr ok = land(i64(-1) < at, at < i64(5));
+  const auto kernel = sink({end(store(index(out, i), kb::load(index(src, at, ok))), {i})});
+  const auto opt = optimize_kernel(kernel);
+  REQUIRE(!ranges_of_kind(opt, AxisKind::Upcast).empty());
+  std::vector<double> got(5, 0.0), values{1.5, 2.5, 3.5, 4.5, 5.5};
+  std::vector<int64_t> rows{4, 0, 9, 2, 2};
+  void* bufs[] = {got.data(), rows.data(), values.data()};
+  interpret_kernel_checked(opt, bufs, {5, 5, 5}, {});  // throws on any access past an end
+  CHECK(got == std::vector<double>{5.5, 1.5, 0.0, 3.5, 3.5});
+}
+
 TEST_CASE("kernel_vars: sorted by name, each once; one name with two bounds is an error") {
   auto out = global(0, DType::Int64);
   auto b = make_var("b", 0, 10), a = make_var("a", 0, 10);
