@@ -84,7 +84,8 @@ class Expander {
     // lists its outer part first), so consecutive lanes are consecutive in memory.
     for (const auto& n : nodes)
       if (n->op == Op::END || n->op == Op::REDUCE)
-        for (size_t i = 1; i < n->src.size(); ++i) rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()));
+        for (size_t i = 1; i < n->src.size(); ++i)
+          rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()));
     for (const auto& n : nodes) done_.emplace(n.get(), expand(n));
     return done_.at(kernel.get()).node;
   }
@@ -200,7 +201,13 @@ class Expander {
     }
     const int group = address.empty() ? 1 : contiguous_group(address);
     std::vector<Piece> pieces;
-    if (group == 1) {  // a gather (or one address for all lanes, with per-lane validity)
+    // Lanes that are unrolled iterations, not SIMD lanes, at scattered addresses (a
+    // register tile's rows of a): one scalar access each, never a gather.
+    const bool unrolled = std::all_of(axes.begin(), axes.end(), [](const LaneAxis& a) {
+      return a.range->get<AxisArg>().kind == AxisKind::Unroll;
+    });
+    if (group == 1 &&
+        !(unrolled && !address.empty())) {  // a gather (or one address for all lanes, with per-lane validity)
       const UOpPtr at = address.empty() ? broadcast(of(idx).node, n) : align(of(idx), axes);
       pieces.push_back({make_index(at, valid_lanes(0, n), n), 0, n});
       return pieces;

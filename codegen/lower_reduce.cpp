@@ -62,7 +62,15 @@ UOpPtr slice(const UOpPtr& v, int i, int n) {
   const int width = static_cast<int>(v->dtype.lanes) / n;
   std::vector<int64_t> picks;
   for (int l = i * width; l < (i + 1) * width; ++l) picks.push_back(l);
-  return gep(v, std::move(picks));
+  return pick(v, picks);
+}
+
+// acc + x*y folds as MULACC, which the emitter may contract into one fused
+// multiply-add (docs/semantics.md states the tolerance); other folds as `op`.
+UOpPtr fold(Op op, const UOpPtr& current, const UOpPtr& value) {
+  if (op == Op::ADD && value->op == Op::MUL && value->dtype.is_float())
+    return UOp::make(Op::MULACC, value->dtype, {value->src[0], value->src[1], current});
+  return alu(op, {current, value});
 }
 
 UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
@@ -79,7 +87,7 @@ UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
     std::vector<UOpPtr> fold_deps{init};
     fold_deps.insert(fold_deps.end(), reduce_ranges.begin(), reduce_ranges.end());
     const UOpPtr current = load(at(after(reg, fold_deps)));
-    updates.push_back(store(at(reg), alu(op, {current, value})));
+    updates.push_back(store(at(reg), fold(op, current, value)));
     regs.push_back(reg);
   }
   std::vector<UOpPtr> loop{n == 1 ? updates[0] : UOp::make(Op::SINK, DType::Bool, updates)};

@@ -7,10 +7,13 @@
 //             split further (output lanes) or the reduced one is (reduced lanes);
 //   blocks    a float sum is accumulated in nested blocks of at most kBlock per
 //             accumulator, so its error stays bounded as it grows;
-//   parallel  the outermost output range runs across threads.
+//   parallel  the outermost output range runs across threads;
+//   tiles     a matmul-like kernel (codegen/register_tile.hpp) gets a register
+//             tile instead: rows unrolled, columns unrolled x upcast.
 //
 // docs/performance.md explains the choices with the kernels of the benchmarks.
 #include "codegen/codegen.hpp"
+#include "codegen/register_tile.hpp"
 #include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pattern.hpp"
@@ -76,21 +79,12 @@ std::vector<Access> accesses(const UOpPtr& kernel) {
   return out;
 }
 
-// The address's step when `range` steps by one, if it is a constant.
-std::optional<int64_t> stride(const UOpPtr& index, const UOpPtr& range) {
-  const UOpPtr& idx = index->src.at(1);
-  if (!reaches(idx, range)) return 0;
-  const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
-  if (!step->is_const()) return std::nullopt;
-  return step->const_int();
-}
-
 // Bytes that become vector accesses minus bytes that become gathers if `range`
 // went to the lanes; accesses that do not use it are broadcast.
 double lane_score(const std::vector<Access>& all, const UOpPtr& range) {
   double score = 0;
   for (const Access& a : all) {
-    const auto s = stride(a.index, range);
+    const auto s = address_stride(a.index, range);
     if (s == 0) continue;
     score += s == 1 ? a.bytes : -a.bytes;
   }
@@ -272,6 +266,70 @@ UOpPtr upcast(UOpPtr k, const UOpPtr& range, int width) {
   return out;
 }
 
+// ---- register tiles -------------------------------------------------------------------
+// An output range padded to `end` without masking its loads: every load reads
+// at the range clamped to its old end (a duplicate of a real row, in bounds),
+// and only the stores are guarded. So the inner loop of a tile whose rows do
+// not divide the output has no per-row validity to test.
+UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
+  const int64_t old_end = *trip(range);
+  if (end == old_end) return kernel;
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(end, axis.id, axis.kind);
+  const UOpPtr clamped = where(padded < old_end, padded, const_int(DType::Int64, old_end - 1));
+  const UOpPtr k = substitute(kernel, {{range, padded}});
+  std::vector<const UOp*> stored;
+  for (const auto& n : toposort(k))
+    if (n->op == Op::STORE) stored.push_back(n->src.at(0).get());
+  std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
+  for (const auto& n : toposort(k)) {
+    if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(n, padded)) continue;
+    std::vector<UOpPtr> src = n->src;
+    if (std::find(stored.begin(), stored.end(), n.get()) != stored.end())
+      src.resize(3), src[2] = n->src.size() > 2 ? land(n->src[2], padded < old_end) : padded < old_end;
+    else
+      src[1] = substitute(src[1], {{padded, clamped}});
+    fixed.emplace_back(n, n->with_src(std::move(src)));
+  }
+  return substitute(k, fixed);
+}
+
+// The kernel's one END lists `first` before its other ranges.
+UOpPtr loop_first(const UOpPtr& kernel, const UOpPtr& first) {
+  const UOpPtr& end = kernel->src.at(0);
+  std::vector<UOpPtr> src{end->src[0], first};
+  for (size_t i = 1; i < end->src.size(); ++i)
+    if (end->src[i] != first) src.push_back(end->src[i]);
+  return kernel->with_src({end->with_src(std::move(src))});
+}
+
+// Loops of one iteration left by the splits become their only value, so the
+// kernel's first loop is one that can be shared between threads.
+UOpPtr drop_unit_loops(UOpPtr k) {
+  for (const auto& r : ranges_of(k))
+    if (kind(r) == AxisKind::Loop && trip(r) == 1) k = substitute(k, {{r, const_int(DType::Int64, 0)}});
+  const UOpPtr& end = k->src.at(0);
+  std::vector<UOpPtr> src{end->src[0]};
+  for (size_t i = 1; i < end->src.size(); ++i)
+    if (end->src[i]->op == Op::RANGE) src.push_back(end->src[i]);
+  return k->with_src({end->with_src(std::move(src))});
+}
+
+// The register tile of codegen/register_tile.hpp: columns -> (outer * vectors +
+// unrolled) * lanes + lane, rows -> outer * rows + unrolled, the column blocks
+// the outer loop (each thread keeps its block of b's columns in cache while
+// the rows of a stream past).
+UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
+  const int64_t rows_id = mm.rows->get<AxisArg>().id;
+  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers);
+  auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
+  k = pad_output_range(split_cols, find_range(split_cols, rows_id),
+                       (*trip(mm.rows) + tile.rows - 1) / tile.rows * tile.rows);
+  if (tile.rows > 1) k = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll).root;
+  if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);
+  return drop_unit_loops(k);
+}
+
 // ---- blocks of every float sum ------------------------------------------------------
 // Any float-sum range still longer than kBlock (the reduced one when the lanes
 // are outputs, or when nothing was upcast) is blocked the same way.
@@ -344,9 +402,14 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
   if (!has_kind(k, AxisKind::Upcast) && !has_kind(k, AxisKind::Unroll) && !has_kind(k, AxisKind::Parallel)) {
     const int bytes = options.vector_bytes > 0 ? options.vector_bytes : host_vector_bytes();
     const int width = bytes / widest_element(k);
-    if (width >= 2)
-      if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);
-    k = simplify(block_all_sums(k));
+    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
+    if (mm) {
+      k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes)));
+    } else {
+      if (width >= 2)
+        if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);
+      k = simplify(block_all_sums(k));
+    }
   }
   if (const UOpPtr range = parallel_candidate(k))
     k = substitute(k, {{range, with_kind(range, AxisKind::Parallel)}});

@@ -22,10 +22,13 @@ struct KernelPass {
 const std::array<KernelPass, 4>& kernel_passes() {
   static const std::array<KernelPass, 4> passes{{
       {"optimizer", true,
-       [](const UOpPtr& k, const Flags& f) { return optimize_kernel(k, OptimizerOptions{!f.noopt}); }},
+       [](const UOpPtr& k, const Flags& f) {
+         return optimize_kernel(k, OptimizerOptions{!f.noopt, f.vector_bits / 8});
+       }},
       {"transcendental", true, [](const UOpPtr& k, const Flags&) { return lower_transcendental(k); }},
       {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
-      {"lower_reduce", false, [](const UOpPtr& k, const Flags&) { return lower_reduce(k); }},
+      {"lower_reduce", false,
+       [](const UOpPtr& k, const Flags& f) { return lower_reduce(k, f.vector_bits / 8); }},
   }};
   return passes;
 }

@@ -30,6 +30,7 @@ const HostVectors& host() {
 }  // namespace
 
 int host_vector_bytes() { return host().bytes; }
+int vector_registers(int vector_bytes) { return vector_bytes >= 64 ? 32 : 16; }
 std::string host_vector_isa() { return host().isa; }
 
 }  // namespace loom

@@ -7,6 +7,9 @@ namespace loom {
 
 // Bytes in one SIMD register: 64 with AVX-512, 32 with AVX/AVX2, 16 otherwise.
 int host_vector_bytes();
+// SIMD registers an x86-64 core has of `vector_bytes` width: 32 zmm with AVX-512
+// (64 bytes), 16 ymm or xmm otherwise.
+int vector_registers(int vector_bytes);
 // The host's name for the width, for logs and docs: "avx512", "avx2", "sse".
 std::string host_vector_isa();
 

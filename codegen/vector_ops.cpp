@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace loom {
@@ -14,6 +15,59 @@ UOpPtr broadcast(const UOpPtr& x, int lanes) {
 UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes) {
   const DType dt = v->dtype.base().vec(static_cast<int>(lanes.size()));
   return UOp::make(Op::GEP, dt, {v}, std::move(lanes));
+}
+
+namespace {
+
+// Lanes `lanes` of a VECTORIZE: from one source, or from scalars; null otherwise.
+UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes) {
+  std::vector<std::pair<size_t, int64_t>> at;  // each lane of v: its source and its lane there
+  for (size_t s = 0; s < v->src.size(); ++s)
+    for (int64_t l = 0; l < static_cast<int64_t>(v->src[s]->dtype.lanes); ++l) at.emplace_back(s, l);
+  const size_t first = at.at(static_cast<size_t>(lanes.at(0))).first;
+  bool one_source = true, scalars = true;
+  std::vector<int64_t> within;
+  std::vector<UOpPtr> picked;
+  for (int64_t l : lanes) {
+    const auto [s, sl] = at.at(static_cast<size_t>(l));
+    one_source &= s == first;
+    scalars &= v->src[s]->dtype.lanes == 1;
+    within.push_back(sl);
+    picked.push_back(v->src[s]);
+  }
+  if (one_source) return pick(v->src[first], within);
+  if (scalars) return UOp::make(Op::VECTORIZE, v->dtype.base().vec(static_cast<int>(lanes.size())), picked);
+  return nullptr;
+}
+
+bool lane_wise(const UOpPtr& v) {
+  if (!is_alu(v->op) && v->op != Op::CAST) return false;
+  return std::all_of(v->src.begin(), v->src.end(),
+                     [&](const UOpPtr& s) { return s->dtype.lanes == v->dtype.lanes; });
+}
+
+}  // namespace
+
+UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
+  const int n = static_cast<int>(lanes.size());
+  bool identity = n == static_cast<int>(v->dtype.lanes);
+  for (int i = 0; identity && i < n; ++i) identity = lanes[static_cast<size_t>(i)] == i;
+  if (identity) return v;
+  if (v->dtype.lanes == 1) return broadcast(v, n);  // every lane is the scalar
+  if (v->op == Op::VECTORIZE)
+    if (UOpPtr p = pick_vectorized(v, lanes)) return p;
+  if (v->op == Op::GEP) {
+    const auto& inner = v->get<std::vector<int64_t>>();
+    std::vector<int64_t> through;
+    for (int64_t l : lanes) through.push_back(inner.at(static_cast<size_t>(l)));
+    return pick(v->src[0], through);
+  }
+  if (v->dtype.lanes > 1 && lane_wise(v)) {
+    std::vector<UOpPtr> src;
+    for (const auto& s : v->src) src.push_back(pick(s, lanes));
+    return UOp::make(v->op, v->dtype.base().vec(n), std::move(src), v->arg);
+  }
+  return gep(v, lanes);
 }
 
 UOpPtr vconst(DType dt, double v) { return broadcast(const_like(dt.base(), v), dt.lanes); }

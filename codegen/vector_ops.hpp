@@ -11,6 +11,11 @@ namespace loom {
 UOpPtr broadcast(const UOpPtr& x, int lanes);
 // GEP: the lanes `lanes` of vector `v`, as a vector (a scalar for one lane).
 UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes);
+// The same lanes as gep(v, lanes), picked from what `v` is built of where that
+// is simpler: through GEP, VECTORIZE and lane-wise ops, so a register-wide slice
+// of a tile's product is a product of a broadcast and a vector, not a shuffle of
+// a wide product.
+UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes);
 // A constant `v` of `dt`'s scalar type, broadcast to `dt`'s lanes.
 UOpPtr vconst(DType dt, double v);
 // The identity of a REDUCE op (ADD 0, MUL 1, MAX the lowest value) as a `dt` constant.

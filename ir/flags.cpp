@@ -34,6 +34,9 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_CHECK_BOUNDS", "0 or 1",
      "1 makes every kernel check each load and store index against its buffer's size; a violation is a "
      "loom::Error naming the kernel and the buffer"},
+    {"LOOM_VECTOR_WIDTH", "0, 128, 256 or 512",
+     "the SIMD register width in bits the optimiser plans lanes and register tiles for (0: the host's); "
+     "a wider one than the host has still runs, LLVM splitting each vector"},
     {"LOOM_DUMP_DIR", "a directory",
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
     {"LOOM_CACHE_DIR", "a directory, or off",
@@ -121,6 +124,13 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   if (name == "LOOM_DISABLE") return f.disable = split_list(v), "";
   if (name == "LOOM_PCONTIG") return ranged(f.pcontig, 0, 10);
   if (name == "LOOM_CHECK_BOUNDS") return boolean(f.check_bounds);
+  if (name == "LOOM_VECTOR_WIDTH") {
+    const auto bits = parse_int(v, 0, 512);
+    if (!bits || (*bits != 0 && *bits != 128 && *bits != 256 && *bits != 512))
+      return "expected 0, 128, 256 or 512";
+    f.vector_bits = *bits;
+    return "";
+  }
   if (name == "LOOM_DUMP_DIR") return f.dump_dir = v, "";
   if (name == "LOOM_CACHE_DIR") return f.cache_dir = v, "";
   if (name == "LOOM_PROFILE") return f.profile = v, "";

@@ -47,6 +47,7 @@ std::string codegen_options(const Flags& flags) {
   for (std::string_view pass : kernel_pass_names())
     if (flags.disabled(pass)) out += fmt::format(" -{}", pass);
   if (flags.check_bounds) out += " check_bounds";
+  if (flags.vector_bits) out += fmt::format(" vector_bits={}", flags.vector_bits);
   return out;
 }
 

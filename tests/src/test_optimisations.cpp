@@ -243,3 +243,32 @@ TEST_CASE("exp, sigmoid and tanh on Float32: one range reduction, no libm call, 
     CHECK(std::abs(y.to_vector<float>()[777] - want) <= 3e-7 * want);
   }
 }
+
+TEST_CASE(
+    "linear + bias + relu: one kernel with a register tile, within the FMA tolerance of docs/semantics.md") {
+  FreshCaches fresh;
+  const int64_t m = 37, k = 300, n = 53;  // tails in rows and columns
+  Tensor a = Tensor::randn({m, k}).realize(), w = Tensor::randn({k, n}).realize(),
+         b = Tensor::randn({n}).realize();
+  const Tensor y = (a.matmul(w) + b).relu();
+  const ref::RefTensor want = test::reference(y);
+  const ref::RefTensor scale = test::reference(a.abs().matmul(w.abs()) + b.abs());  // sum of |a w| + |b|
+  Kernels seen;
+  const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+  const UOpPtr opt = seen.only_optimized();                  // bias and relu fused: one kernel
+  CHECK(ranges_of_kind(opt, AxisKind::Unroll).size() == 2);  // rows, column vectors
+  CHECK(ranges_of_kind(opt, AxisKind::Upcast).size() == 1);
+  REQUIRE(static_cast<int64_t>(got.size()) == m * n);
+  for (int64_t e = 0; e < m * n; ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= (k + 1) * std::ldexp(1.0, -24) * scale.at(e));
+  }
+}
+
+TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
+  Tensor a = Tensor::randn({515, 300}).realize(), b = Tensor::randn({300, 517}).realize();
+  const auto one = run_with_threads(1, [&] { return a.matmul(b); });
+  const auto two = run_with_threads(2, [&] { return a.matmul(b); });
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+}

@@ -1,0 +1,128 @@
+// Matmul-like kernels and their register tiles: the optimiser splits the
+// output's rows into an unroll range and its columns into unroll x upcast, so
+// the reduce loop's body is a tile of independent FMAs with each a value loaded
+// once (a broadcast) and each b vector loaded once:
+//
+//   Before:  END(STORE(out[i*N + j], REDUCE(a[i*K + k] * b[k*N + j], k)), i, j)
+//   After:   END(..., i/6, i%6 [unroll], j/16, (j/8)%2 [unroll], j%8 [upcast]) -> 6 x 2 accumulators
+#include "codegen/register_tile.hpp"
+
+#include "ir/symbolic.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace loom {
+
+namespace {
+
+// Vectors of b per step of k: two keep the a broadcast (one load, one register)
+// feeding two FMAs, the ratio BLIS's AVX2 kernels use (6 x 16 floats).
+constexpr int64_t kColVectors = 2;
+// Independent FMA chains a core needs in flight: FMA latency (4 cycles on
+// Haswell and Skylake, 5 on Zen 2) times two FMA pipes is 8 to 10.
+constexpr int64_t kFmaChains = 8;
+// Rows per tile at most: 6 rows x 2 vectors keep 12 chains in flight, above
+// the 8 to 10 needed, and the whole tile (6 x 32 lanes on AVX-512) within the
+// 255 lanes a UOp's vector dtype holds (the expander computes the tile as one
+// vector before lower_reduce splits its accumulator into registers).
+constexpr int64_t kMaxRows = 6;
+constexpr int64_t kMaxLanes = 255;
+
+std::optional<int64_t> trip(const UOpPtr& range) {
+  const UOpPtr& end = range->src.at(0);
+  if (!end->is_const()) return std::nullopt;
+  return end->const_int();
+}
+
+// The global INDEX nodes `value` reads through, stopping at nothing (a side of
+// the product has no REDUCE below it: the kernel has one).
+std::vector<UOpPtr> global_indexes(const UOpPtr& value) {
+  std::vector<UOpPtr> out;
+  for (const auto& n : toposort(value))
+    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL) out.push_back(n);
+  return out;
+}
+
+bool uses(const std::vector<UOpPtr>& indexes, const UOpPtr& range) {
+  return std::any_of(indexes.begin(), indexes.end(), [&](const UOpPtr& i) { return reaches(i, range); });
+}
+
+// j for the sides (a, b): an output range b uses and a does not, along which
+// the output and every b access is contiguous, at least two long (a vector).
+UOpPtr column_axis(const std::vector<UOpPtr>& outs, const UOpPtr& store_index, const std::vector<UOpPtr>& a,
+                   const std::vector<UOpPtr>& b) {
+  for (const auto& r : outs) {
+    if (*trip(r) < 2 || uses(a, r) || !uses(b, r) || address_stride(store_index, r) != 1) continue;
+    if (std::all_of(b.begin(), b.end(), [&](const UOpPtr& i) { return address_stride(i, r) == 1; })) return r;
+  }
+  return nullptr;
+}
+
+// i for the sides (a, b): the innermost output range a uses and b does not.
+UOpPtr row_axis(const std::vector<UOpPtr>& outs, const std::vector<UOpPtr>& a, const std::vector<UOpPtr>& b) {
+  for (auto r = outs.rbegin(); r != outs.rend(); ++r)
+    if (uses(a, *r) && !uses(b, *r)) return *r;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) {
+  const UOpPtr& idx = index->src.at(1);
+  if (!reaches(idx, range)) return 0;
+  const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
+  if (!step->is_const()) return std::nullopt;
+  return step->const_int();
+}
+
+std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
+  if (kernel->op != Op::SINK || kernel->src.size() != 1) return std::nullopt;
+  const UOpPtr& end = kernel->src[0];
+  if (end->op != Op::END || end->src.at(0)->op != Op::STORE) return std::nullopt;
+  UOpPtr red;
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::REDUCE) continue;
+    if (red) return std::nullopt;  // one reduce only
+    red = n;
+  }
+  if (!red || red->src.size() != 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
+      red->dtype.lanes != 1 || red->src[0]->op != Op::MUL || !trip(red->src[1]))
+    return std::nullopt;
+  std::vector<UOpPtr> outs;
+  for (size_t i = 1; i < end->src.size(); ++i) {
+    const UOpPtr& r = end->src[i];
+    if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Loop || !trip(r)) return std::nullopt;
+    outs.push_back(r);
+  }
+  const UOpPtr& store_index = end->src[0]->src.at(0);
+  const std::vector<UOpPtr> x = global_indexes(red->src[0]->src.at(0)),
+                            y = global_indexes(red->src[0]->src.at(1));
+  if (x.empty() || y.empty()) return std::nullopt;
+  for (const auto& [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
+    const UOpPtr cols = column_axis(outs, store_index, a, b), rows = row_axis(outs, a, b);
+    if (cols && rows) return MatmulAxes{rows, cols, red->src[1]};
+  }
+  return std::nullopt;
+}
+
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
+  lanes = std::min(lanes, n);
+  const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
+  int64_t vectors = std::min(kColVectors, col_vectors);
+  // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
+  if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
+  // rows x vectors accumulators, the b vectors (read once per row unless there is one
+  // row, then straight from memory) and one a broadcast fit the registers.
+  auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };
+  int64_t rows = std::min({m, kMaxRows, kMaxLanes / (vectors * lanes)});
+  while (rows > 1 && !fits(rows, vectors)) --rows;
+  if (rows * vectors < kFmaChains) {  // few rows (GEMV, skinny): more vectors for enough chains
+    const auto wanted = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((kFmaChains + rows - 1) / rows)));
+    vectors = std::min({col_vectors, wanted, kMaxLanes / (rows * lanes)});
+    while (vectors > 1 && !fits(rows, vectors)) --vectors;
+  }
+  return {rows, vectors, lanes};
+}
+
+}  // namespace loom

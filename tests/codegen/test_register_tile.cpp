@@ -1,0 +1,251 @@
+#include "codegen/register_tile.hpp"
+
+#include "codegen/codegen.hpp"
+#include "codegen/run_kernel.hpp"
+#include "codegen/target.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+
+struct MatmulShape {
+  int64_t batch, m, k, n;
+  bool a_transposed = false;  // a stored [k, m], as in the weight gradient x^T dy
+};
+
+// out[t, i, j] = sum_k a[t, i, k] * b[t, k, j] (+ bias[j], relu, with an epilogue), all row-major.
+UOpPtr matmul_kernel(const MatmulShape& s, bool epilogue = false) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto t = make_range(s.batch, 0), i = make_range(s.m, 1), j = make_range(s.n, 2);
+  auto k = make_range(s.k, 3, AxisKind::Reduce);
+  auto a_at = t * (s.m * s.k) + (s.a_transposed ? k * s.m + i : i * s.k + k);
+  UOpPtr value = reduce(Op::ADD, load(a, a_at) * load(b, t * (s.k * s.n) + k * s.n + j), {k});
+  if (epilogue) {
+    auto bias = global(3, f32);
+    value = alu(Op::MAX, {value + load(bias, j), const_float(f32, 0)});
+  }
+  return sink({end(store(index(out, t * (s.m * s.n) + i * s.n + j), value), {t, i, j})});
+}
+
+// Small whole numbers: every product and partial sum is exact in float32, so
+// fused and unfused multiply-adds, in any order, give the same bits.
+std::vector<float> whole_numbers(int64_t count, int seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (size_t n = 0; n < v.size(); ++n)
+    v[n] = static_cast<float>((n * 7 + static_cast<size_t>(seed)) % 9) - 4.0f;
+  return v;
+}
+
+std::vector<UOpPtr> of_kind(const UOpPtr& kernel, AxisKind k) {
+  std::vector<UOpPtr> out;
+  for (const auto& r : ranges_of(kernel))
+    if (r->get<AxisArg>().kind == k) out.push_back(r);
+  return out;
+}
+int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Accumulator registers of `lanes` float lanes in a lowered kernel.
+int accumulators(const UOpPtr& lowered, int lanes) {
+  int n = 0;
+  for (const auto& u : toposort(lowered))
+    n += u->op == Op::DEFINE_REG && u->dtype.deref() == DType::Float32.vec(lanes);
+  return n;
+}
+
+// Every load from memory in the reduce loop of `k` (the lowered kernel's
+// innermost loop) is a contiguous vector, or a scalar that steps by one element
+// per iteration (a row of a, broadcast): no gather, no strided scalar walk.
+void check_inner_loads(const UOpPtr& lowered, const UOpPtr& reduce_range) {
+  int vectors = 0, scalars = 0;
+  for (const auto& u : toposort(lowered)) {
+    if (u->op != Op::LOAD || u->src[0]->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(u, reduce_range))
+      continue;
+    const UOpPtr& index = u->src[0];
+    INFO(to_string(u->dtype));
+    CHECK(index->src.at(1)->dtype.lanes == 1);  // never a gather
+    if (u->dtype.lanes > 1) {
+      ++vectors;
+    } else {
+      ++scalars;
+      CHECK(address_stride(index, reduce_range) == 1);
+    }
+  }
+  CHECK(vectors >= 1);
+  CHECK(scalars >= 1);
+}
+
+// The optimised kernel lowered as the pipeline lowers it for `vector_bytes`.
+UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
+  return lower_reduce(expand_lanes(optimize_kernel(kernel, {true, vector_bytes})), vector_bytes);
+}
+
+// Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
+// against the kernel-IR interpreter on the plain loop nest.
+void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false) {
+  INFO("batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n << " transposed " << s.a_transposed
+                << " vector bytes " << vector_bytes);
+  const UOpPtr kernel = matmul_kernel(s, epilogue);
+  const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
+  const KernelFn fn =
+      Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), vector_bytes), "tile"), "tile").fn;
+  Aligned<float> out(static_cast<size_t>(s.batch * s.m * s.n), -99.0f);
+  Aligned<float> a(whole_numbers(s.batch * s.m * s.k, 1)), b(whole_numbers(s.batch * s.k * s.n, 2));
+  Aligned<float> bias(whole_numbers(s.n, 3));
+  std::vector<Slot> slots{out, a, b};
+  if (epilogue) slots.emplace_back(bias);
+  Aligned<float> want(static_cast<size_t>(s.batch * s.m * s.n), -99.0f);
+  std::vector<void*> bufs{want.data(), a.data(), b.data(), bias.data()};
+  interpret_kernel(kernel, bufs.data(), {});
+  run_all(fn, opt, slots);  // the compiled tile against the interpreter on the tile
+  for (size_t e = 0; e < out.size(); ++e) {
+    INFO("element " << e);
+    REQUIRE(out[e] == want[e]);  // ... and against the plain loop nest
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul_axes: the rows a reads, the columns b and the output are contiguous along, the sum") {
+  SUBCASE("matmul") {
+    const auto k = matmul_kernel({1, 64, 32, 48});
+    const auto mm = matmul_axes(k);
+    REQUIRE(mm);
+    CHECK(mm->rows->get<AxisArg>().id == 1);
+    CHECK(mm->cols->get<AxisArg>().id == 2);
+    CHECK(mm->reduce->get<AxisArg>().id == 3);
+  }
+  SUBCASE("batched, and with a transposed (the weight gradient's x^T)") {
+    for (bool transposed : {false, true}) {
+      const auto mm = matmul_axes(matmul_kernel({3, 10, 7, 20, transposed}));
+      REQUIRE(mm);
+      CHECK(mm->rows->get<AxisArg>().id == 1);
+      CHECK(mm->cols->get<AxisArg>().id == 2);
+    }
+  }
+  SUBCASE("with a fused epilogue") { CHECK(matmul_axes(matmul_kernel({1, 8, 8, 8}, true))); }
+  SUBCASE("not a product of two reads, or b not contiguous along the columns: no tile") {
+    const auto f32 = DType::Float32;
+    auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+    auto i = make_range(16, 0), j = make_range(16, 1), k = make_range(16, 2, AxisKind::Reduce);
+    const auto sum =
+        sink({end(store(index(out, i * 16 + j), reduce(Op::ADD, load(a, i * 16 + k), {k})), {i, j})});
+    CHECK_FALSE(matmul_axes(sum));
+    // out = a b^T: b's address steps by k's length along j; the reduce axis is contiguous in both.
+    const auto abt = sink(
+        {end(store(index(out, i * 16 + j), reduce(Op::ADD, load(a, i * 16 + k) * load(b, j * 16 + k), {k})),
+             {i, j})});
+    CHECK_FALSE(matmul_axes(abt));
+  }
+}
+
+TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the register file") {
+  SUBCASE("AVX2: 16 ymm, 8 lanes: 6 rows x 2 vectors = 12 accumulators + 2 + 1") {
+    const RegisterTile t = register_tile(1024, 1024, 8, 16);
+    CHECK(t.rows == 6);
+    CHECK(t.vectors == 2);
+    CHECK(t.lanes == 8);
+    CHECK(t.rows * t.vectors + t.vectors + 1 <= 16);
+  }
+  SUBCASE("AVX-512: 32 zmm, 16 lanes: 6 rows x 2 vectors (6 x 32 floats)") {
+    const RegisterTile t = register_tile(1024, 1024, 16, 32);
+    CHECK(t.rows == 6);
+    CHECK(t.vectors == 2);
+    CHECK(t.lanes == 16);
+  }
+  SUBCASE("columns that do not fill the tiles keep two registers for the masks: 5 rows") {
+    CHECK(register_tile(513, 513, 8, 16).rows == 5);
+  }
+  SUBCASE("GEMV and skinny outputs: more column vectors keep 8 FMA chains in flight") {
+    const RegisterTile gemv = register_tile(1, 4096, 8, 16);
+    CHECK(gemv.rows == 1);
+    CHECK(gemv.vectors == 8);
+    const RegisterTile two = register_tile(2, 4096, 8, 16);
+    CHECK(two.rows * two.vectors >= 8);
+  }
+  SUBCASE("an output narrower than a vector: its columns are the lanes") {
+    const RegisterTile t = register_tile(100, 5, 8, 16);
+    CHECK(t.lanes == 5);
+    CHECK(t.vectors == 1);
+  }
+}
+
+TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with LOOM_VECTOR_WIDTH=512") {
+  const auto kernel = matmul_kernel({1, 1024, 1024, 1024});
+  const auto opt = optimize_kernel(kernel, {true, 64});
+  const auto upcast = of_kind(opt, AxisKind::Upcast), unroll = of_kind(opt, AxisKind::Unroll);
+  REQUIRE(upcast.size() == 1);
+  CHECK(trip(upcast[0]) == 16);
+  REQUIRE(unroll.size() == 2);  // rows, and column vectors
+  CHECK(of_kind(opt, AxisKind::Parallel).size() == 1);
+  const auto low = lowered(kernel, 64);
+  CHECK(accumulators(low, 16) >= 12);
+  const auto red = of_kind(low, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);  // one loop over k: no blocks for a tile (docs/semantics.md)
+  CHECK(trip(red[0]) == 1024);
+  check_inner_loads(low, red[0]);
+  const std::string ir = emit_llvm_ir(low, "matmul_1024");
+  INFO(ir);
+  CHECK(count_of(ir, "alloca <16 x float>") >= 12);
+  CHECK(count_of(ir, "call <16 x float> @llvm.fmuladd.v16f32") >= 12);
+  CHECK(count_of(ir, "load <16 x float>, ptr %") >= 2);  // b's two vectors per step of k
+  CHECK(count_of(ir, "gather") == 0);
+}
+
+TEST_CASE("a 1024 matmul on the host's own width: 12 or more accumulators of native lanes") {
+  const int bytes = host_vector_bytes();
+  const int lanes = bytes / 4;
+  const auto low = lowered(matmul_kernel({1, 1024, 1024, 1024}), bytes);
+  CHECK(accumulators(low, lanes) >= 12);
+  const auto red = of_kind(low, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);
+  check_inner_loads(low, red[0]);
+  const std::string ir = emit_llvm_ir(low, "matmul_1024");
+  CHECK(count_of(ir, "gather") == 0);
+}
+
+TEST_CASE("the epilogue (bias, relu) stays in the tiled kernel's store") {
+  const auto low = lowered(matmul_kernel({1, 64, 64, 64}, true), host_vector_bytes());
+  CHECK(accumulators(low, host_vector_bytes() / 4) >= 12);
+  int maxes = 0, stores = 0;
+  for (const auto& u : toposort(low)) {
+    maxes += u->op == Op::MAX;
+    stores += u->op == Op::STORE && u->src[0]->src.at(0)->op == Op::DEFINE_GLOBAL;
+  }
+  CHECK(maxes >= 1);
+  CHECK(stores >= 1);
+  check_values({1, 64, 64, 64}, host_vector_bytes(), true);
+}
+
+TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row and batched shapes") {
+  const std::pair<const char*, MatmulShape> shapes[] = {
+      {"rows and columns both leave a tail", {1, 13, 300, 37}},
+      {"one row (GEMV)", {1, 1, 33, 17}},
+      {"fewer columns than a vector", {1, 7, 5, 3}},
+      {"one element", {1, 1, 1, 1}},
+      {"batched", {2, 5, 9, 19}},
+      {"a transposed", {3, 6, 11, 16, true}},
+  };
+  for (int bytes : {host_vector_bytes(), 64})
+    for (const auto& [what, shape] : shapes) {
+      INFO(std::string(what) << ", " << bytes << " vector bytes");
+      check_values(shape, bytes);
+    }
+  check_values({1, 25, 40, 70}, host_vector_bytes(), true);
+}
+
+TEST_CASE("LOOM_NOOPT: a matmul stays the plain loop nest") {
+  const auto kernel = matmul_kernel({1, 64, 64, 64});
+  CHECK(optimize_kernel(kernel, {false}) == kernel);
+}
