@@ -68,12 +68,22 @@ struct Access {
   double bytes;  // element size times the iterations of every range the address uses
 };
 
+// An access inside a REDUCE runs once per iteration of the reduce's ranges too,
+// whether or not its address uses them (a @ b^T reads b again for every row of a).
 std::vector<Access> accesses(const UOpPtr& kernel) {
   std::vector<Access> out;
+  std::vector<UOpPtr> reduces;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::REDUCE) reduces.push_back(n);
   for (const auto& n : toposort(kernel)) {
     if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL) continue;
+    std::vector<UOpPtr> runs_in = ranges_of(n);
+    for (const auto& red : reduces)
+      if (reaches(red->src[0], n))
+        for (const auto& r : ranges_of(red))
+          if (std::find(runs_in.begin(), runs_in.end(), r) == runs_in.end()) runs_in.push_back(r);
     double bytes = n->dtype.itemsize();
-    for (const auto& r : ranges_of(n)) bytes *= static_cast<double>(trip(r).value_or(1024));
+    for (const auto& r : runs_in) bytes *= static_cast<double>(trip(r).value_or(1024));
     out.push_back({n, bytes});
   }
   return out;
@@ -321,7 +331,7 @@ UOpPtr drop_unit_loops(UOpPtr k) {
 // the rows of a stream past).
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
   const int64_t rows_id = mm.rows->get<AxisArg>().id;
-  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers);
+  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers, mm.a_ops);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   k = pad_output_range(split_cols, find_range(split_cols, rows_id),
                        (*trip(mm.rows) + tile.rows - 1) / tile.rows * tile.rows);

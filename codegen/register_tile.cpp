@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 
 namespace loom {
 
@@ -28,6 +29,9 @@ constexpr int64_t kFmaChains = 8;
 // vector before lower_reduce splits its accumulator into registers).
 constexpr int64_t kMaxRows = 6;
 constexpr int64_t kMaxLanes = 255;
+// Float ALU ops an a value may cost and still be recomputed per column tile
+// (a cast, a scale): beyond, the tile widens to all the columns it can hold.
+constexpr int64_t kCheapA = 2;
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
@@ -66,6 +70,12 @@ UOpPtr row_axis(const std::vector<UOpPtr>& outs, const std::vector<UOpPtr>& a, c
   return nullptr;
 }
 
+int64_t float_ops(const UOpPtr& value) {
+  int64_t n = 0;
+  for (const auto& u : toposort(value)) n += is_alu(u->op) && u->dtype.is_float();
+  return n;
+}
+
 }  // namespace
 
 std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) {
@@ -86,9 +96,11 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
     if (red) return std::nullopt;  // one reduce only
     red = n;
   }
-  if (!red || red->src.size() != 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
-      red->dtype.lanes != 1 || red->src[0]->op != Op::MUL || !trip(red->src[1]))
+  if (!red || red->src.size() < 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
+      red->dtype.lanes != 1 || red->src[0]->op != Op::MUL)
     return std::nullopt;
+  for (size_t i = 1; i < red->src.size(); ++i)
+    if (!trip(red->src[i])) return std::nullopt;
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < end->src.size(); ++i) {
     const UOpPtr& r = end->src[i];
@@ -99,17 +111,19 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
   const std::vector<UOpPtr> x = global_indexes(red->src[0]->src.at(0)),
                             y = global_indexes(red->src[0]->src.at(1));
   if (x.empty() || y.empty()) return std::nullopt;
-  for (const auto& [a, b] : {std::pair{x, y}, std::pair{y, x}}) {
+  for (const auto& [a, b, a_value] :
+       {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
     const UOpPtr cols = column_axis(outs, store_index, a, b), rows = row_axis(outs, a, b);
-    if (cols && rows) return MatmulAxes{rows, cols, red->src[1]};
+    if (cols && rows) return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value)};
   }
   return std::nullopt;
 }
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops) {
   lanes = std::min(lanes, n);
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
-  int64_t vectors = std::min(kColVectors, col_vectors);
+  const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
+  int64_t vectors = a_ops > kCheapA ? widest : std::min(kColVectors, col_vectors);
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
   if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   // rows x vectors accumulators, the b vectors (read once per row unless there is one
@@ -117,8 +131,10 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
   auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };
   int64_t rows = std::min({m, kMaxRows, kMaxLanes / (vectors * lanes)});
   while (rows > 1 && !fits(rows, vectors)) --rows;
+  while (vectors > 1 && !fits(rows, vectors)) --vectors;
   if (rows * vectors < kFmaChains) {  // few rows (GEMV, skinny): more vectors for enough chains
-    const auto wanted = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((kFmaChains + rows - 1) / rows)));
+    const auto wanted =
+        static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((kFmaChains + rows - 1) / rows)));
     vectors = std::min({col_vectors, wanted, kMaxLanes / (rows * lanes)});
     while (vectors > 1 && !fits(rows, vectors)) --vectors;
   }

@@ -125,6 +125,7 @@ TEST_CASE("matmul_axes: the rows a reads, the columns b and the output are conti
     CHECK(mm->rows->get<AxisArg>().id == 1);
     CHECK(mm->cols->get<AxisArg>().id == 2);
     CHECK(mm->reduce->get<AxisArg>().id == 3);
+    CHECK(mm->a_ops == 0);
   }
   SUBCASE("batched, and with a transposed (the weight gradient's x^T)") {
     for (bool transposed : {false, true}) {
@@ -173,6 +174,12 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
     CHECK(gemv.vectors == 8);
     const RegisterTile two = register_tile(2, 4096, 8, 16);
     CHECK(two.rows * two.vectors >= 8);
+  }
+  SUBCASE("a costly a (a fused softmax's exp) is computed once per row: one tile spans the columns") {
+    const RegisterTile t = register_tile(512, 64, 8, 16, 20);
+    CHECK(t.vectors * t.lanes == 64);
+    CHECK(t.rows * t.vectors + 2 <= 16);
+    CHECK(register_tile(512, 64, 8, 16, 1).vectors == 2);  // a cast or a scale is cheap
   }
   SUBCASE("an output narrower than a vector: its columns are the lanes") {
     const RegisterTile t = register_tile(100, 5, 8, 16);
