@@ -462,12 +462,15 @@ class Generator {
     const Tensor& t = x.t;
     if (t.ndim() == 0 || t.dtype().is_bool()) throw Skip{};
     const int64_t k = t.shape().back();
+    // Columns past one vector and past one register tile (16 or 32 floats), with tails.
+    const int64_t wide = chance(0.3) ? between(6, 40) : 0;
     Shape b;
     switch (between(0, 2)) {
       case 0: b = {k}; break;
-      case 1: b = {k, between(1, 5)}; break;
+      case 1: b = {k, wide ? wide : between(1, 5)}; break;
       default:
-        b = {t.ndim() >= 3 ? t.shape()[static_cast<size_t>(t.ndim() - 3)] : between(1, 3), k, between(1, 4)};
+        b = {t.ndim() >= 3 ? t.shape()[static_cast<size_t>(t.ndim() - 3)] : between(1, 3), k,
+             wide ? wide : between(1, 4)};
     }
     note("matmul");
     return make_value(t.matmul(input(chance(0.7) ? t.dtype() : random_dtype(), b)));
