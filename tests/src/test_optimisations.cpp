@@ -272,3 +272,23 @@ TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
   REQUIRE(one.size() == two.size());
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16 lanes, and still runs") {
+  FreshCaches fresh;
+  Tensor a = Tensor::randn({1024, 1024}).realize(), b = Tensor::randn({1024, 1024}).realize();
+  const std::vector<float> native = a.matmul(b).realize().to_vector<float>();
+  Context wide{{"VECTOR_WIDTH", 512}};
+  Kernels seen;  // the kernel is compiled again: the flag is part of the kernel cache's key
+  const std::vector<float> got = a.matmul(b).realize().to_vector<float>();
+  const auto upcast = ranges_of_kind(seen.only_optimized(), AxisKind::Upcast);
+  REQUIRE(upcast.size() == 1);
+  CHECK(end_of(upcast[0]) == 16);
+  const std::string ir = emit_llvm_ir(seen.only(), "matmul_1024");
+  CHECK(count_of(ir, "alloca <16 x float>") >= 12);
+  CHECK(count_of(ir, "gather") == 0);
+  REQUIRE(got.size() == native.size());
+  for (size_t e = 0; e < got.size(); e += 4099) {  // same sums in the same order per element
+    INFO("element " << e);
+    CHECK(got[e] == native[e]);
+  }
+}
