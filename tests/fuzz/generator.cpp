@@ -243,9 +243,12 @@ class Generator {
     if (op == "mul") return make_value(a * b);
     if (op == "maximum") return make_value(a.maximum(b));
     if (op == "minimum") return make_value(a.minimum(b));
-    if (op == "div")
-      return make_value((pole_allowed(y) && x.exact) || !b.dtype().is_float() ? a / b
-                                                                              : a / away_from_zero(b));
+    if (op == "div") {
+      // A Bool or integer divisor is exact and may be 0: allowed, but not in a gradient
+      // program, where d(a/b)/da = 1/b is infinite there (cast it to Float64 first).
+      if ((pole_allowed(y) && x.exact) || (!b.dtype().is_float() && !gradient_)) return make_value(a / b);
+      return make_value(a / away_from_zero(b.dtype().is_float() ? b : b.cast(DType::Float64)));
+    }
     if (op == "pow") {
       if (any_float) return make_value(away_from_zero(a).pow(b.clamp(-3, 3)));
       return make_value(a.pow(b.clamp(0, 5)));

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -75,7 +76,11 @@ GradientCheck::GradientCheck(const Tensor& loss) {
   for (const auto& g : grads_) grad_graphs_.push_back(g.node()->uop);
   const ref::RefTensor l = ref::evaluate(
       loss_, [&](const UOpPtr& b) -> const void* { return bytes_.at(b.get()).data(); }, {},
-      [&](const UOpPtr&, const ref::RefTensor& v) { scale_ = std::max(scale_, magnitude(v)); });
+      [&](const UOpPtr&, const ref::RefTensor& v) {
+        scale_ = std::max(scale_, magnitude(v));
+        met_non_finite_ = met_non_finite_ ||
+                          !std::all_of(v.f.begin(), v.f.end(), [](double x) { return std::isfinite(x); });
+      });
   loss0_ = l.at(0);
 }
 
@@ -156,6 +161,14 @@ std::optional<Failure> GradientCheck::check(Coverage* coverage) const {
         kRelative * (std::abs(fd) + (std::isfinite(magnitude) ? magnitude : 0)) + kAbsolute * (1 + scale_);
     if (close(mine, fd, tolerance)) {
       count("agreed");
+      continue;
+    }
+    // A finite loss whose way met an inf or NaN (x / 0, then a slice or a where that
+    // drops it): the chain rule multiplies a zero gradient by an infinite local
+    // derivative and gives NaN, as PyTorch's autograd does, where differences see a
+    // loss that does not move. No derivative to compare with (regression: gradient-pole-dropped).
+    if (!std::isfinite(mine) && met_non_finite_) {
+      count("non-finite on the way");
       continue;
     }
     // A kink or a jump within the step (or a loss too ill-conditioned here): the

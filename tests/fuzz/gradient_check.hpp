@@ -64,6 +64,7 @@ class GradientCheck {
   std::vector<Tensor> grads_;
   std::vector<UOpPtr> grad_graphs_;  // the gradients' graphs, for the reference's opinion
   double loss0_ = 0, scale_ = 0;     // the loss at x, the largest finite magnitude on its way
+  bool met_non_finite_ = false;      // an inf or NaN on the loss's way (a pole the loss then drops)
 };
 
 }  // namespace loom::fuzz

@@ -137,3 +137,12 @@ TEST_CASE("integer and Bool values carry no gradient: a path through them contri
                    x.argmax(0).cast(DType::Float64);
   check_same(gradient(y.sum(), {x})[0].to_vector<double>(), {2, 2});
 }
+
+TEST_CASE("a division by 0 that a slice then drops: 0 times the infinite derivative is NaN, as in PyTorch") {
+  // torch: (x / b.double())[2:2].sum().backward() gives x.grad = [0, nan] for b = [True, False];
+  // the loss is 0 and does not move, but the chain rule meets 0 / 0 (tests/fuzz/regressions).
+  const Tensor x = vec({1.5, -2.5});
+  const Tensor b = Tensor::from_vector<bool>({true, false}, {2});
+  check_same(gradient((x / b.cast(DType::Float64)).slice(0, 2, 2).sum(), {x})[0].to_vector<double>(),
+             {0, qnan});
+}
