@@ -16,7 +16,10 @@ UOpPtr drop_dead_axes(const Match& m) {
   std::vector<int64_t> kept_shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     const UOpPtr& axis = buffer->src[i + 1];
-    if (axis->op != Op::RANGE || !value->ranges().contains(axis)) continue;
+    // An axis of size 0 stays, dead or not: it makes the buffer empty. Without it
+    // the buffer would compute elements that do not exist, reading its empty inputs.
+    const bool live = value->ranges().contains(axis) || shape[i] == 0;
+    if (axis->op != Op::RANGE || !live) continue;
     src.push_back(axis);
     kept_idx.push_back(idx[i]);
     kept_shape.push_back(shape[i]);

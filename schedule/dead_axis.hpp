@@ -6,9 +6,10 @@
 //   After:   INDEX(BUFFERIZE[(4)](v(r0), r0), i)
 //
 // Dead: an axis of size 1 (indexed by a constant) and an axis whose range the
-// value never uses. A buffer with no live axis keeps a BUFFERIZE with no ranges
-// (a scalar): removing it would leave no kernel to compute it. Realization
-// points keep their shape: it is the shape the user asked for.
+// value never uses, unless its size is 0 (it keeps the buffer empty: nothing
+// to compute, nothing of its empty inputs to read). A buffer with no live axis keeps a BUFFERIZE with no
+// ranges (a scalar): removing it would leave no kernel to compute it. Realization points keep their shape: it
+// is the shape the user asked for.
 #include "ir/pattern.hpp"
 
 namespace loom {
