@@ -37,7 +37,10 @@ std::map<int64_t, Slot> slots_of(const UOpPtr& a, const UOpPtr& b) {
     s.dtype = n->src[0]->dtype.base();
     // A vector access at a scalar index reaches that many consecutive elements.
     const int64_t reach = n->src[1]->dtype.lanes == 1 ? n->dtype.lanes : 1;
-    s.size = std::max(s.size, n->src[1]->vmax() + reach);
+    // An index with no bound (loaded from a buffer: a gather) has vmax INT64_MAX;
+    // past kMaxSlotElements the kernel is skipped anyway, so stop there (no overflow).
+    const int64_t top = std::min(n->src[1]->vmax(), kMaxSlotElements);
+    s.size = std::max(s.size, top + reach);
   }
   return slots;
 }
