@@ -9,6 +9,8 @@
 
 #include <loom/gradient.hpp>
 
+#include <algorithm>
+
 #include <mutex>
 #include <unordered_set>
 
@@ -278,6 +280,9 @@ GraphsToKeep detail::prepare_realize(std::vector<std::shared_ptr<TensorNode>>& n
   for (auto& p : Tracked::get().take_pending())
     if (!is_buffer_view(p->uop) && std::find(nodes.begin(), nodes.end(), p) == nodes.end())
       nodes.push_back(std::move(p));
+  // Nothing to compute (realizing a realized tensor): no graph to keep, and no index to build.
+  if (std::all_of(nodes.begin(), nodes.end(), [](const auto& n) { return is_buffer_view(n->uop); }))
+    return {};
   const Index idx = index_tracked();
   GraphsToKeep kept;
   if (idx.leaves.empty()) return kept;

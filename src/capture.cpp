@@ -9,10 +9,12 @@
 #include <loom/debug.hpp>
 #include <loom/error.hpp>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace loom {
 
@@ -26,6 +28,7 @@ struct StepRecording {
     std::shared_ptr<const CompiledKernel> kernel;
     std::vector<UOpPtr> args;
     int64_t parallel_extent = 1;
+    double work = kUnknownWork;  // as the engine passes it: decides whether TBB shares the run
   };
   struct Binding {
     std::weak_ptr<TensorNode> node;
@@ -57,6 +60,7 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
     if (!rec->with_kernels) break;
     StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent};
     for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
+    k.work = kernel_work(k.kernel->flops, kernel_bytes(pk, table));
     rec->kernels.push_back(std::move(k));
   }
   for (size_t j = plan.inputs; j < table.size(); ++j)
@@ -86,6 +90,7 @@ struct Program {
     std::shared_ptr<const CompiledKernel> kernel;  // holds the code even if the cache evicts it
     std::vector<uint32_t> slots;
     int64_t parallel_extent = 1;
+    double work = kUnknownWork;
   };
   struct Output {
     uint32_t slot;
@@ -108,7 +113,15 @@ struct Program {
   size_t inputs = 0;
   std::vector<State> states;  // slots [inputs, first_fresh())
   std::vector<Computed> computed;
-  std::vector<UOpPtr> fresh;  // the recorded buffer of each fresh slot: its dtype and size
+  // A slot each replay writes anew: its buffer's dtype and size, and the view
+  // the last replay handed out there, which the next one writes again when
+  // nothing but the Program still holds it (no allocation, no new node).
+  struct Fresh {
+    DType dtype;
+    int64_t size;
+    UOpPtr spare;
+  };
+  std::vector<Fresh> fresh;
   std::vector<UOpPtr> kept;
   std::vector<Kernel> kernels;
   std::vector<Output> outputs;
@@ -236,7 +249,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
   auto add_fresh = [&](const UOpPtr& b) {
     const auto [it, added] =
         slot_of.emplace(b->storage().get(), static_cast<uint32_t>(p.first_fresh() + p.fresh.size()));
-    if (added) p.fresh.push_back(b);
+    if (added) p.fresh.push_back({b->dtype, b->get<std::vector<int64_t>>().at(1), nullptr});
     return it->second;
   };
   for (size_t i = 0; i < rebound.size(); ++i) p.states[i].out_slot = add_fresh(rebound[i].buffer);
@@ -252,7 +265,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     return it->second;
   };
   for (const auto& k : rec.kernels) {
-    Program::Kernel pk{k.kernel, {}, k.parallel_extent};
+    Program::Kernel pk{k.kernel, {}, k.parallel_extent, k.work};
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
@@ -312,6 +325,12 @@ struct Capture::Impl {
     std::vector<Tensor> results = run_recorded(args, rec);
     state.program = compile_program(rec, arg_memory, results, state.left_by_first);
     state.left_by_first.clear();
+    if (state.program && flags()->debug >= 1)
+      log().info(
+          "Capture: recorded {} kernels; a replay allocates {} buffers ({} results, {} copied by "
+          "assigns, {} computed tensors when kept elsewhere), reuses {}",
+          state.program->kernels.size(), state.program->fresh.size(), state.program->outputs.size(),
+          state.program->states.size(), state.program->computed.size(), state.program->kept.size());
     if (!state.program)
       log().warn(
           "Capture: the step reads a tensor the call before it left behind other than by an argument or "
@@ -319,15 +338,27 @@ struct Capture::Impl {
     return results;
   }
 
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, const Program& p) const;
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, Program& p) const;
   const std::optional<Program>* program_for(const std::vector<Tensor>& args) const;
 };
 
 namespace {
-// A BUFFER in the shape `recorded` had: the buffer itself, or a reshape of it.
-UOpPtr like(const UOpPtr& recorded, UOpPtr buffer) {
-  if (recorded->op == Op::BUFFER) return buffer;
-  return UOp::make(Op::RESHAPE, buffer->dtype, {buffer}, recorded->get<Shape>());
+// `view`'s buffer in the shape `recorded` had: `view` itself when it has it.
+UOpPtr like(const UOpPtr& recorded, const UOpPtr& view) {
+  if (recorded->op == view->op && (view->op == Op::BUFFER || view->get<Shape>() == recorded->get<Shape>()))
+    return view;
+  const UOpPtr& b = base_buffer(view);
+  if (recorded->op == Op::BUFFER) return b;
+  return UOp::make(Op::RESHAPE, b->dtype, {b}, recorded->get<Shape>());
+}
+
+// `view` (a BUFFER or a reshape of one) when nothing but `holders` references
+// can read it and its buffer fits the slot: a replay may overwrite it.
+bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& slot) {
+  if (!view || view.use_count() != holders) return false;
+  const UOpPtr& b = base_buffer(view);
+  return b && (view == b || b.use_count() == 1) && b->dtype == slot.dtype &&
+         b->get<std::vector<int64_t>>().at(1) == slot.size;
 }
 
 // The buffer a rebound tensor holds now (realized first if the host changed it).
@@ -338,37 +369,74 @@ UOpPtr current_buffer(const Program::State& s) {
   const UOpPtr& b = base_buffer(node->uop);
   return b ? b : s.fallback;
 }
+
+// Per fresh slot, the view a replay writes: a tensor's own buffer when only
+// it can read it (a gradient nobody kept), the slot's spare, else a new buffer.
+std::vector<UOpPtr> fresh_views(const Program& p) {
+  std::vector<UOpPtr> views(p.fresh.size());
+  for (const auto& c : p.computed) {
+    const auto node = c.node.lock();
+    UOpPtr& v = views[c.slot - p.first_fresh()];
+    if (node && !v && free_to_overwrite(node->uop, 1, p.fresh[c.slot - p.first_fresh()])) v = node->uop;
+  }
+  for (size_t f = 0; f < p.fresh.size(); ++f) {
+    const Program::Fresh& slot = p.fresh[f];
+    if (!views[f])
+      views[f] = free_to_overwrite(slot.spare, 1, slot)
+                     ? slot.spare
+                     : detail::allocate_buffer(slot.dtype, slot.size, false);
+  }
+  return views;
+}
+
+void run_kernels(const Program& p, const std::vector<void*>& table) {
+  std::vector<void*> bufs;
+  const std::vector<int64_t> vars;
+  const bool timed = flags()->debug >= 2;
+  for (const auto& k : p.kernels) {
+    bufs.clear();
+    for (uint32_t s : k.slots) bufs.push_back(table[s]);
+    if (!timed) {
+      run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent, {}, k.work);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent, {}, k.work);
+    log().info("  {} {:.3f} ms (replayed)", k.kernel->name,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+}
 }  // namespace
 
-std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, const Program& p) const {
-  std::vector<UOpPtr> fresh;
+std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, Program& p) const {
+  const std::vector<UOpPtr> fresh = fresh_views(p);
   std::vector<void*> table;
   table.reserve(p.first_kept() + p.kept.size());
   for (const auto& a : args) table.push_back(detail::buffer_data(base_buffer(a.node()->uop)));
   for (const auto& s : p.states) table.push_back(detail::buffer_data(current_buffer(s)));
-  for (const auto& r : p.fresh) {
-    fresh.push_back(detail::allocate_buffer(r->dtype, r->get<std::vector<int64_t>>().at(1), false));
-    table.push_back(detail::buffer_data(fresh.back()));
-  }
+  for (const auto& v : fresh) table.push_back(detail::buffer_data(base_buffer(v)));
   for (const auto& b : p.kept) table.push_back(detail::buffer_data(b));
-  std::vector<void*> bufs;
-  const std::vector<int64_t> vars;
-  for (const auto& k : p.kernels) {
-    bufs.clear();
-    for (uint32_t s : k.slots) bufs.push_back(table[s]);
-    run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent);
-  }
+  run_kernels(p, table);
+  // Each state's old buffer is its out slot's spare: the next replay writes there.
   for (const auto& s : p.states)
-    if (const auto node = s.node.lock()) node->uop = like(s.recorded, fresh[s.out_slot - p.first_fresh()]);
+    if (const auto node = s.node.lock()) {
+      const size_t f = s.out_slot - p.first_fresh();
+      p.fresh[f].spare = std::exchange(node->uop, like(s.recorded, fresh[f]));
+    }
   for (const auto& c : p.computed)
     if (const auto node = c.node.lock()) node->uop = like(c.recorded, fresh[c.slot - p.first_fresh()]);
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {
-    const UOpPtr buffer = o.slot < p.inputs          ? base_buffer(args[o.slot].node()->uop)
-                          : o.slot < p.first_fresh() ? current_buffer(p.states[o.slot - p.inputs])
-                          : o.slot < p.first_kept()  ? fresh[o.slot - p.first_fresh()]
-                                                     : p.kept[o.slot - p.first_kept()];
-    out.push_back(Tensor(std::make_shared<TensorNode>(like(o.recorded, buffer))));
+    UOpPtr view;
+    if (o.slot < p.inputs)
+      view = like(o.recorded, base_buffer(args[o.slot].node()->uop));
+    else if (o.slot < p.first_fresh())
+      view = like(o.recorded, current_buffer(p.states[o.slot - p.inputs]));
+    else if (o.slot < p.first_kept())
+      view = p.fresh[o.slot - p.first_fresh()].spare = like(o.recorded, fresh[o.slot - p.first_fresh()]);
+    else
+      view = like(o.recorded, p.kept[o.slot - p.first_kept()]);
+    out.push_back(Tensor(std::make_shared<TensorNode>(std::move(view))));
   }
   detail::count_capture_replay();
   return out;

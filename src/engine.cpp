@@ -309,21 +309,26 @@ void run_bounds_checked(const CompiledKernel& k, const PlanKernel& pk, const std
 }
 }  // namespace
 
+double kernel_bytes(const PlanKernel& k, const std::vector<UOpPtr>& table) {
+  double bytes = 0;
+  for (uint32_t slot : k.args) {
+    const UOpPtr& b = table[slot];
+    bytes += static_cast<double>(b->get<std::vector<int64_t>>().at(1) * b->dtype.itemsize());
+  }
+  return bytes;
+}
+
 KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>& table, const Flags& flags) {
   ProfileSpan span("run", pk.name);
   auto k = compile_kernel(pk.ast, pk.name, flags);  // a kernel cache hit unless the kernel was evicted
   std::vector<void*> bufs;
   KernelTiming t;
   t.flops = k->flops;
-  for (uint32_t slot : pk.args) {
-    const UOpPtr& b = table[slot];
-    bufs.push_back(buffer_data(b));
-    t.bytes += static_cast<double>(b->get<std::vector<int64_t>>().at(1) * b->dtype.itemsize());
-  }
+  for (uint32_t slot : pk.args) bufs.push_back(buffer_data(table[slot]));
+  t.bytes = kernel_bytes(pk, table);
   std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
   const std::string profile_name = span.active() ? pk.name : std::string();
-  // The work that decides threads: the arithmetic and one operation per element moved.
-  const double work = t.flops + t.bytes / 4;
+  const double work = kernel_work(t.flops, t.bytes);
   const auto t0 = Clock::now();
   if (k->checks_bounds)
     run_bounds_checked(*k, pk, table, bufs, vars, profile_name, work);

@@ -56,6 +56,12 @@ struct KernelTiming {
   double gbps() const { return ms > 0 ? bytes / ms / 1e6 : 0; }
 };
 
+// The bytes of the buffers a kernel of a plan is bound to (each read or written once).
+double kernel_bytes(const PlanKernel& k, const std::vector<UOpPtr>& table);
+// The work that decides whether a run is shared across threads (runtime/executor.hpp):
+// the arithmetic and one operation per element moved.
+inline double kernel_work(double flops, double bytes) { return flops + bytes / 4; }
+
 // Runs one compiled kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
 KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags);
 
