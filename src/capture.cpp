@@ -327,8 +327,8 @@ struct Capture::Impl {
     state.left_by_first.clear();
     if (state.program && flags()->debug >= 1)
       log().info(
-          "Capture: recorded {} kernels; a replay allocates {} buffers ({} results, {} copied by "
-          "assigns, {} computed tensors when kept elsewhere), reuses {}",
+          "Capture: recorded {} kernels; a replay writes {} fresh slots ({} results, {} copied by assigns, "
+          "{} computed tensors), each into its last buffer when nothing else reads it, and reuses {} buffers",
           state.program->kernels.size(), state.program->fresh.size(), state.program->outputs.size(),
           state.program->states.size(), state.program->computed.size(), state.program->kept.size());
     if (!state.program)
