@@ -23,6 +23,7 @@ const PatternMatcher& transcendental_rules() {
       "transcendental",
       {
           {UPat::ops({Op::EXP2}, "e"), [](const Match& m) { return lower_f32(m, exp2_f32); }},
+          {UPat::ops({Op::LOG2}, "e"), [](const Match& m) { return lower_f32(m, log2_f32); }},
       });
   return pm;
 }

@@ -11,6 +11,7 @@
 #include "ir/float_math.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace loom {
@@ -108,15 +109,45 @@ UOpPtr expm1_nonpositive(const UOpPtr& y) {
 }
 
 // tanh(|x|) = -t / (t + 2) with t = e^(-2|x|) - 1, in [-1, 0]: no cancellation (t + 2 >= 1),
-// exactly 1 once t rounds to -1, never NaN for a number; x's sign bit is put back last
-// (tanh(-0) = -0).
+// exactly 1 once t rounds to -1, never NaN for a number; x's sign bit replaces the
+// magnitude's last (tanh(-0) = -0, tanh(0) = 0 though -t/(t + 2) is -0 there).
 UOpPtr tanh_f32(const UOpPtr& x) {
   const UOpPtr sign = i32(x, -0x80000000LL), bits = bits_of(x);
   const UOpPtr a = UOp::make(Op::BITCAST, DType::Float32, {alu(Op::AND, {bits, i32(x, 0x7fffffff)})});
   const UOpPtr t = expm1_nonpositive(a * f32(x, -2));
   const UOpPtr magnitude = -t / (t + f32(x, 2));
-  return UOp::make(Op::BITCAST, DType::Float32,
-                   {alu(Op::OR, {bits_of(magnitude), alu(Op::AND, {bits, sign})})});
+  return UOp::make(
+      Op::BITCAST, DType::Float32,
+      {alu(Op::OR, {alu(Op::AND, {bits_of(magnitude), i32(x, 0x7fffffff)}), alu(Op::AND, {bits, sign})})});
+}
+
+// log2(x) = k + log2(m) with m in [sqrt(2)/2, sqrt(2)) and f = m - 1 exact, as FreeBSD's
+// log2f does it: log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with s = f / (2 + f) and R a
+// minimax polynomial; f - f^2/2 is split into a 12-bit head, whose product with log2 e's
+// 12-bit head is exact, and the rest, so the product by log2 e adds no rounding that
+// counts. Subnormal x is scaled by 2^25 first; x < 0, 0, inf and NaN are set at the end.
+UOpPtr log2_f32(const UOpPtr& x) {
+  constexpr double lg1 = 0xaaaaaa.0p-24, lg2 = 0xccce13.0p-25, lg3 = 0x91e9ee.0p-25, lg4 = 0xf89e26.0p-26;
+  constexpr double log2e_hi = 0x1.716p+0, log2e_lo = -0x1.7135a8p-13;
+  const UOpPtr tiny = x < f32(x, 0x1p-126);
+  const UOpPtr bits = bits_of(where(tiny, x * f32(x, 0x1p25), x));
+  const UOpPtr mantissa = alu(Op::AND, {bits, i32(x, 0x007fffff)});
+  const UOpPtr above_sqrt2 = alu(Op::AND, {mantissa + i32(x, 0x4afb0d), i32(x, 0x800000)});  // 0 or 2^23
+  const UOpPtr m = UOp::make(Op::BITCAST, DType::Float32,
+                             {alu(Op::OR, {mantissa, alu(Op::XOR, {above_sqrt2, i32(x, 0x3f800000)})})});
+  const UOpPtr k = alu(Op::SHR, {bits, i32(x, 23)}) + alu(Op::SHR, {above_sqrt2, i32(x, 23)}) -
+                   where(tiny, i32(x, 127 + 25), i32(x, 127));
+  const UOpPtr f = m - f32(x, 1), half_f2 = f32(x, 0.5) * f * f;
+  const UOpPtr s = f / (f + f32(x, 2)), z = s * s, w = z * z;
+  const UOpPtr poly = z * mulacc(w, f32(x, lg3), f32(x, lg1)) + w * mulacc(w, f32(x, lg4), f32(x, lg2));
+  const UOpPtr hi =
+      UOp::make(Op::BITCAST, DType::Float32, {alu(Op::AND, {bits_of(f - half_f2), i32(x, -0x1000)})});
+  const UOpPtr lo = ((f - hi) - half_f2) + s * (half_f2 + poly);
+  const UOpPtr result = ((lo + hi) * f32(x, log2e_lo) + lo * f32(x, log2e_hi) + hi * f32(x, log2e_hi)) +
+                        cast(k, DType::Float32);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const UOpPtr signed_out = where(x < f32(x, 0), f32(x, std::numeric_limits<double>::quiet_NaN()), result);
+  return where(x < f32(x, inf), where(eq(x, f32(x, 0)), f32(x, -inf), signed_out), x);
 }
 
 }  // namespace loom

@@ -16,6 +16,7 @@ UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi);
 // The Float32 functions; x is a scalar Float32 UOp.
 UOpPtr exp_f32(const UOpPtr& x);   // e^x, one Cody-Waite reduction
 UOpPtr exp2_f32(const UOpPtr& x);  // 2^x
+UOpPtr log2_f32(const UOpPtr& x);  // FreeBSD log2f's method
 UOpPtr tanh_f32(const UOpPtr& x);  // via e^(-2|x|) - 1, one reduction
 
 }  // namespace loom

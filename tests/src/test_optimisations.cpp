@@ -292,3 +292,23 @@ TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16
     CHECK(got[e] == native[e]);
   }
 }
+
+TEST_CASE("log2 and log on Float32: polynomial code in full-width vectors, no libm call") {
+  for (const auto& [name, f] : std::vector<std::pair<std::string, Tensor (*)(const Tensor&)>>{
+           {"log2", [](const Tensor& t) { return t.log2(); }},
+           {"log", [](const Tensor& t) { return t.log(); }}}) {
+    CAPTURE(name);
+    FreshCaches fresh;
+    const Tensor x = Tensor::full({256, 256}, 3.0).realize();
+    Kernels seen;
+    const Tensor y = f(x).realize();
+    const std::string ir = emit_llvm_ir(seen.only(), seen.all().begin()->first);
+    INFO(ir);
+    CHECK(count_of(ir, "call " + vector_type(native_f32_lanes()) + " @llvm.fmuladd") ==
+          count_of(ir, "call "));
+    CHECK(count_of(ir, "@llvm.log") == 0);
+    CHECK(count_of(ir, "fdiv " + vector_type(native_f32_lanes())) == 1);  // s = f / (2 + f)
+    const double want = name == "log2" ? std::log2(3.0) : std::log(3.0);
+    CHECK(std::abs(y.to_vector<float>()[4321] - want) <= 2.5e-7 * want);
+  }
+}
