@@ -24,6 +24,11 @@ const PatternMatcher& transcendental_rules() {
       {
           {UPat::ops({Op::EXP2}, "e"), [](const Match& m) { return lower_f32(m, exp2_f32); }},
           {UPat::ops({Op::LOG2}, "e"), [](const Match& m) { return lower_f32(m, log2_f32); }},
+          {UPat::ops({Op::POW}, "e"),
+           [](const Match& m) -> UOpPtr {
+             const UOpPtr& e = m["e"];
+             return e->dtype == DType::Float32 ? pow_f32(e->src[0], e->src[1]) : nullptr;
+           }},
       });
   return pm;
 }

@@ -150,4 +150,78 @@ UOpPtr log2_f32(const UOpPtr& x) {
   return where(x < f32(x, inf), where(eq(x, f32(x, 0)), f32(x, -inf), signed_out), x);
 }
 
+namespace {
+
+UOpPtr abs_f32(const UOpPtr& x) {
+  return UOp::make(Op::BITCAST, DType::Float32, {alu(Op::AND, {bits_of(x), i32(x, 0x7fffffff)})});
+}
+
+// Float64 helpers of pow, which computes in Float64 (see pow_f32).
+UOpPtr f64(const UOpPtr& like, double v) { return constant(like, DType::Float64, v); }
+UOpPtr i64(const UOpPtr& like, int64_t v) { return constant(like, DType::Int64, static_cast<double>(v)); }
+UOpPtr bits64(const UOpPtr& x) { return UOp::make(Op::BITCAST, DType::Int64, {x}); }
+UOpPtr from_bits64(const UOpPtr& i) { return UOp::make(Op::BITCAST, DType::Float64, {i}); }
+
+// log2(a) for a Float64 a >= 0 that came from a Float32, to about 2^-50 relative: a = 2^k m
+// with m in [sqrt(2)/2, sqrt(2)), log2(m) = s * sum_j 2 log2(e) z^j / (2j + 1), s = f/(2+f),
+// z = s^2 <= 0.0295 (nine terms: the tenth is below 2^-50). 0 gives -inf, inf and NaN themselves.
+UOpPtr log2_f64(const UOpPtr& a) {
+  const UOpPtr bits = bits64(a);
+  const UOpPtr mantissa = alu(Op::AND, {bits, i64(a, 0x000fffffffffffffLL)});
+  const UOpPtr above_sqrt2 = alu(Op::AND, {mantissa + i64(a, 0x95f619980c433LL), i64(a, 1LL << 52)});
+  const UOpPtr m =
+      from_bits64(alu(Op::OR, {mantissa, alu(Op::XOR, {above_sqrt2, i64(a, 0x3ff0000000000000LL)})}));
+  const UOpPtr k = alu(Op::SHR, {bits, i64(a, 52)}) + alu(Op::SHR, {above_sqrt2, i64(a, 52)}) - i64(a, 1023);
+  const UOpPtr f = m - f64(a, 1), s = f / (f + f64(a, 2)), z = s * s;
+  UOpPtr series = f64(a, 2 * std::numbers::log2e / 17);
+  for (int j = 7; j >= 0; --j) series = mulacc(z, series, f64(a, 2 * std::numbers::log2e / (2 * j + 1)));
+  const UOpPtr value = mulacc(s, series, cast(cast(k, DType::Int32), DType::Float64));
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  return where(a < f64(a, inf), where(eq(a, f64(a, 0)), f64(a, -inf), value), a);
+}
+
+// 2^t for a Float64 t, to about 2^-50 relative, over the range a Float32 result needs: t is
+// clamped to [-200, 200] (NaN passes), n = round(t), r = t - n exact, 2^r by its Taylor
+// polynomial of degree 11 (the next term is below 2^-45 of it), 2^n exact.
+UOpPtr exp2_f64(const UOpPtr& t) {
+  constexpr double round_shift = 0x1.8p52;
+  const UOpPtr tc = clamp_keeping_nan(t, -200, 200);
+  const UOpPtr shifted = tc + f64(t, round_shift);
+  const UOpPtr r = tc - (shifted - f64(t, round_shift));
+  double factorial = 39916800;  // 11!
+  UOpPtr p = f64(t, std::pow(std::numbers::ln2, 11) / factorial);
+  for (int k = 10; k >= 0; --k) {
+    factorial /= k + 1;
+    p = mulacc(r, p, f64(t, std::pow(std::numbers::ln2, k) / factorial));
+  }
+  const UOpPtr n = bits64(shifted) - i64(t, 0x4338000000000000LL);  // minus round_shift's bits
+  return p * from_bits64(alu(Op::SHL, {n + i64(t, 1023), i64(t, 52)}));
+}
+
+}  // namespace
+
+// pow(x, y) = ±2^(y log2|x|). The product's error becomes a relative error of the result
+// times |y log2|x|| (up to 150), so Float32 cannot hold it: both steps compute in Float64 to
+// ~2^-45 and the result rounds once to Float32. Then C's special cases: 1 for y = 0 or x = 1
+// (even with NaN) and for |x| = 1, y = ±inf; NaN for a finite x < 0 and a y that is not an
+// integer; the sign of x for an odd integer y (-0 and -inf too). Every other case (0, inf,
+// NaN operands) comes out of the formula itself: log2 0 = -inf, 2^inf = inf, 2^-inf = 0.
+UOpPtr pow_f32(const UOpPtr& x, const UOpPtr& y) {
+  const UOpPtr a = cast(abs_f32(x), DType::Float64);
+  const UOpPtr yd = cast(y, DType::Float64);
+  const UOpPtr magnitude = cast(exp2_f64(yd * log2_f64(a)), DType::Float32);
+  const UOpPtr whole = eq(alu(Op::TRUNC, {y}), y), half = y * f32(y, 0.5);
+  const UOpPtr odd = land(whole, ne(alu(Op::TRUNC, {half}), half));
+  const UOpPtr negative = x < f32(x, 0), x_sign = alu(Op::AND, {bits_of(x), i32(x, -0x80000000LL)});
+  const UOpPtr signed_magnitude = UOp::make(
+      Op::BITCAST, DType::Float32, {alu(Op::OR, {bits_of(magnitude), where(odd, x_sign, i32(x, 0))})});
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const UOpPtr unit = eq(a, f64(x, 1));
+  const UOpPtr one = alu(
+      Op::OR, {alu(Op::OR, {eq(y, f32(y, 0)), eq(x, f32(x, 1))}), land(unit, eq(abs_f32(y), f32(y, inf)))});
+  const UOpPtr not_real = land(land(negative, ne(x, f32(x, -inf))), ne(alu(Op::TRUNC, {y}), y));
+  return where(one, f32(x, 1),
+               where(not_real, f32(x, std::numeric_limits<double>::quiet_NaN()), signed_magnitude));
+}
+
 }  // namespace loom

@@ -17,6 +17,9 @@ UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi);
 UOpPtr exp_f32(const UOpPtr& x);   // e^x, one Cody-Waite reduction
 UOpPtr exp2_f32(const UOpPtr& x);  // 2^x
 UOpPtr log2_f32(const UOpPtr& x);  // FreeBSD log2f's method
-UOpPtr tanh_f32(const UOpPtr& x);  // via e^(-2|x|) - 1, one reduction
+UOpPtr tanh_f32(const UOpPtr& x);
+UOpPtr pow_f32(
+    const UOpPtr& x,
+    const UOpPtr& y);  // computes in Float64 (4 lanes per AVX2 register)  // via e^(-2|x|) - 1, one reduction
 
 }  // namespace loom

@@ -312,3 +312,20 @@ TEST_CASE("log2 and log on Float32: polynomial code in full-width vectors, no li
     CHECK(std::abs(y.to_vector<float>()[4321] - want) <= 2.5e-7 * want);
   }
 }
+
+TEST_CASE("pow on Float32: no libm call, vector code (Float64 inside, for the accuracy)") {
+  FreshCaches fresh;
+  const Tensor x = Tensor::full({256, 256}, 1.5).realize(), e = Tensor::full({256, 256}, 2.25).realize();
+  Kernels seen;
+  const Tensor y = x.pow(e).realize();
+  const std::string ir = emit_llvm_ir(seen.only(), seen.all().begin()->first);
+  INFO(ir);
+  CHECK(count_of(ir, "@llvm.pow") == 0);
+  CHECK(count_of(ir, "@pow") == 0);
+  const int lanes = native_f32_lanes();
+  CHECK(count_of(ir, "call ") ==
+        count_of(ir, "call " + vector_type(lanes) + " @llvm.trunc") +
+            count_of(ir, "call <" + std::to_string(lanes) + " x double> @llvm.fmuladd"));
+  CHECK(count_of(ir, "store " + vector_type(lanes)) >= 1);
+  CHECK(std::abs(y.to_vector<float>()[999] - std::pow(1.5, 2.25)) <= 1.2e-7 * std::pow(1.5, 2.25));
+}
