@@ -173,7 +173,8 @@ TEST_CASE("random: rand, randint and randn equal the host Philox's numbers bit f
   }
   SUBCASE("randn: Box-Muller sqrt(-2 ln(1 - u1)) sin(2 pi u2), within the transcendentals' error") {
     manual_seed(seed);
-    const std::vector<double> f32 = loom::test::check_ref(Tensor::randn({37}), 0);
+    // Float32's log is loom's polynomial, the reference's libm: both within 1 ulp, so 2 apart.
+    const std::vector<double> f32 = loom::test::check_ref(Tensor::randn({37}), 2);
     manual_seed(seed);
     const std::vector<double> f64 = loom::test::check_ref(Tensor::randn({37}, DType::Float64), 0);
     for (uint64_t i = 0; i < 37; ++i) {
