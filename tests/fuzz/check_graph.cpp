@@ -24,8 +24,7 @@ namespace {
 
 struct Expected {
   ref::RefTensor value;
-  bool approximate = false;
-  double scale = 0;  // the largest finite float magnitude upstream
+  Tolerance tolerance;  // its scale: the largest finite float magnitude upstream
 };
 
 Expected reference(const Tensor& t) {
@@ -33,8 +32,11 @@ Expected reference(const Tensor& t) {
   const UOpPtr& root = t.node()->uop;
   e.value = ref::evaluate(
       root, [](const UOpPtr& b) -> const void* { return detail::buffer_data(b); }, {},
-      [&](const UOpPtr&, const ref::RefTensor& v) { e.scale = std::max(e.scale, magnitude(v)); });
-  e.approximate = is_approximate(root);
+      [&](const UOpPtr&, const ref::RefTensor& v) {
+        e.tolerance.scale = std::max(e.tolerance.scale, magnitude(v));
+      });
+  e.tolerance.approximate = is_approximate(root);
+  e.tolerance.precision = tolerance_dtype(root);
   return e;
 }
 
@@ -103,8 +105,7 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
   if (coverage) coverage->merge(local);
   if (out.failure) return out;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string diff =
-        compare_values(realized(outputs[i]), want[i].value, want[i].approximate, want[i].scale);
+    const std::string diff = compare_values(realized(outputs[i]), want[i].value, want[i].tolerance);
     if (!diff.empty()) {
       out.failure = Failure{"mismatch", fmt::format("output {}: {}", i, diff)};
       return out;

@@ -36,8 +36,7 @@ bool float_agrees(double got, double want, bool approximate, double tolerance) {
 }
 }  // namespace
 
-std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, bool approximate,
-                           double scale) {
+std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, const Tolerance& allowed) {
   if (got.shape != want.shape || !(got.dtype == want.dtype))
     return fmt::format("shape {} {} but the reference gives {} {}", got.shape, to_string(got.dtype),
                        want.shape, to_string(want.dtype));
@@ -49,10 +48,11 @@ std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want
                            got.i[static_cast<size_t>(k)], want.i[static_cast<size_t>(k)]);
     return "";
   }
-  const double rtol = relative_tolerance(want.dtype);
+  const bool approximate = allowed.approximate;
+  const double rtol = std::max(relative_tolerance(want.dtype), relative_tolerance(allowed.precision));
   for (int64_t k = 0; k < n; ++k) {
     const double g = got.f[static_cast<size_t>(k)], w = want.f[static_cast<size_t>(k)];
-    const double tolerance = rtol * (std::abs(w) + scale);
+    const double tolerance = rtol * (std::abs(w) + allowed.scale);
     if (!float_agrees(g, w, approximate, tolerance))
       return fmt::format("element {} of {}: got {}, the reference gives {} ({} class{})", k, n, g, w,
                          approximate ? "approximate" : "exact",

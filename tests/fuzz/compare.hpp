@@ -4,7 +4,8 @@
 // - Float, exact class (no approximate op upstream, fuzz/op_class.hpp): equal
 //   as numbers (0.0 == -0.0), NaN matches NaN, inf matches the same inf.
 // - Float, approximate class: |got - want| <= rtol * (|want| + scale), rtol
-//   2^-12 for Float32 and 2^-36 for Float64, where scale is the largest finite
+//   2^-12 for Float32 and 2^-36 for Float64 (of the least precise float dtype
+//   upstream, fuzz/op_class.hpp tolerance_dtype), where scale is the largest finite
 //   magnitude the reference saw anywhere upstream of the value: rounding errors
 //   scale with the operands, so a difference of two large numbers near 0 may
 //   keep an error relative to them. NaN and inf must still match exactly.
@@ -23,9 +24,16 @@ namespace loom::fuzz {
 
 double relative_tolerance(DType dt);
 
+// How an expected value may differ: exactly, or within the approximate
+// class's tolerance for `precision` relative to |want| + scale.
+struct Tolerance {
+  bool approximate = false;
+  DType precision = DType::Float64;
+  double scale = 0;
+};
+
 // "" when they agree, else a message naming the first element that differs.
-std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, bool approximate,
-                           double scale);
+std::string compare_values(const ref::RefTensor& got, const ref::RefTensor& want, const Tolerance& tolerance);
 
 // What a realized tensor holds (a buffer or a reshaped view of one).
 ref::RefTensor realized(const Tensor& t);

@@ -62,6 +62,11 @@ struct GenerateOptions {
 };
 std::string generate_program(uint64_t seed, const GenerateOptions& options, Coverage* coverage = nullptr);
 
+// What a failure's message says went wrong, without the numbers, shapes and
+// parentheticals that shrinking changes: the shrinker keeps only candidates
+// that fail with the same kind and class, so it cannot drift to another bug.
+std::string failure_class(const Failure& failure);
+
 // The smallest graph file the shrinker finds that still fails as `failure` did.
 std::string shrink(const std::string& graph_text, const Failure& failure, const CheckOptions& options,
                    int max_attempts = 600);

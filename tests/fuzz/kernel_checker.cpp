@@ -1,6 +1,7 @@
 #include "fuzz/kernel_checker.hpp"
 
 #include "fuzz/compare.hpp"
+#include "fuzz/op_class.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/text.hpp"
 #include "support/kernel_interpreter.hpp"
@@ -115,7 +116,7 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
     const auto w = ref::RefTensor::from_bytes(s.dtype, {s.size}, want[k].data());
     ++k;
     // Passes may reorder a float reduction: the approximate class's tolerance.
-    const std::string diff = compare_values(g, w, true, magnitude(w));
+    const std::string diff = compare_values(g, w, {true, tolerance_dtype(before), magnitude(w)});
     if (!diff.empty()) return fmt::format("buffer slot {}: {}", slot, diff);
   }
   return "";

@@ -25,6 +25,12 @@ bool is_approximate(const UOpPtr& root) {
   return false;
 }
 
+DType tolerance_dtype(const UOpPtr& root) {
+  for (const auto& n : toposort(root))
+    if (n->dtype.scalar == Scalar::Float32) return DType::Float32;
+  return DType::Float64;
+}
+
 bool graph_is_approximate(const std::vector<Tensor>& tensors) {
   for (const auto& t : tensors)
     if (is_approximate(t.node()->uop)) return true;

@@ -16,4 +16,9 @@ namespace loom::fuzz {
 bool is_approximate(const UOpPtr& root);
 bool graph_is_approximate(const std::vector<Tensor>& tensors);
 
+// The dtype whose tolerance an approximate value gets: the least precise float
+// dtype anywhere upstream, since a last-bit difference of an approximate
+// Float32 op survives a cast to Float64 (Float64 when no Float32 is upstream).
+DType tolerance_dtype(const UOpPtr& root);
+
 }  // namespace loom::fuzz

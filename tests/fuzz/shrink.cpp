@@ -9,10 +9,22 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
 namespace loom::fuzz {
+
+std::string failure_class(const Failure& f) {
+  // A gradient failure's class is its verdict: loom's graph or its compiled code.
+  if (f.kind == "gradient")
+    return f.message.find("compiled code is not") != std::string::npos ? "compiled code" : "gradient graph";
+  static const std::regex shapes_and_asides(R"(\[[^\]]*\]|\([^)]*\))");
+  // Any word with a digit in it (numbers, kernel names like r_3_he545, dtypes) or nan/inf.
+  static const std::regex numbers(R"([^\s,:;]*\d[^\s,:;]*|-?\b(nan|inf)\b)");
+  const std::string first_line = f.message.substr(0, f.message.find('\n'));  // then the kernels' text
+  return std::regex_replace(std::regex_replace(first_line, shapes_and_asides, ""), numbers, "#");
+}
 
 namespace {
 
@@ -53,7 +65,7 @@ std::string join(const GraphFile& g) {
 }
 
 bool same_failure(const Outcome& o, const Failure& f) {
-  return o.valid && o.failure && o.failure->kind == f.kind;
+  return o.valid && o.failure && o.failure->kind == f.kind && failure_class(*o.failure) == failure_class(f);
 }
 
 UOpPtr constant_of(const UOpPtr& like) {

@@ -2,10 +2,14 @@
 // reference interpreter and their gradients with finite differences, a planted
 // wrong rewrite is caught and pinned to its pass within the same budget (and a
 // planted wrong gradient rule too), and every shrunk failure ever found replays clean.
+#include "fuzz/compare.hpp"
 #include "fuzz/fuzz.hpp"
 #include "fuzz/gradient_check.hpp"
 #include "fuzz/kernel_checker.hpp"
+#include "fuzz/op_class.hpp"
 #include "ir/planted_fault.hpp"
+#include "src/tensor_node.hpp"
+#include "support/reference_tensor.hpp"
 
 #include <loom/loom.hpp>
 
@@ -216,6 +220,43 @@ TEST_CASE("every shrunk failure the fuzzer found replays clean (tests/fuzz/regre
     ++replayed;
   }
   MESSAGE(replayed << " regressions replayed");
+}
+
+TEST_CASE("an approximate Float32 op upstream of a Float64 output gives it Float32's tolerance") {
+  const Tensor x = Tensor::ones({3});
+  const Tensor wide = x.exp().cast(DType::Float64);
+  CHECK(fuzz::tolerance_dtype(wide.node()->uop) == DType::Float32);
+  CHECK(fuzz::tolerance_dtype(x.cast(DType::Float64).node()->uop) == DType::Float32);
+  CHECK(fuzz::tolerance_dtype(Tensor::ones({3}, DType::Float64).exp().node()->uop) == DType::Float64);
+  // One Float32 ulp off at 1: beyond Float64's 2^-36, within Float32's 2^-12.
+  auto one = ref::RefTensor::zeros(DType::Float64, {1});
+  one.f[0] = 1.0;
+  auto off = one;
+  off.f[0] = 1.0 + 0x1p-23;
+  CHECK(fuzz::compare_values(off, one, {true, DType::Float64, 0}) != "");
+  CHECK(fuzz::compare_values(off, one, {true, DType::Float32, 0}) == "");
+  CHECK(fuzz::compare_values(off, one, {false, DType::Float32, 0}) != "");  // exact class: to the bit
+}
+
+TEST_CASE("the shrinker's failure class keeps the verdict and drops numbers and shapes") {
+  using fuzz::Failure;
+  const auto cls = [](const char* kind, const char* message) {
+    return fuzz::failure_class(Failure{kind, message});
+  };
+  CHECK(
+      cls("mismatch", "output 0: element 3 of 12: got 1.5, the reference gives -2e-07 (approximate class)") ==
+      cls("mismatch", "output 1: element 0 of 2: got 7, the reference gives 8 (exact class)"));
+  CHECK(cls("mismatch", "output 0: shape [2, 3] Float32 but the reference gives [3] Float32") ==
+        cls("mismatch", "output 0: shape [4] Float32 but the reference gives [1, 4] Float32"));
+  CHECK(cls("mismatch", "output 0: shape [2] Float32 but the reference gives [3] Float32") !=
+        cls("mismatch", "output 0: element 1 of 2: got 1, the reference gives 2 (exact class)"));
+  CHECK(
+      cls("gradient", "d(loss)/d(x0): ...: the gradient graph is right and its compiled code is not") !=
+      cls("gradient", "d(loss)/d(x0): ...: the gradient graph itself is wrong (a rule of src/gradient.cpp)"));
+  CHECK(cls("gradient",
+            "d(loss)/d(x0): loom gives 1: the gradient graph is right and its compiled code is not") ==
+        cls("gradient",
+            "d(loss)/d(x2): loom gives 5: the gradient graph is right and its compiled code is not"));
 }
 
 TEST_CASE("the generator is deterministic: one seed, one program") {
