@@ -68,8 +68,11 @@ void register_workloads() {
     run(
         s, [&] { return a.log_softmax(-1); }, 2 * a.numel() * 4);
   });
-  const std::pair<const char*, Tensor (Tensor::*)() const> unary[] = {
-      {"exp", &Tensor::exp}, {"tanh", &Tensor::tanh}, {"sigmoid", &Tensor::sigmoid}};
+  const std::pair<const char*, Tensor (Tensor::*)() const> unary[] = {{"exp", &Tensor::exp},
+                                                                      {"tanh", &Tensor::tanh},
+                                                                      {"sigmoid", &Tensor::sigmoid},
+                                                                      {"sin", &Tensor::sin},
+                                                                      {"cos", &Tensor::cos}};
   for (const auto& [name, op] : unary)
     add(fmt::format("{}_4096x4096", name), [op](benchmark::State& s) {
       Tensor a = square(4096);

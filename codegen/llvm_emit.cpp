@@ -290,6 +290,7 @@ Value* Emitter::alu(const UOp& u) {
     case Op::EXP2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp2, x);
     case Op::LOG2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
     case Op::SIN: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+    case Op::COS: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
     case Op::SQRT: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case Op::RECIP: return b_.CreateFDiv(constant(u.dtype, 1.0, 1), x);
     case Op::TRUNC: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);

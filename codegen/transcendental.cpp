@@ -24,6 +24,8 @@ const PatternMatcher& transcendental_rules() {
       {
           {UPat::ops({Op::EXP2}, "e"), [](const Match& m) { return lower_f32(m, exp2_f32); }},
           {UPat::ops({Op::LOG2}, "e"), [](const Match& m) { return lower_f32(m, log2_f32); }},
+          {UPat::ops({Op::SIN}, "e"), [](const Match& m) { return lower_f32(m, sin_f32); }},
+          {UPat::ops({Op::COS}, "e"), [](const Match& m) { return lower_f32(m, cos_f32); }},
           {UPat::ops({Op::POW}, "e"),
            [](const Match& m) -> UOpPtr {
              const UOpPtr& e = m["e"];

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <vector>
 
 namespace loom {
 
@@ -223,5 +224,111 @@ UOpPtr pow_f32(const UOpPtr& x, const UOpPtr& y) {
   return where(one, f32(x, 1),
                where(not_real, f32(x, std::numeric_limits<double>::quiet_NaN()), signed_magnitude));
 }
+
+namespace {
+
+// 2/pi in 24-bit chunks: 2/pi = sum_j kTwoOverPi[j] 2^(-24 (j + 1)).
+constexpr int64_t kTwoOverPi[] = {0xa2f983, 0x6e4e44, 0x1529fc, 0x2757d1, 0xf534dd,
+                                  0xc0db62, 0x95993c, 0x439041, 0xfe5163};
+constexpr int kSkippable = 4;  // chunks a Float32 exponent can make whole multiples of 4
+constexpr int kTerms = 5;      // chunks used after them: 120 bits of 2/pi
+
+// round(v) for a Float64 |v| < 2^51: the add rounds v to an integer, the subtraction is exact.
+UOpPtr round_f64(const UOpPtr& v) { return (v + f64(v, 0x1.8p52)) - f64(v, 0x1.8p52); }
+
+// The angle |x| as (q + r) quarter turns modulo a whole turn.
+struct QuarterTurns {
+  UOpPtr q;  // Int64 whose two low bits are the quadrant
+  UOpPtr r;  // Float64 in [-1/2, 1/2] (and a trace)
+};
+
+// |x| 2/pi modulo 4 for a Float32 |x|, by Payne and Hanek's method in Float64, exact enough
+// for every float: |x| = m 2^e with a 24-bit integer m, so each term, m times a 24-bit chunk
+// of 2/pi, is exact. Chunk j's term is a multiple of 4 when e - 24 (j + 1) >= 2, so the
+// leading such chunks are skipped (chosen by selects on e, no table: it vectorises). Then
+// term0 < 2^50, term1 < 2^26, term2 < 4 (for large e; smaller for small e). Their integer
+// parts go to q; their fractions, term2's down to 2^-46, sum exactly (multiples of 2^-46, or
+// for small e with cancellation only towards 0, which is exact), so near a multiple of pi/2
+// r keeps its relative precision; the small rest adds with relative rounding only. 2/pi's
+// bits past the five chunks used are below 2^-70 quarter turns.
+QuarterTurns reduce_quarter_turns(const UOpPtr& ax) {
+  const UOpPtr bits = bits_of(ax);
+  const UOpPtr biased = alu(Op::SHR, {bits, i32(ax, 23)});  // ax >= 0: the sign bit is clear
+  const UOpPtr normal = ne(biased, i32(ax, 0));
+  const UOpPtr mantissa = alu(Op::AND, {bits, i32(ax, 0x7fffff)});
+  const UOpPtr m = cast(where(normal, alu(Op::OR, {mantissa, i32(ax, 0x800000)}), mantissa), DType::Float64);
+  const UOpPtr e = where(normal, biased, i32(ax, 1)) - i32(ax, 150);  // |x| = m 2^e
+  std::vector<UOpPtr> skip(kSkippable + 1);  // skip[j]: e asks to skip at least j chunks
+  for (int j = 1; j <= kSkippable; ++j) skip[j] = i32(ax, 24 * j + 1) < e;  // e >= 24 (j - 1) + 26
+  UOpPtr skipped_bits = i32(ax, 0);
+  for (int j = 1; j <= kSkippable; ++j) skipped_bits = where(skip[j], i32(ax, 24 * j), skipped_bits);
+  // m 2^k0 with k0 = e - skipped_bits - 24 >= -173: exact, and the terms stay normal.
+  const UOpPtr k0 = cast(e - skipped_bits - i32(ax, 24), DType::Int64);
+  const UOpPtr scaled = m * from_bits64(alu(Op::SHL, {k0 + i64(ax, 1023), i64(ax, 52)}));
+  std::vector<UOpPtr> terms;
+  for (int t = 0; t < kTerms; ++t) {
+    const double below = std::ldexp(1.0, -24 * t);  // chunk t + j sits 24 t bits below chunk j
+    UOpPtr chunk = f64(ax, static_cast<double>(kTwoOverPi[t]) * below);
+    for (int j = 1; j <= kSkippable; ++j)
+      chunk = where(skip[j], f64(ax, static_cast<double>(kTwoOverPi[j + t]) * below), chunk);
+    terms.push_back(scaled * chunk);
+  }
+  const UOpPtr w0 = round_f64(terms[0]), w1 = alu(Op::TRUNC, {terms[1]});
+  const UOpPtr hi2 = (terms[2] + f64(ax, 96)) - f64(ax, 96);   // rounded to a multiple of 2^-46
+  const UOpPtr s = ((terms[0] - w0) + (terms[1] - w1)) + hi2;  // in [-1/2, 11/2)
+  const UOpPtr n = round_f64(s);
+  const UOpPtr tail = ((terms[2] - hi2) + terms[3]) + terms[4];
+  // w0 + w1 + n < 2^51 is a whole number >= 0: plus 2^52, it is the mantissa's low bits.
+  return {bits64(((w0 + w1) + n) + f64(ax, 0x1p52)), (s - n) + tail};
+}
+
+// sin a and cos a for |a| <= pi/4 by their Taylor polynomials through a^13 and a^12: the
+// first terms left out are below 2^-44 of the result.
+UOpPtr sin_polynomial(const UOpPtr& a) {
+  const UOpPtr z = a * a;
+  double factorial = 6227020800.0;  // 13!
+  UOpPtr p = f64(a, 1 / factorial);
+  for (int k = 11; k >= 1; k -= 2) {
+    factorial /= (k + 1) * (k + 2);
+    p = mulacc(z, p, f64(a, ((k - 1) / 2 % 2 ? -1 : 1) / factorial));
+  }
+  return a * p;
+}
+UOpPtr cos_polynomial(const UOpPtr& a) {
+  const UOpPtr z = a * a;
+  double factorial = 479001600.0;  // 12!
+  UOpPtr p = f64(a, 1 / factorial);
+  for (int k = 10; k >= 0; k -= 2) {
+    factorial /= (k + 1) * (k + 2);
+    p = mulacc(z, p, f64(a, (k / 2 % 2 ? -1 : 1) / factorial));
+  }
+  return p;
+}
+
+// sin x (quarter_turns = 0) or cos x = sin(x + pi/2) (quarter_turns = 1) for a Float32 x:
+// |x| reduced to quarter turns q + r, then the polynomial of r pi/2 that quadrant
+// q + quarter_turns asks for, its sign, and for sin the sign of x (so sin(-0) = -0). In
+// Float64 throughout, so the reduction's tail and the polynomial leave the Float32 result
+// within 0.5 ulp and a trace. inf and NaN give NaN.
+UOpPtr sin_cos_f32(const UOpPtr& x, int quarter_turns) {
+  const UOpPtr ax = abs_f32(x);
+  const QuarterTurns d = reduce_quarter_turns(ax);
+  const UOpPtr a = d.r * f64(x, std::numbers::pi / 2);
+  const UOpPtr q = d.q + i64(x, quarter_turns);
+  const UOpPtr odd = ne(alu(Op::AND, {q, i64(x, 1)}), i64(x, 0));
+  const UOpPtr polynomial = where(odd, cos_polynomial(a), sin_polynomial(a));
+  const UOpPtr quadrant_sign = alu(Op::SHL, {alu(Op::AND, {q, i64(x, 2)}), i64(x, 62)});  // quadrants 2, 3
+  UOpPtr out = cast(from_bits64(alu(Op::XOR, {bits64(polynomial), quadrant_sign})), DType::Float32);
+  if (quarter_turns == 0)
+    out = UOp::make(Op::BITCAST, DType::Float32,
+                    {alu(Op::XOR, {bits_of(out), alu(Op::AND, {bits_of(x), i32(x, -0x80000000LL)})})});
+  return where(ax < f32(x, std::numeric_limits<double>::infinity()), out,
+               f32(x, std::numeric_limits<double>::quiet_NaN()));
+}
+
+}  // namespace
+
+UOpPtr sin_f32(const UOpPtr& x) { return sin_cos_f32(x, 0); }
+UOpPtr cos_f32(const UOpPtr& x) { return sin_cos_f32(x, 1); }
 
 }  // namespace loom

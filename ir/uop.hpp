@@ -33,6 +33,7 @@ enum class Op : uint8_t {
   EXP2,
   LOG2,
   SIN,
+  COS,
   SQRT,
   RECIP,
   TRUNC,

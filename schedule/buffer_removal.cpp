@@ -69,7 +69,9 @@ UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
 // once per iteration of every reader (softmax's exp would run twice per
 // element). NEG, TRUNC and casts cost less than the load that would replace
 // them, so argmin's negation stays fused, unlike on a GPU.
-bool is_transcendental(Op op) { return op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::SQRT; }
+bool is_transcendental(Op op) {
+  return op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::COS || op == Op::SQRT;
+}
 
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
 

@@ -13,8 +13,7 @@ UOpPtr exp_of(const UOpPtr& x);      // float x
 UOpPtr log_of(const UOpPtr& x);      // float x
 UOpPtr tanh_of(const UOpPtr& x);     // float x
 UOpPtr sigmoid_of(const UOpPtr& x);  // float x
-UOpPtr cos_of(const UOpPtr& x);      // Float64 x: Tensor::cos rounds cos_of(x in Float64)
-UOpPtr cos_in_f64(const UOpPtr& x);  // Tensor::cos's form for any float x
+UOpPtr cos_of(const UOpPtr& x);      // float x (Float32: the primitive COS)
 
 // gather's selection: along axis `axis` + 1 of `hit`, sum where(hit, source
 // broadcast over that axis, 0), the axis then dropped. `source` has hit's

@@ -1,5 +1,6 @@
 // Transcendental and power functions, built from the IR's float primitives (EXP2
-// LOG2 SIN SQRT RECIP POW, which are libm's), with decompositions chosen for accuracy:
+// LOG2 SIN COS SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
+// ir/float_math.hpp's code, the rest are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
 // measures it against higher-precision libm. Integer inputs compute in Float32.
 #include "ir/float_math.hpp"
@@ -102,8 +103,10 @@ UOpPtr detail::sigmoid_of(const UOpPtr& x) {
 // sin(x + pi/2) loses it to the rounding of the sum): three roundings, within 2.5 ulps. x = ±0
 // (0/0) gives 1. In the top binade, where 2x overflows, 1 - 2 sin(x/2)^2 instead (x/2 is exact;
 // within 4 ulps of 1 absolutely, so not relatively near the zeros of cos). Two SIN calls.
-// Float32 computes in Float64 (so within 0.5 ulp plus a trace, for every float).
+// Float32 is COS, which codegen lowers to ir/float_math.hpp's cos_f32 (one Payne-Hanek
+// reduction, computed in Float64: within 0.5 ulp plus a trace for every float, no libm call).
 UOpPtr detail::cos_of(const UOpPtr& x) {
+  if (is_f32(x)) return alu(Op::COS, {x});
   const UOpPtr one = c(x, 1), a = umax(x, -x);
   const UOpPtr huge = eq(a + a, c(x, std::numeric_limits<double>::infinity()));
   const UOpPtr s1 = alu(Op::SIN, {where(huge, x * c(x, 0.5), x + x)}), s = alu(Op::SIN, {x});
@@ -159,13 +162,7 @@ UOpPtr as_float(const Tensor& t, const char* op) {
   const UOpPtr& x = uop(t, op);
   return cast_uop(x, float_dtype(x->dtype));
 }
-// Computes `f` in Float64 and rounds the result back to the input's float dtype.
-UOpPtr in_f64(const UOpPtr& x, UOpPtr (*f)(const UOpPtr&)) {
-  return cast_uop(f(cast_uop(x, DType::Float64)), x->dtype);
-}
 }  // namespace
-
-UOpPtr detail::cos_in_f64(const UOpPtr& x) { return in_f64(x, cos_of); }
 
 Tensor Tensor::exp() const { return make_tensor(exp_of(as_float(*this, "exp"))); }
 Tensor Tensor::log() const { return make_tensor(log_of(as_float(*this, "log"))); }
@@ -178,7 +175,7 @@ Tensor Tensor::rsqrt() const {
 }
 Tensor Tensor::reciprocal() const { return make_tensor(alu(Op::RECIP, {as_float(*this, "reciprocal")})); }
 Tensor Tensor::sin() const { return make_tensor(alu(Op::SIN, {as_float(*this, "sin")})); }
-Tensor Tensor::cos() const { return make_tensor(cos_in_f64(as_float(*this, "cos"))); }
+Tensor Tensor::cos() const { return make_tensor(cos_of(as_float(*this, "cos"))); }
 Tensor Tensor::tanh() const { return make_tensor(tanh_of(as_float(*this, "tanh"))); }
 Tensor Tensor::sigmoid() const { return make_tensor(sigmoid_of(as_float(*this, "sigmoid"))); }
 

@@ -46,6 +46,8 @@ def torch_workloads():
         "exp_4096x4096": lambda: a.exp(),
         "tanh_4096x4096": lambda: a.tanh(),
         "sigmoid_4096x4096": lambda: torch.sigmoid(a),
+        "sin_4096x4096": lambda: a.sin(),
+        "cos_4096x4096": lambda: a.cos(),
         **matmul_workloads(torch, r),
         **torch_layer_workloads(r),
     }
@@ -134,6 +136,8 @@ def numpy_workloads():
         "exp_4096x4096": lambda: np.exp(a),
         "tanh_4096x4096": lambda: np.tanh(a),
         "sigmoid_4096x4096": lambda: 1 / (1 + np.exp(-a)),
+        "sin_4096x4096": lambda: np.sin(a),
+        "cos_4096x4096": lambda: np.cos(a),
         **matmul_workloads(np, r),
     }
 

@@ -336,6 +336,9 @@ TEST_CASE("emit: IEEE float arithmetic and the float-only unary ops") {
   const auto sines = run_unary<float>(Op::SIN, {0.5f, 0});
   CHECK(sines[0] == doctest::Approx(std::sin(0.5)).epsilon(1e-6));
   CHECK(sines[1] == 0.0f);
+  const auto cosines = run_unary<double>(Op::COS, {0.5, 0});  // Float64 COS is llvm.cos
+  CHECK(cosines[0] == doctest::Approx(std::cos(0.5)).epsilon(1e-15));
+  CHECK(cosines[1] == 1.0);
   const auto powers = run_binary<float>(Op::POW, {2, 9, 2}, {10, 0.5f, -1});
   CHECK(powers[0] == doctest::Approx(1024).epsilon(1e-6));
   CHECK(powers[1] == doctest::Approx(3).epsilon(1e-6));

@@ -1,7 +1,7 @@
 #pragma once
 // Op classes for the fuzzer's tolerances (docs/fuzzing.md). A value is
 // approximate when an op upstream of it may round differently in loom and in
-// the reference: the transcendental primitives (EXP2 LOG2 SIN POW), float sums
+// the reference: the transcendental primitives (EXP2 LOG2 SIN COS POW), float sums
 // and products over an axis (their order is the compiler's to choose), and a
 // float MULACC (may fuse). Every other op is exactly rounded (IEEE + - * / sqrt,
 // casts, movement, comparisons) and must agree to the bit.

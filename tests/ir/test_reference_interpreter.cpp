@@ -377,6 +377,7 @@ TEST_CASE("reference: float unary ops, with their IEEE edge values") {
   check_floats(trunc, {-2, 2, -0.0, kInf, kNaN});
   CHECK(std::signbit(trunc.f[2]));
   check_floats(unary(Op::SIN, f32, std::vector<float>{0, INFINITY}), {0, kNaN});
+  check_floats(unary(Op::COS, f32, std::vector<float>{0, -INFINITY}), {1, kNaN});
 }
 
 TEST_CASE("reference: float transcendentals round to their dtype") {

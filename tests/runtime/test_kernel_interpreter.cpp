@@ -235,6 +235,8 @@ TEST_CASE("float unary ops round to float for Float32") {
                               DType::Float32, F{2.7f, -2.7f}) == F{2, -2});
   CHECK(run_map<float, float>([](const UOpPtr& x) { return alu(Op::SIN, {x}); }, DType::Float32,
                               DType::Float32, F{0}) == F{0});
+  CHECK(run_map<float, float>([](const UOpPtr& x) { return alu(Op::COS, {x}); }, DType::Float32,
+                              DType::Float32, F{0, 1}) == F{1, std::cos(1.0f)});
   // 0.1f + 0.2f in float is 0.3f's neighbour 0.30000001192...; in double it would differ.
   CHECK(run_zip<float, float>(Op::ADD, DType::Float32, DType::Float32, F{0.1f}, F{0.2f}) == F{0.1f + 0.2f});
   CHECK(run_zip<float, float>(Op::POW, DType::Float32, DType::Float32, F{2, 9}, F{10, 0.5f}) == F{1024, 3});

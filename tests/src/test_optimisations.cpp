@@ -313,6 +313,36 @@ TEST_CASE("log2 and log on Float32: polynomial code in full-width vectors, no li
   }
 }
 
+// Float32 SIN and COS from UOps (ir/float_math.hpp): a Payne-Hanek reduction and polynomials
+// in Float64 lanes as many as the native Float32 vector's, so no libm call per lane.
+TEST_CASE("sin and cos on Float32: no libm call, vector code (Float64 inside, for the accuracy)") {
+  for (const auto& [name, f] : std::vector<std::pair<std::string, Tensor (*)(const Tensor&)>>{
+           {"sin", [](const Tensor& t) { return t.sin(); }},
+           {"cos", [](const Tensor& t) { return t.cos(); }}}) {
+    CAPTURE(name);
+    FreshCaches fresh;
+    const Tensor x = Tensor::full({256, 256}, 1e10).realize();
+    Kernels seen;
+    const Tensor y = f(x).realize();
+    const std::string ir = emit_llvm_ir(seen.only(), seen.all().begin()->first);
+    INFO(ir);
+    for (const char* absent : {"@llvm.sin", "@llvm.cos", "@sin", "@cos"}) CHECK(count_of(ir, absent) == 0);
+    const int lanes = native_f32_lanes();
+    const std::string doubles = "<" + std::to_string(lanes) + " x double>";
+    // The calls left are intrinsics that are one instruction or a few on these vectors.
+    CHECK(count_of(ir, "call ") ==
+          count_of(ir, "call " + doubles + " @llvm.trunc") +
+              count_of(ir, "call " + doubles + " @llvm.fmuladd") +
+              count_of(ir, "call <" + std::to_string(lanes) + " x i32> @llvm.fptosi.sat"));
+    CHECK(count_of(ir, "call " + doubles + " @llvm.fmuladd") >= 12);  // the polynomials
+    CHECK(count_of(ir, "load " + vector_type(lanes)) == 1);
+    CHECK(count_of(ir, "store " + vector_type(lanes)) >= 1);
+    // 1e10 as a float is 10000000000 exactly; sin and cos of it, rounded to float.
+    const double want = name == "sin" ? -0.48750602508751069 : 0.87311962267685600;
+    CHECK(std::abs(y.to_vector<float>()[4321] - want) <= 0x1p-25);
+  }
+}
+
 TEST_CASE("pow on Float32: no libm call, vector code (Float64 inside, for the accuracy)") {
   FreshCaches fresh;
   const Tensor x = Tensor::full({256, 256}, 1.5).realize(), e = Tensor::full({256, 256}, 2.25).realize();

@@ -53,6 +53,7 @@ T float_op(Op op, DType dt, T a, T b, T c) {
     case Op::EXP2: return std::exp2(a);
     case Op::LOG2: return std::log2(a);
     case Op::SIN: return std::sin(a);
+    case Op::COS: return std::cos(a);
     case Op::SQRT: return std::sqrt(a);
     case Op::RECIP: return T(1) / a;
     case Op::TRUNC: return std::trunc(a);
@@ -119,6 +120,7 @@ int64_t int_alu(Op op, DType dt, int64_t a, int64_t b, int64_t c) {
     case Op::EXP2:
     case Op::LOG2:
     case Op::SIN:
+    case Op::COS:
     case Op::SQRT:
     case Op::RECIP:
     case Op::TRUNC:
