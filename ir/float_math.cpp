@@ -282,27 +282,19 @@ QuarterTurns reduce_quarter_turns(const UOpPtr& ax) {
   return {bits64(((w0 + w1) + n) + f64(ax, 0x1p52)), (s - n) + tail};
 }
 
-// sin a and cos a for |a| <= pi/4 by their Taylor polynomials through a^13 and a^12: the
-// first terms left out are below 2^-44 of the result.
-UOpPtr sin_polynomial(const UOpPtr& a) {
+// sin a (top = 13) or cos a (top = 12) for |a| <= pi/4 by its Taylor polynomial through
+// a^top: the first term left out is below 2^-44 of the result.
+UOpPtr sin_or_cos_polynomial(const UOpPtr& a, int top) {
   const UOpPtr z = a * a;
-  double factorial = 6227020800.0;  // 13!
-  UOpPtr p = f64(a, 1 / factorial);
-  for (int k = 11; k >= 1; k -= 2) {
+  double factorial = 1;
+  for (int k = 2; k <= top; ++k) factorial *= k;
+  const auto coefficient = [](int k, double k_factorial) { return (k / 2 % 2 ? -1 : 1) / k_factorial; };
+  UOpPtr p = f64(a, coefficient(top, factorial));
+  for (int k = top - 2; k >= 0; k -= 2) {
     factorial /= (k + 1) * (k + 2);
-    p = mulacc(z, p, f64(a, ((k - 1) / 2 % 2 ? -1 : 1) / factorial));
+    p = mulacc(z, p, f64(a, coefficient(k, factorial)));
   }
-  return a * p;
-}
-UOpPtr cos_polynomial(const UOpPtr& a) {
-  const UOpPtr z = a * a;
-  double factorial = 479001600.0;  // 12!
-  UOpPtr p = f64(a, 1 / factorial);
-  for (int k = 10; k >= 0; k -= 2) {
-    factorial /= (k + 1) * (k + 2);
-    p = mulacc(z, p, f64(a, (k / 2 % 2 ? -1 : 1) / factorial));
-  }
-  return p;
+  return top % 2 ? a * p : p;
 }
 
 // sin x (quarter_turns = 0) or cos x = sin(x + pi/2) (quarter_turns = 1) for a Float32 x:
@@ -316,7 +308,7 @@ UOpPtr sin_cos_f32(const UOpPtr& x, int quarter_turns) {
   const UOpPtr a = d.r * f64(x, std::numbers::pi / 2);
   const UOpPtr q = d.q + i64(x, quarter_turns);
   const UOpPtr odd = ne(alu(Op::AND, {q, i64(x, 1)}), i64(x, 0));
-  const UOpPtr polynomial = where(odd, cos_polynomial(a), sin_polynomial(a));
+  const UOpPtr polynomial = where(odd, sin_or_cos_polynomial(a, 12), sin_or_cos_polynomial(a, 13));
   const UOpPtr quadrant_sign = alu(Op::SHL, {alu(Op::AND, {q, i64(x, 2)}), i64(x, 62)});  // quadrants 2, 3
   UOpPtr out = cast(from_bits64(alu(Op::XOR, {bits64(polynomial), quadrant_sign})), DType::Float32);
   if (quarter_turns == 0)
