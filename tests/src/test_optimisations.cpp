@@ -168,6 +168,33 @@ TEST_CASE("a tiny kernel runs on the calling thread: the dispatch counter does n
   CHECK(counters().kernels_dispatched > big_before.kernels_dispatched);
 }
 
+// softmax multiplies by the reciprocal of the row's sum: one division per row, none per element.
+TEST_CASE("softmax [256, 1024]: three kernels, and a division per row, not per element") {
+  FreshCaches fresh;
+  const Tensor x = Tensor::randn({256, 1024}).realize();
+  Kernels seen;
+  const Tensor y = x.softmax(-1).realize();
+  const auto kernels = seen.all();
+  CHECK(kernels.size() == 3);  // max, sum of exp, exp times the reciprocal
+  int vector_divisions = 0, scalar_divisions = 0;
+  for (const auto& [name, k] : kernels) {
+    const std::string ir = emit_llvm_ir(k, name);
+    vector_divisions += count_of(ir, "fdiv <");
+    scalar_divisions += count_of(ir, "fdiv float");
+  }
+  CHECK(vector_divisions == 0);
+  CHECK(scalar_divisions == 1);
+  const auto xs = x.to_vector<float>(), ys = y.to_vector<float>();
+  for (int64_t row : {0, 255}) {
+    double sum = 0;
+    for (int64_t j = 0; j < 1024; ++j) sum += std::exp(static_cast<double>(xs[row * 1024 + j]));
+    for (int64_t j : {0, 511, 1023}) {
+      const double want = std::exp(static_cast<double>(xs[row * 1024 + j])) / sum;
+      CHECK(std::abs(ys[row * 1024 + j] - want) <= 1e-6 * want);  // exp, the sum, 1/sum, the product
+    }
+  }
+}
+
 TEST_CASE("results are bitwise equal for LOOM_THREADS 1 and 2") {
   Tensor a = Tensor::randn({1024, 1000}).realize();
   const std::vector<std::function<Tensor()>> programs{
