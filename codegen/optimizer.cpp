@@ -17,6 +17,7 @@
 #include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pattern.hpp"
+#include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
 
 #include <fmt/format.h>
@@ -185,34 +186,11 @@ struct Split {
   UOpPtr root, outer, inner;
 };
 
-// range -> outer * factor + inner: the outer part keeps `range`'s kind, the inner
-// one is of `inner_kind`; both get fresh axis ids, and every END and REDUCE that
-// listed `range` lists both in its place, outer first, so the loop nest keeps its
-// order. (The optimiser's own copy until the schedule's range-split primitive,
-// ir/range_split.hpp, is on main to share.)
+// range -> outer * factor + inner by the range-splitting primitive: the outer part keeps
+// `range`'s kind, the inner one is of `inner_kind`, both with fresh axis ids.
 Split split(const UOpPtr& k, const UOpPtr& range, int64_t factor, AxisKind inner_kind) {
-  const AxisArg axis = range->get<AxisArg>();
-  const int64_t end = *trip(range);
-  int64_t fresh = 0;
-  for (const auto& r : ranges_of(k)) fresh = std::max(fresh, r->get<AxisArg>().id + 1);
-  const UOpPtr outer = make_range(end / factor, fresh, axis.kind);
-  const UOpPtr inner = make_range(factor, fresh + 1, inner_kind);
-  std::unordered_map<const UOp*, UOpPtr> done{{range.get(), outer * factor + inner}};
-  for (const auto& n : toposort(k)) {
-    if (n == range) continue;
-    const bool closer = n->op == Op::END || n->op == Op::REDUCE;
-    std::vector<UOpPtr> src;
-    for (size_t i = 0; i < n->src.size(); ++i) {
-      if (closer && i > 0 && n->src[i] == range) {
-        src.push_back(outer);
-        src.push_back(inner);
-      } else {
-        src.push_back(done.at(n->src[i].get()));
-      }
-    }
-    done[n.get()] = src == n->src ? n : n->with_src(std::move(src));
-  }
-  return {done.at(k.get()), outer, inner};
+  const SplitRanges s = split_ranges(k, {RangeSplit{range, factor, inner_kind}});
+  return {s.root, s.parts[0].first, s.parts[0].second};
 }
 
 // `range` (padded first if needed) split into outer, unroll and upcast parts:
