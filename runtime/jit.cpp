@@ -309,7 +309,9 @@ JitObject Jit::compile_object(const std::string& llvm_ir, const std::string& nam
   out.timings.parse = ms_since(t0);
   TargetMachineLease lease{*impl_->machines};
   const bool full = options.level == JitLevel::Full;
-  lease.tm->setOptLevel(full ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Less);
+  lease.tm->setOptLevel(full                               ? llvm::CodeGenOptLevel::Default
+                        : options.level == JitLevel::Light ? llvm::CodeGenOptLevel::Less
+                                                           : llvm::CodeGenOptLevel::None);
   module->setDataLayout(lease.tm->createDataLayout());
   module->setTargetTriple(lease.tm->getTargetTriple().str());
   // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want

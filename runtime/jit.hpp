@@ -25,9 +25,11 @@ inline CheckedKernelFn as_checked(KernelFn fn) {
 
 // How hard LLVM works on one module. Full: the new pass manager's O2 pipeline
 // with the loop and SLP vectorisers, and the O2 code generator. Light: O1 and
-// the O1 code generator, for kernels too small for O2 to buy anything
-// (docs/pipeline.md says where the line is).
-enum class JitLevel { Full, Light };
+// the O1 code generator, for kernels too small for O2 to buy anything. Bulk:
+// Light's passes and LLVM's O0 code generator (FastISel, the fast register
+// allocator), for kernels so large that the O1 code generator's time grows
+// faster than their IR (docs/pipeline.md says where the lines are).
+enum class JitLevel { Full, Light, Bulk };
 
 struct JitOptions {
   bool keep_optimized_ir = false;  // print the optimised module into JitObject::optimized_ir

@@ -68,13 +68,14 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
   if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, kernel, stage, ext, text);
 }
 
-// Which kernels get JitLevel::Light rather than O2 (figures in docs/pipeline.md):
-// - a body that runs at most kLightWork times: its code runs for about a
-//   microsecond at either level, while O2 and its code generator take several
-//   times longer to compile it (light code runs a few times slower per
-//   iteration, so larger kernels keep O2);
-// - LLVM IR of kLightLines lines or more: O2's time grows faster than the IR
-//   (seconds for cat of 200 tensors) and would take thousands of runs to pay back.
+// Which kernels get a lighter level than O2 (figures in docs/pipeline.md):
+// - JitLevel::Light for a body that runs at most kLightWork times: its code runs
+//   for about a microsecond at either level, while O2 and its code generator
+//   take several times longer to compile it (light code runs a few times slower
+//   per iteration, so larger kernels keep O2);
+// - JitLevel::Bulk for LLVM IR of kLightLines lines or more: O2's time, and the
+//   O1 code generator's, grow faster than the IR (seconds and half a second
+//   for cat of 200 tensors) and would take thousands of runs to pay back.
 constexpr int64_t kLightWork = 512;
 constexpr int64_t kLightLines = 2000;
 
@@ -95,7 +96,8 @@ int64_t kernel_work(const UOpPtr& kernel) {
 JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
   const int64_t work = kernel_work(kernel);
   const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
-  return (work >= 0 && work <= kLightWork) || lines >= kLightLines ? JitLevel::Light : JitLevel::Full;
+  if (lines >= kLightLines) return JitLevel::Bulk;
+  return work >= 0 && work <= kLightWork ? JitLevel::Light : JitLevel::Full;
 }
 
 // Where one kernel's compile time went, for LOOM_DEBUG=2.
@@ -104,14 +106,17 @@ struct CompileTimes {
   JitTimings jit;
 };
 
+std::string_view jit_level_name(JitLevel level) {
+  return level == JitLevel::Full ? "O2" : level == JitLevel::Light ? "light" : "bulk";
+}
+
 void log_compile(const CompiledKernel& k, JitLevel level, const CompileTimes& t) {
   const double total = t.optimizer + t.emit + t.jit.parse + t.jit.optimize + t.jit.codegen + t.jit.link;
   log().info(
       "  {} compiled in {:.3f} ms ({}): optimiser {:.2f}, emit {:.2f}, LLVM parse {:.2f}, passes {:.2f}, "
       "codegen {:.2f}, link {:.2f}; {} lines of IR, {} bytes of code",
-      k.name, total, level == JitLevel::Full ? "O2" : "light", t.optimizer, t.emit, t.jit.parse,
-      t.jit.optimize, t.jit.codegen, t.jit.link, std::count(k.llvm_ir.begin(), k.llvm_ir.end(), '\n'),
-      k.code->code_bytes());
+      k.name, total, jit_level_name(level), t.optimizer, t.emit, t.jit.parse, t.jit.optimize, t.jit.codegen,
+      t.jit.link, std::count(k.llvm_ir.begin(), k.llvm_ir.end(), '\n'), k.code->code_bytes());
 }
 
 // Schedules the graph over placeholders and compiles every kernel before any

@@ -200,6 +200,13 @@ TEST_CASE("Jit: the light level gives the same results") {
   CHECK(run_scale(code->fn(), 0, 6, 1) == std::vector<int64_t>{6, 11, 16, 21, 26, 31});
 }
 
+TEST_CASE("Jit: the bulk level (O0 code generation) gives the same results") {
+  const JitObject object =
+      Jit::instance().compile_object(scale_ir("bulk", 5), "bulk", JitOptions{.level = JitLevel::Bulk});
+  auto code = Jit::instance().load(object.bytes, "bulk");
+  CHECK(run_scale(code->fn(), 0, 6, 1) == std::vector<int64_t>{6, 11, 16, 21, 26, 31});
+}
+
 TEST_CASE("Jit: an object that is not a whole object file is an error naming the kernel, never a crash") {
   const size_t before = Jit::instance().live_code_bytes();
   const std::string whole = Jit::instance().compile_object(scale_ir("cut", 2), "cut").bytes;

@@ -215,6 +215,22 @@ TEST_CASE("cat promotes dtypes, keeps -0.0 and NaN, skips empty pieces, runs as 
   check_ref(cat({x * 2, x.exp(), x - 1}, 1) + 1, 2);
 }
 
+// 200 pieces make one kernel of thousands of lines of LLVM IR, which the engine
+// compiles at JitLevel::Bulk (O0 code generation): its values must not change.
+TEST_CASE("stack of 200 tensors runs as one kernel and puts every value in place") {
+  std::vector<Tensor> parts;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<double> v(8);
+    for (int j = 0; j < 8; ++j) v[j] = i * 8 + j;
+    parts.push_back(make(DType::Float32, v, {2, 4}));
+  }
+  const auto before = counters().kernels_executed;
+  const std::vector<float> got = (stack(parts, 0) * 2).to_vector<float>();
+  CHECK(counters().kernels_executed == before + 1);
+  REQUIRE(got.size() == 1600);
+  for (size_t k = 0; k < got.size(); ++k) REQUIRE(got[k] == 2.0f * static_cast<float>(k));
+}
+
 TEST_CASE("cat and stack errors name the op, the tensors and the shapes") {
   Tensor a = Tensor::zeros({2, 3}), b = Tensor::zeros({2, 4}), c = Tensor::zeros({2});
   CHECK_THROWS_WITH_AS(
