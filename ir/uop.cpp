@@ -1,6 +1,7 @@
 #include "ir/uop.hpp"
 
 #include "ir/infer.hpp"
+#include "ir/node_index.hpp"
 
 #include <array>
 #include <atomic>
@@ -121,14 +122,70 @@ uint64_t node_hash(Op op, DType dt, const std::vector<UOpPtr>& src, const Arg& a
 }  // namespace
 
 // ---- interning ----------------------------------------------------------------------
-// Sharded by hash so threads building unrelated graphs rarely contend. The table
-// holds raw pointers: a node erases its own entry when it dies, and a lookup
-// that finds a dying node (lock() fails) makes a fresh one beside it.
+// Sharded by hash so threads building unrelated graphs rarely contend. Each
+// shard is an open-addressing table of (hash, node) pairs: a lookup compares
+// stored hashes in one array before it touches a node. The table holds raw
+// pointers: a node erases its own entry when it dies (leaving a tombstone),
+// and a lookup that finds a dying node (lock() fails) makes a fresh one beside it.
 struct InternTable {
   static constexpr size_t kShards = 64;
-  struct Shard {
+  class Shard {
+   public:
     std::mutex mu;
-    std::unordered_multimap<uint64_t, UOp*> map;
+    // The live node equal to (op, dtype, src, arg) with hash h, or null.
+    UOpPtr find(uint64_t h, Op op, DType dt, const std::vector<UOpPtr>& src, const Arg& arg) const {
+      if (entries_.empty()) return nullptr;
+      for (size_t i = slot(h);; i = (i + 1) & mask_) {
+        const Entry& e = entries_[i];
+        if (!e.node) return nullptr;
+        if (e.node != tombstone() && e.hash == h && same(e.node, op, dt, src, arg))
+          if (auto alive = e.node->weak_from_this().lock()) return alive;
+      }
+    }
+    void insert(uint64_t h, UOp* n) {
+      if (2 * (used_ + 1) > entries_.size()) rehash();
+      size_t i = slot(h);
+      while (entries_[i].node && entries_[i].node != tombstone()) i = (i + 1) & mask_;
+      if (!entries_[i].node) ++used_;
+      entries_[i] = {h, n};
+      ++size_;
+    }
+    // A node another thread's equal one beat to the table was never inserted.
+    void erase(const UOp* n) {
+      if (entries_.empty()) return;
+      for (size_t i = slot(n->hash_); entries_[i].node; i = (i + 1) & mask_)
+        if (entries_[i].node == n) {
+          entries_[i].node = tombstone();
+          --size_;
+          return;
+        }
+    }
+    size_t size() const { return size_; }
+
+   private:
+    struct Entry {
+      uint64_t hash = 0;
+      UOp* node = nullptr;  // null: never used; tombstone(): erased
+    };
+    static UOp* tombstone() { return reinterpret_cast<UOp*>(alignof(UOp)); }
+    // The shard came from the hash's low bits; the slot takes its high ones.
+    size_t slot(uint64_t h) const { return static_cast<size_t>(h >> 32) & mask_; }
+    // Doubles when the live entries fill half of the table after the tombstones
+    // are dropped, else rebuilds at the same size.
+    void rehash() {
+      size_t capacity = std::max<size_t>(64, entries_.size());
+      while (4 * (size_ + 1) > capacity) capacity *= 2;
+      std::vector<Entry> old(capacity);
+      old.swap(entries_);
+      mask_ = capacity - 1;
+      used_ = size_ = 0;
+      for (const Entry& e : old)
+        if (e.node && e.node != tombstone()) insert(e.hash, e.node);
+    }
+    std::vector<Entry> entries_;
+    size_t mask_ = 0;
+    size_t used_ = 0;  // live entries and tombstones
+    size_t size_ = 0;  // live entries
   };
   std::array<Shard, kShards> shards;
 
@@ -148,12 +205,7 @@ struct InternTable {
   void erase(UOp* n) {
     Shard& s = shard(n->hash_);
     std::lock_guard lock(s.mu);
-    auto [lo, hi] = s.map.equal_range(n->hash_);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second == n) {
-        s.map.erase(it);
-        return;
-      }
+    s.erase(n);
   }
 };
 
@@ -209,19 +261,13 @@ UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
   auto& shard = table.shard(h);
   {
     std::lock_guard lock(shard.mu);
-    auto [lo, hi] = shard.map.equal_range(h);
-    for (auto it = lo; it != hi; ++it)
-      if (InternTable::same(it->second, op, dtype, src, arg))
-        if (auto alive = it->second->weak_from_this().lock()) return alive;
+    if (UOpPtr alive = shard.find(h, op, dtype, src, arg)) return alive;
   }
   // Built outside the lock: shape and bounds inference may be non-trivial.
   std::shared_ptr<UOp> fresh(construct(op, dtype, std::move(src), std::move(arg), h), UOpDeleter{});
   std::lock_guard lock(shard.mu);
-  auto [lo, hi] = shard.map.equal_range(h);
-  for (auto it = lo; it != hi; ++it)
-    if (InternTable::same(it->second, op, dtype, fresh->src, fresh->arg))
-      if (auto alive = it->second->weak_from_this().lock()) return alive;  // another thread won
-  shard.map.emplace(h, fresh.get());
+  if (UOpPtr alive = shard.find(h, op, dtype, fresh->src, fresh->arg)) return alive;  // another thread won
+  shard.insert(h, fresh.get());
   return fresh;
 }
 
@@ -243,7 +289,7 @@ size_t intern_table_size() {
   size_t n = 0;
   for (auto& s : InternTable::get().shards) {
     std::lock_guard lock(s.mu);
-    n += s.map.size();
+    n += s.size();
   }
   return n;
 }
@@ -334,25 +380,37 @@ UOpPtr cast(const UOpPtr& a, DType dt) {
 }
 
 // ---- traversal -------------------------------------------------------------------------
-std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots) {
+namespace {
+std::vector<UOpPtr> toposort_into(const std::vector<UOpPtr>& roots, NodeIndex* index) {
   std::vector<UOpPtr> order;
-  std::unordered_set<const UOp*> seen;
-  std::vector<std::pair<const UOp*, size_t>> stack;  // node, next source to visit
+  NodeIndex local;
+  NodeIndex& seen = index ? *index : local;  // a node maps to its place in `order` once it is there
+  std::vector<std::pair<const UOpPtr*, size_t>> stack;  // node, next source to visit
+  const auto visit = [&](const UOpPtr& n) {
+    if (!seen.insert(n.get(), NodeIndex::kMissing)) return false;
+    stack.emplace_back(&n, 0);
+    return true;
+  };
   for (const auto& root : roots) {
-    if (!root || !seen.insert(root.get()).second) continue;
-    stack.emplace_back(root.get(), 0);
+    if (!root || !visit(root)) continue;
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
-      if (next < node->src.size()) {
-        const UOp* s = node->src[next++].get();
-        if (seen.insert(s).second) stack.emplace_back(s, 0);
+      if (next < (*node)->src.size()) {
+        visit((*node)->src[next++]);
         continue;
       }
-      order.push_back(node->ptr());
+      if (index) index->set(node->get(), static_cast<uint32_t>(order.size()));
+      order.push_back(*node);
       stack.pop_back();
     }
   }
   return order;
+}
+}  // namespace
+
+std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots) { return toposort_into(roots, nullptr); }
+std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots, NodeIndex& index) {
+  return toposort_into(roots, &index);
 }
 std::vector<UOpPtr> toposort(const UOpPtr& root) { return toposort(std::vector<UOpPtr>{root}); }
 

@@ -352,12 +352,12 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
 
 namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
-                     const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into_buffers) {
+                     const std::vector<UOpPtr>& targets, const GraphSignature& sig,
+                     const std::vector<UOpPtr>& into_buffers) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const Flags> flags = loom::flags();  // one snapshot for the whole realize
   const StageObservers observers(*flags);
   const ProfileSpan span("realize", "realize");
-  const GraphSignature sig = sign_graph(targets);
   std::vector<int64_t> into;  // per target: the position of the buffer it is assigned into, or -1
   for (const auto& b : into_buffers) into.push_back(b ? sig.position_of(b.get()) : -1);
   KeyHasher key(sig.key);
@@ -385,12 +385,15 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
       pending.push_back(n);
     }
   if (targets.empty()) return;
-  for (auto& holder : assigns_reached(targets, pending)) {  // realized with the graph that reads them
+  GraphSignature sig = sign_graph(targets);  // the one toposort of the graph
+  const size_t asked = targets.size();
+  for (auto& holder : assigns_reached(sig, pending)) {  // realized with the graph that reads them
     targets.push_back(holder->uop);
     pending.push_back(std::move(holder));
   }
-  const std::vector<UOpPtr> into = in_place_buffers(targets);
-  realize_targets(pending, targets, into);
+  if (targets.size() != asked) sig.key = sig.key_of(targets);  // same nodes: the assigns were in the graph
+  const std::vector<UOpPtr> into = in_place_buffers(targets, sig);
+  realize_targets(pending, targets, sig, into);
   keep_graphs(kept);
   profile_flush();  // after the realize's span has ended
 }

@@ -1,7 +1,5 @@
 #include "src/graph_key.hpp"
 
-#include <unordered_map>
-
 namespace loom::detail {
 
 int64_t GraphSignature::position_of(const UOp* buffer) const {
@@ -10,15 +8,21 @@ int64_t GraphSignature::position_of(const UOp* buffer) const {
   return -1;
 }
 
+GraphKey GraphSignature::key_of(const std::vector<UOpPtr>& targets) const {
+  KeyHasher root;
+  for (const auto& t : targets) {
+    const GraphKey& tk = node_keys[index.find(t.get())];
+    root.word(tk.a).word(tk.b);
+  }
+  return root.word(targets.size()).key();
+}
+
 GraphSignature sign_graph(const std::vector<UOpPtr>& targets) {
   GraphSignature sig;
-  sig.nodes = toposort(targets);
-  std::unordered_map<const UOp*, uint32_t> index;
-  index.reserve(sig.nodes.size());
-  std::vector<GraphKey> keys(sig.nodes.size());
+  sig.nodes = toposort(targets, sig.index);
+  sig.node_keys.resize(sig.nodes.size());
   for (uint32_t i = 0; i < sig.nodes.size(); ++i) {
     const UOp& n = *sig.nodes[i];
-    index.emplace(&n, i);
     KeyHasher h;
     h.word(static_cast<uint64_t>(n.op)).word(static_cast<uint64_t>(n.dtype.scalar));
     h.word(n.dtype.lanes * 2u + (n.dtype.ptr ? 1u : 0u));
@@ -29,17 +33,12 @@ GraphSignature sign_graph(const std::vector<UOpPtr>& targets) {
       h.arg(n.arg);
     }
     for (const auto& s : n.src) {
-      const GraphKey& sk = keys[index.at(s.get())];
+      const GraphKey& sk = sig.node_keys[sig.index.find(s.get())];
       h.word(sk.a).word(sk.b);
     }
-    keys[i] = h.word(n.src.size()).key();
+    sig.node_keys[i] = h.word(n.src.size()).key();
   }
-  KeyHasher root;
-  for (const auto& t : targets) {
-    const GraphKey& tk = keys[index.at(t.get())];
-    root.word(tk.a).word(tk.b);
-  }
-  sig.key = root.word(targets.size()).key();
+  sig.key = sig.key_of(targets);
   return sig;
 }
 

@@ -6,6 +6,7 @@
 // key, so the schedule cache (src/schedule_cache.hpp) can hand back the plan
 // made the first time. docs/pipeline.md ("Schedule cache") documents the key.
 #include "ir/key_hasher.hpp"
+#include "ir/node_index.hpp"
 #include "ir/uop.hpp"
 
 #include <cstdint>
@@ -20,14 +21,20 @@ using GraphKey = Key128;
 using GraphKeyHash = Key128Hash;
 using loom::KeyHasher;
 
+// Built by one toposort, which the realize's other walks (the pending assigns,
+// the in-place test) share instead of sorting the graph again.
 struct GraphSignature {
-  GraphKey key;                 // the targets' structure, buffers by position
-  std::vector<UOpPtr> nodes;    // toposort of the targets
-  std::vector<uint32_t> input;  // position -> index in `nodes` of that BUFFER
+  GraphKey key;                     // the targets' structure, buffers by position
+  std::vector<UOpPtr> nodes;        // toposort of the targets
+  NodeIndex index;                  // node -> its index in `nodes`
+  std::vector<GraphKey> node_keys;  // per node of `nodes`: its structure, buffers by position
+  std::vector<uint32_t> input;      // position -> index in `nodes` of that BUFFER
   const UOpPtr& buffer(size_t position) const { return nodes[input[position]]; }
   size_t inputs() const { return input.size(); }
   // The position of BUFFER `buffer` in this graph, or -1.
   int64_t position_of(const UOp* buffer) const;
+  // The key of `targets`, nodes of this graph: their keys in order.
+  GraphKey key_of(const std::vector<UOpPtr>& targets) const;
 };
 
 GraphSignature sign_graph(const std::vector<UOpPtr>& targets);

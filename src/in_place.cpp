@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace loom::detail {
 
@@ -13,7 +11,7 @@ namespace {
 const UOpPtr& buffer_of_view(const UOpPtr& view) { return view->op == Op::BUFFER ? view : view->src[0]; }
 }  // namespace
 
-std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets) {
+std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets, const GraphSignature& sig) {
   std::vector<UOpPtr> into(targets.size());
   const auto is_assign = [](const UOpPtr& t) { return t->op == Op::ASSIGN && is_buffer_view(t->src[0]); };
   if (std::none_of(targets.begin(), targets.end(), is_assign)) return into;
@@ -22,25 +20,24 @@ std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets) {
   // users in the graph, and for a target `targets` plus its tensor. use_count
   // counts every holder, so anything beyond that is a tensor, graph or alias
   // that outlives the realize.
-  const std::vector<UOpPtr> graph = toposort(targets);
-  std::unordered_map<const UOp*, size_t> pos;
-  for (size_t i = 0; i < graph.size(); ++i) pos.emplace(graph[i].get(), i);
+  const std::vector<UOpPtr>& graph = sig.nodes;
+  const auto pos = [&](const UOpPtr& n) { return sig.index.find(n.get()); };
   std::vector<long> inside(graph.size(), 1);
   for (const auto& n : graph)
-    for (const auto& s : n->src) ++inside[pos.at(s.get())];
-  for (const auto& t : targets) inside[pos.at(t.get())] += 2;
+    for (const auto& s : n->src) ++inside[pos(s)];
+  for (const auto& t : targets) inside[pos(t)] += 2;
 
   // Users before sources: a node read later makes everything below it read later.
   std::vector<char> read_later(graph.size(), 0);
   for (size_t i = graph.size(); i-- > 0;) {
     read_later[i] |= graph[i].use_count() > inside[i];
     if (read_later[i])
-      for (const auto& s : graph[i]->src) read_later[pos.at(s.get())] = 1;
+      for (const auto& s : graph[i]->src) read_later[pos(s)] = 1;
   }
   for (size_t i = 0; i < targets.size(); ++i)
     if (is_assign(targets[i])) {
       const UOpPtr& buffer = buffer_of_view(targets[i]->src[0]);
-      if (!read_later[pos.at(buffer.get())]) into[i] = buffer;
+      if (!read_later[pos(buffer)]) into[i] = buffer;
     }
   return into;
 }
@@ -90,15 +87,12 @@ class PendingAssigns {
 void note_assign(const std::shared_ptr<TensorNode>& holder) { PendingAssigns::get().add(holder); }
 
 std::vector<std::shared_ptr<TensorNode>> assigns_reached(
-    const std::vector<UOpPtr>& targets, const std::vector<std::shared_ptr<TensorNode>>& pending) {
+    const GraphSignature& graph, const std::vector<std::shared_ptr<TensorNode>>& pending) {
   const auto live = PendingAssigns::get().live();
   if (live.empty()) return {};
-  std::unordered_set<const UOp*> assigns;
-  for (const auto& n : toposort(targets))
-    if (n->op == Op::ASSIGN) assigns.insert(n.get());
   std::vector<std::shared_ptr<TensorNode>> out;
   for (const auto& [assign, holder] : live)
-    if (assigns.count(assign.get()) && holder->uop == assign &&
+    if (graph.index.contains(assign.get()) && holder->uop == assign &&
         std::find(pending.begin(), pending.end(), holder) == pending.end() &&
         std::find(out.begin(), out.end(), holder) == out.end())
       out.push_back(holder);

@@ -6,6 +6,7 @@
 // the graph being realized holds a node that (transitively) reads the buffer.
 // Readers inside the schedule are fine: kernel_split runs them before the write.
 // Otherwise the assign writes a fresh buffer (copy on write, at no extra cost).
+#include "src/graph_key.hpp"
 #include "src/tensor_node.hpp"
 
 #include <memory>
@@ -14,9 +15,10 @@
 namespace loom::detail {
 
 // For each target: the BUFFER an ASSIGN target may be written into, or null.
-// Precondition: each target is held by `targets` and by exactly one tensor
-// being realized; any other holder counts as a later reader.
-std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets);
+// `graph` is the targets' signature (its toposort). Precondition: each target
+// is held by `targets` and by exactly one tensor being realized, and each node
+// once by `graph`; any other holder counts as a later reader.
+std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets, const GraphSignature& graph);
 
 // An assign is realized into its own tensor whenever a realize computes it,
 // even when it was reached through another tensor's graph (a cache written by
@@ -24,9 +26,9 @@ std::vector<UOpPtr> in_place_buffers(const std::vector<UOpPtr>& targets);
 // eager op would, instead of going to a fresh buffer the tensor never sees.
 // Tensor::assign records the tensor holding each ASSIGN (weakly; thread-safe).
 void note_assign(const std::shared_ptr<TensorNode>& holder);
-// The live tensors, not already in `pending`, still holding an ASSIGN that
-// `targets` reach. Cheap when no recorded assign is pending anywhere.
+// The live tensors, not already in `pending`, still holding an ASSIGN of
+// `graph` (the targets' signature). Cheap when no recorded assign is pending anywhere.
 std::vector<std::shared_ptr<TensorNode>> assigns_reached(
-    const std::vector<UOpPtr>& targets, const std::vector<std::shared_ptr<TensorNode>>& pending);
+    const GraphSignature& graph, const std::vector<std::shared_ptr<TensorNode>>& pending);
 
 }  // namespace loom::detail
