@@ -110,13 +110,25 @@ class Rangeifier {
     if (!is_leaf(x->op)) plan(x, ni);
   }
 
+  // Where a fused node must be computed: wherever any consumer reads it. Consumers
+  // that agree on an index with no range in it (a scalar, size-1 axes) may sit in
+  // different kernels, each valid over its own kernel's ranges: their OR would carry
+  // one kernel's ranges into the other. Such an index is a constant inside the
+  // node's bounds, so it is read everywhere instead, and each consumer masks its own.
   static UOpPtr any_of_valids(const std::vector<Access>& requests) {
     UOpPtr any;
     for (const auto& a : requests) {
       if (!a.valid) return nullptr;
       any = !any ? a.valid : any == a.valid ? any : alu(Op::OR, {any, a.valid});
     }
+    if (any && any != requests[0].valid && !mentions_range(requests[0].idx)) return nullptr;
     return any;
+  }
+
+  static bool mentions_range(const std::vector<UOpPtr>& idx) {
+    for (const auto& n : toposort(idx))
+      if (n->op == Op::RANGE) return true;
+    return false;
   }
 
   // What `x` reads from each source at its `out` index, handed to the sources.

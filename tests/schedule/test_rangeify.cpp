@@ -222,3 +222,23 @@ TEST_CASE("the kernel-size cap: a 10,000-op chain is cut into kernels of at most
   // A graph under the cap keeps fusing into one kernel.
   CHECK(realization_points({chain[3999]}).size() == 1);
 }
+
+TEST_CASE("a scalar padded differently by two outputs: each kernel's load is gated by its own ranges only") {
+  // Both outputs read the scalar at the same (empty) index, each valid over its own
+  // kernel's range; OR-ing the two valids put one kernel's range into the other's load.
+  const UOpPtr x = movement(Op::RESHAPE, input(1, {1}), {});
+  const UOpPtr y1 = movement(Op::PAD, movement(Op::RESHAPE, cast(x, DType::Int64), {1}), {0, 2});  // [3]
+  const UOpPtr y2 =
+      movement(Op::PAD, movement(Op::PAD, movement(Op::RESHAPE, x, {1}), {0, 1}), {2, 2});  // [6]
+  FakeBuffers fb;
+  const Schedule sched = create_schedule({y1, y2}, fb.factory());
+  REQUIRE(sched.kernels.size() >= 1);
+  for (const auto& k : sched.kernels) {
+    std::vector<UOpPtr> ended;
+    for (const auto& n : toposort(k.ast))
+      if (n->op == Op::END) ended.insert(ended.end(), n->src.begin() + 1, n->src.end());
+    for (const auto& r : ranges_of(k.ast))
+      CHECK_MESSAGE(std::find(ended.begin(), ended.end(), r) != ended.end(),
+                    "kernel " << k.name << " reads range " << r->get<AxisArg>().id << " that none of its loops ends");
+  }
+}
