@@ -34,6 +34,9 @@ UOpPtr f32(const UOpPtr& like, double v) { return constant(like, DType::Float32,
 UOpPtr i32(const UOpPtr& like, int64_t v) { return constant(like, DType::Int32, static_cast<double>(v)); }
 UOpPtr mulacc(const UOpPtr& a, const UOpPtr& b, const UOpPtr& c) { return alu(Op::MULACC, {a, b, c}); }
 UOpPtr bits_of(const UOpPtr& x) { return UOp::make(Op::BITCAST, DType::Int32, {x}); }
+// The NaN of an invalid operation (log of a negative, 0/0): on x86 its sign bit is set,
+// and libm returns the same, so code that reads a NaN's sign (tanh copies x's) agrees.
+UOpPtr invalid_nan(const UOpPtr& like) { return f32(like, -std::numeric_limits<double>::quiet_NaN()); }
 
 // 2^k for an Int32 k in [-126, 127]: the biased exponent in place.
 UOpPtr pow2(const UOpPtr& k) {
@@ -147,7 +150,7 @@ UOpPtr log2_f32(const UOpPtr& x) {
   const UOpPtr result = ((lo + hi) * f32(x, log2e_lo) + lo * f32(x, log2e_hi) + hi * f32(x, log2e_hi)) +
                         cast(k, DType::Float32);
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const UOpPtr signed_out = where(x < f32(x, 0), f32(x, std::numeric_limits<double>::quiet_NaN()), result);
+  const UOpPtr signed_out = where(x < f32(x, 0), invalid_nan(x), result);
   return where(x < f32(x, inf), where(eq(x, f32(x, 0)), f32(x, -inf), signed_out), x);
 }
 
@@ -222,7 +225,7 @@ UOpPtr pow_f32(const UOpPtr& x, const UOpPtr& y) {
       Op::OR, {alu(Op::OR, {eq(y, f32(y, 0)), eq(x, f32(x, 1))}), land(unit, eq(abs_f32(y), f32(y, inf)))});
   const UOpPtr not_real = land(land(negative, ne(x, f32(x, -inf))), ne(alu(Op::TRUNC, {y}), y));
   return where(one, f32(x, 1),
-               where(not_real, f32(x, std::numeric_limits<double>::quiet_NaN()), signed_magnitude));
+               where(not_real, invalid_nan(x), signed_magnitude));
 }
 
 namespace {
