@@ -41,9 +41,9 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
         std::cerr << fmt::format("program {}: invalid: {}\n", program_seed, outcome.invalid_reason);
       continue;
     }
-    if (options.verbose)
+    if (options.verbose)  // a failure's message before shrinking: the replay file has the shrunk one's
       std::cerr << fmt::format("program {}: {}\n", program_seed,
-                               outcome.failure ? outcome.failure->kind : "ok");
+                               outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
     if (!outcome.failure) continue;
     const std::string shrunk = shrink(text, *outcome.failure, check);
     const Outcome again = check_graph(shrunk, check);  // the message of the minimal program
