@@ -20,6 +20,14 @@ const PatternMatcher& attempt_rules() {
 
 // The body over r with each source that does not depend on r (and is not a
 // constant, a range, or r's own bound) replaced by a variable of its dtype and bounds.
+// A source reading a range the body closes itself (an inner REDUCE's) is no constant
+// of the sum either: as a variable it would make that inner reduce look unparented.
+bool open_in(const UOpPtr& s, const UOpPtr& body) {
+  for (const UOp* range : s->ranges())
+    if (!body->ranges().contains(range)) return false;
+  return true;
+}
+
 struct Abstracted {
   UOpPtr body;
   std::vector<std::pair<UOpPtr, UOpPtr>> back;  // variable -> what it stands for
@@ -46,7 +54,7 @@ Abstracted abstract(const UOpPtr& body, const UOpPtr& r) {
     stack.pop_back();
     if (!seen.insert(n.get()).second) continue;
     for (const auto& s : n->src) {
-      if (s->ranges().contains(r))
+      if (s->ranges().contains(r) || !open_in(s, body))
         stack.push_back(s);
       else if (s->op != Op::CONST && s->op != Op::RANGE && n->op != Op::RANGE)
         subs.emplace_back(s, var(s));  // ranges stay: a REDUCE or END lists them as loops

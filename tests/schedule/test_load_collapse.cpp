@@ -64,3 +64,37 @@ TEST_CASE("a reduce whose body loads at the reduce index has no closed form and 
 )";
   CHECK(apply_stage(load_collapse(), sum) == loom::testing::expect(sum));
 }
+
+TEST_CASE("an outer sum over an inner sum that reads its own range stays: no load leaves its loop") {
+  // sum over r of sum over j of (r == idx[j] ? v[j] : 0), r < 2. idx[j] and v[j] read the
+  // inner range j, so they are no constants of the outer sum: stood in for by variables,
+  // the inner sum looked unparented and became 3 * v[j], with j read outside its loop.
+  const char* nested = R"(
+%two = CONST i64 [2]
+%r = RANGE i64 %two [axis 0 reduce]
+%three = CONST i64 [3]
+%j = RANGE i64 %three [axis 1 reduce]
+%idx = DEFINE_GLOBAL i64* [1]
+%ii = INDEX i64* %idx, %j
+%li = LOAD i64 %ii
+%hit = CMPEQ bool %r, %li
+%v = DEFINE_GLOBAL f32* [2]
+%iv = INDEX f32* %v, %j
+%lv = LOAD f32 %iv
+%zero = CONST f32 [0.0]
+%w = WHERE f32 %hit, %lv, %zero
+%inner = REDUCE f32 %w, %j [reduce ADD ()]
+%s = REDUCE f32 %inner, %r [reduce ADD ()]
+%out = DEFINE_GLOBAL f32* [0]
+%z = CONST i64 [0]
+%io = INDEX f32* %out, %z
+%st = STORE f32 %io, %s
+%sink = SINK bool %st
+)";
+  const UOpPtr kernel = apply_stage(load_collapse(), nested);
+  CHECK(kernel == loom::testing::expect(nested));
+  for (const auto& n : toposort(kernel))  // every load reading j sits inside a REDUCE over j
+    if (n->op == Op::LOAD && !n->ranges().empty())
+      for (const auto& red : toposort(kernel))
+        if (red->op == Op::REDUCE && red->src[1]->get<AxisArg>().id == 1) CHECK(reaches(red, n));
+}
