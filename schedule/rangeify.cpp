@@ -121,14 +121,11 @@ class Rangeifier {
       if (!a.valid) return nullptr;
       any = !any ? a.valid : any == a.valid ? any : alu(Op::OR, {any, a.valid});
     }
-    if (any && any != requests[0].valid && !mentions_range(requests[0].idx)) return nullptr;
+    const auto& idx = requests[0].idx;
+    const bool range_free =
+        std::none_of(idx.begin(), idx.end(), [](const UOpPtr& i) { return !i->ranges().empty(); });
+    if (any && any != requests[0].valid && range_free) return nullptr;
     return any;
-  }
-
-  static bool mentions_range(const std::vector<UOpPtr>& idx) {
-    for (const auto& n : toposort(idx))
-      if (n->op == Op::RANGE) return true;
-    return false;
   }
 
   // What `x` reads from each source at its `out` index, handed to the sources.
