@@ -6,8 +6,10 @@
 // The only file of loom that includes IRBuilder (it is slow to compile).
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
+#include "codegen/target.hpp"
 
 #include <fmt/format.h>
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
@@ -121,6 +123,9 @@ class Emitter {
   void check_bounds(const UOp& index, const Access& a);
   Value* load(const UOp& load);
   void store(const UOp& store);
+  unsigned piece_lanes(llvm::Type* type) const;
+  Value* masked_load(const Access& a, const UOp& index);
+  void masked_store(Value* v, const Access& a, const UOp& index);
   template <class F>
   Value* guarded(Value* valid, F access, Value* otherwise);
 };
@@ -578,7 +583,7 @@ Value* Emitter::load(const UOp& u) {
       Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(u.dtype.lanes));
       loaded = b_.CreateMaskedGather(a.type, a.ptr, a.align, mask, zero_value);
     } else if (a.mask) {
-      loaded = b_.CreateMaskedLoad(a.type, a.ptr, a.align, a.mask, zero_value);
+      return masked_load(a, *u.src[0]);
     } else {
       loaded = b_.CreateAlignedLoad(a.type, a.ptr, a.align);
     }
@@ -603,7 +608,8 @@ void Emitter::store(const UOp& u) {
           Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(dt.lanes));
           stored = b_.CreateMaskedScatter(v, a.ptr, a.align, mask);
         } else if (a.mask) {
-          stored = b_.CreateMaskedStore(v, a.ptr, a.align, a.mask);
+          masked_store(v, a, *u.src[0]);
+          return nullptr;
         } else {
           stored = b_.CreateAlignedStore(v, a.ptr, a.align);
         }
@@ -611,6 +617,50 @@ void Emitter::store(const UOp& u) {
         return nullptr;
       },
       nullptr);
+}
+
+// LLVM 19's x86 backend splits a masked load wider than a SIMD register wrongly
+// when its mask is a splat ANDed with constants: a half whose constant lanes are
+// all false becomes a plain load, which ignores the mask and reads past the
+// buffer (tests/fuzz/regressions/masked-load-wider-than-register.loom). So LLVM
+// never splits one: loom emits a contiguous masked access wider than the host's
+// register as register-wide pieces itself, loads and stores alike.
+unsigned Emitter::piece_lanes(llvm::Type* type) const {
+  auto* vector = llvm::cast<llvm::FixedVectorType>(type);
+  const unsigned bytes = std::max(1u, static_cast<unsigned>(vector->getScalarSizeInBits() / 8));
+  const unsigned lanes = std::max(1u, static_cast<unsigned>(host_vector_bytes()) / bytes);
+  return std::min(lanes, vector->getNumElements());
+}
+
+Value* Emitter::masked_load(const Access& a, const UOp& index) {
+  auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
+  const unsigned lanes = vector->getNumElements(), width = piece_lanes(vector);
+  std::vector<Value*> pieces;
+  for (unsigned first = 0; first < lanes; first += width) {
+    const unsigned n = std::min(width, lanes - first);
+    auto* type = llvm::FixedVectorType::get(vector->getElementType(), n);
+    Value* ptr = first ? b_.CreateConstGEP1_64(vector->getElementType(), a.ptr, first) : a.ptr;
+    Value* mask =
+        n == lanes ? a.mask : b_.CreateShuffleVector(a.mask, llvm::createSequentialMask(first, n, 0));
+    llvm::Instruction* piece =
+        b_.CreateMaskedLoad(type, ptr, a.align, mask, llvm::Constant::getNullValue(type));
+    tag_access(piece, index);
+    pieces.push_back(piece);
+  }
+  return pieces.size() == 1 ? pieces[0] : llvm::concatenateVectors(b_, pieces);
+}
+
+void Emitter::masked_store(Value* v, const Access& a, const UOp& index) {
+  auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
+  const unsigned lanes = vector->getNumElements(), width = piece_lanes(vector);
+  for (unsigned first = 0; first < lanes; first += width) {
+    const unsigned n = std::min(width, lanes - first);
+    const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
+    Value* ptr = first ? b_.CreateConstGEP1_64(vector->getElementType(), a.ptr, first) : a.ptr;
+    Value* value = n == lanes ? v : b_.CreateShuffleVector(v, part);
+    Value* mask = n == lanes ? a.mask : b_.CreateShuffleVector(a.mask, part);
+    tag_access(b_.CreateMaskedStore(value, ptr, a.align, mask), index);
+  }
 }
 
 // ---- vectors ------------------------------------------------------------------------
