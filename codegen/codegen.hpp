@@ -42,6 +42,10 @@ UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = 0);
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags);
 // The names of the passes lower_kernel runs, in order.
 const std::vector<std::string_view>& kernel_pass_names();
+// The width in bytes of the column panel a matmul's register tile reads per k
+// step under `flags` (codegen/register_tile.hpp), which the scheduler packs b
+// into; 0 when the optimiser is off (no tiles: the plain loop nest).
+int64_t matmul_panel_bytes(const Flags& flags);
 
 // Iterations of the kernel's parallel range for these variable values, 1 if none.
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);

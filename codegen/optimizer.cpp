@@ -303,17 +303,98 @@ UOpPtr drop_unit_loops(UOpPtr k) {
   return k->with_src({end->with_src(std::move(src))});
 }
 
+// The row tiles in blocks of `block` (register_tile.hpp's row_block), the
+// loop over blocks first, then `blocks_of_k` (if any), the other loops (b's
+// panels), and the row tiles within a block last: each block of a's rows meets
+// every panel of b before the next block starts.
+UOpPtr block_rows(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& blocks_of_k) {
+  const Split s = split(k, tiles, block, AxisKind::Loop);
+  const UOpPtr& end = s.root->src.at(0);
+  std::vector<UOpPtr> loops{s.outer}, lanes;
+  if (blocks_of_k) loops.push_back(blocks_of_k);
+  for (size_t i = 1; i < end->src.size(); ++i)
+    if (end->src[i] != s.outer && end->src[i] != s.inner && end->src[i] != blocks_of_k)
+      (kind(end->src[i]) == AxisKind::Loop ? loops : lanes).push_back(end->src[i]);
+  std::vector<UOpPtr> src{end->src[0]};
+  src.insert(src.end(), loops.begin(), loops.end());
+  src.push_back(s.inner);
+  src.insert(src.end(), lanes.begin(), lanes.end());
+  return s.root->with_src({end->with_src(std::move(src))});
+}
+
+// The largest divisor of n in [kBlock / 2, kBlock], or 0.
+int64_t k_block(int64_t n) {
+  for (int64_t d = kBlock; d * 2 >= kBlock; --d)
+    if (n % d == 0) return d;
+  return 0;
+}
+
+bool loads_output(const UOpPtr& kernel, const UOpPtr& out) {
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::LOAD && n->src.at(0)->src.at(0) == out) return true;
+  return false;
+}
+
+struct KBlocks {
+  UOpPtr root, blocks;  // the kernel, and the loop over the blocks of k
+};
+
+// A tile's sum over k longer than kBlock, in blocks of k_block(k) (docs/performance.md):
+// the loop over blocks becomes an output loop, so it can run outside the row tiles
+// and every tile of a row block reads the same kc x W slice of a b panel from L1.
+// A block's partial sums wait in the output: out = (first block ? 0 : out) + the
+// block's sum, the epilogue applied at the last block. Every element still adds its
+// blocks in k's order, whatever the threads. Not when the kernel reads its output
+// (an in-place update) or stores another dtype than it sums.
+std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range) {
+  const UOpPtr &end = k->src.at(0), &store = end->src.at(0);
+  const UOpPtr red = reduce_of(k, reduce_range);
+  if (!red || red->src.size() != 2 || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
+      loads_output(k, store->src[0]->src.at(0)))
+    return std::nullopt;
+  const int64_t n = *trip(reduce_range), kc = k_block(n);
+  if (n <= kBlock || kc == 0) return std::nullopt;
+  const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
+  const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
+  const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
+  const UOpPtr red2 = reduce_of(s.root, s.inner);
+  const UOpPtr partial =
+      UOp::make(Op::REDUCE, red2->dtype, {substitute(red2->src[0], {{s.outer, blocks}}), s.inner}, red2->arg);
+  const UOpPtr zero = const_like(red2->dtype, 0);
+  const UOpPtr sum = partial + where(blocks < 1, zero, UOp::make(Op::LOAD, red2->dtype, {index}));
+  const UOpPtr done = substitute(store2->src[1], {{red2, sum}});
+  const UOpPtr stored = done == sum ? sum : where(blocks < n / kc - 1, sum, done);
+  std::vector<UOpPtr> src = end2->src;
+  src[0] = store2->with_src({index, stored});
+  src.push_back(blocks);
+  return KBlocks{s.root->with_src({end2->with_src(std::move(src))}), blocks};
+}
+
 // The register tile of codegen/register_tile.hpp: columns -> (outer * vectors +
 // unrolled) * lanes + lane, rows -> outer * rows + unrolled, the column blocks
 // the outer loop (each thread keeps its block of b's columns in cache while
-// the rows of a stream past).
-UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
+// the rows of a stream past). When b comes in panels (schedule/panel_packing.hpp),
+// blocks of rows and of k instead.
+UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
   const int64_t rows_id = mm.rows->get<AxisArg>().id;
   const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers, mm.a_ops);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
+  const int64_t tiles = (*trip(mm.rows) + tile.rows - 1) / tile.rows;
+  const UOpPtr cols = find_range(split_cols, cols_outer);
+  const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
+  const int64_t kc = panels ? std::min(*trip(mm.reduce), kBlock) : 0;
+  const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize) : 1;
   k = pad_output_range(split_cols, find_range(split_cols, rows_id),
-                       (*trip(mm.rows) + tile.rows - 1) / tile.rows * tile.rows);
-  if (tile.rows > 1) k = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll).root;
+                       (tiles + block - 1) / block * block * tile.rows);
+  UOpPtr rows = find_range(k, rows_id);
+  if (tile.rows > 1) {
+    const Split s = split(k, rows, tile.rows, AxisKind::Unroll);
+    k = s.root, rows = s.outer;
+  }
+  if (panels) {
+    const auto kb = k_blocks(k, find_range(k, mm.reduce->get<AxisArg>().id));
+    return drop_unit_loops(block_rows(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
+  }
   if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);
   return drop_unit_loops(k);
 }
@@ -392,7 +473,7 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const int width = bytes / widest_element(k);
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     if (mm) {
-      k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes)));
+      k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
     } else {
       if (width >= 2)
         if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);

@@ -1,6 +1,8 @@
 // The kernel passes, in order, each reported to the pass observers so dumps
 // (LOOM_DEBUG=5, LOOM_DUMP_DIR) and the tests' kernel-IR checker see every step.
 #include "codegen/codegen.hpp"
+#include "codegen/register_tile.hpp"
+#include "codegen/target.hpp"
 #include "ir/pass_observer.hpp"
 
 #include <fmt/format.h>
@@ -42,6 +44,11 @@ const std::vector<std::string_view>& kernel_pass_names() {
     return out;
   }();
   return names;
+}
+
+int64_t matmul_panel_bytes(const Flags& flags) {
+  if (flags.noopt || flags.disabled("optimizer")) return 0;
+  return tile_panel_bytes(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());
 }
 
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags) {

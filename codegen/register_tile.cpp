@@ -33,6 +33,17 @@ constexpr int64_t kMaxLanes = 255;
 // (a cast, a scale): beyond, the tile widens to all the columns it can hold.
 constexpr int64_t kCheapA = 2;
 
+// A block of a's rows takes half the 512 KiB L2 (/sys/devices/system/cpu/cpu0/
+// cache/index2), leaving the rest to the b panel passing through and the
+// output; the blocks of a long k, whose 8 tiles would not fit there, take
+// 4 MiB of the 32 MiB L3 each instead (two threads, each its own block).
+constexpr int64_t kL2Block = 256 * 1024;
+constexpr int64_t kL3Block = 4 * 1024 * 1024;
+constexpr int64_t kMinBlockTiles = 8;
+// Row blocks at least (when there are as many tiles): the blocks are what the
+// threads share, and this machine has two cores.
+constexpr int64_t kMinBlocks = 2;
+
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
   if (!end->is_const()) return std::nullopt;
@@ -78,14 +89,6 @@ int64_t float_ops(const UOpPtr& value) {
 
 }  // namespace
 
-std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) {
-  const UOpPtr& idx = index->src.at(1);
-  if (!reaches(idx, range)) return 0;
-  const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
-  if (!step->is_const()) return std::nullopt;
-  return step->const_int();
-}
-
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
   if (kernel->op != Op::SINK || kernel->src.size() != 1) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
@@ -114,9 +117,27 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
   for (const auto& [a, b, a_value] :
        {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
     const UOpPtr cols = column_axis(outs, store_index, a, b), rows = row_axis(outs, a, b);
-    if (cols && rows) return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value)};
+    if (!cols || !rows) continue;
+    std::vector<UOpPtr> panels;
+    for (const auto& r : outs)
+      if (r != cols && uses(b, r) && !uses(a, r)) panels.push_back(r);
+    return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value), std::move(panels)};
   }
   return std::nullopt;
+}
+
+int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
+
+int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize) {
+  const int64_t tile_bytes = std::max<int64_t>(1, rows * k * itemsize);
+  int64_t most = kL2Block / tile_bytes;
+  if (most < kMinBlockTiles) most = kL3Block / tile_bytes;
+  most = std::clamp<int64_t>(most, 1, (tiles + kMinBlocks - 1) / kMinBlocks);
+  int64_t best = most, padded = (tiles + most - 1) / most * most;
+  for (int64_t t = most; t * 2 > most;
+       --t)  // from the largest block down to half of it, the fewest padded tiles
+    if (const int64_t p = (tiles + t - 1) / t * t; p < padded) best = t, padded = p;
+  return best;
 }
 
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops) {

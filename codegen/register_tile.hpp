@@ -7,22 +7,21 @@
 // a's loads do not depend on j (one value broadcast over the lanes), b's loads
 // do not depend on i and are contiguous along j (one vector). Matmul, batched
 // matmul and the gradient matmuls with a transposed a all have this form.
+#include "ir/buffer_access.hpp"
 #include "ir/uop.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace loom {
 
 struct MatmulAxes {
-  UOpPtr rows;    // i: output range a depends on and b does not
-  UOpPtr cols;    // j: output range b and the output are contiguous along, a does not use
-  UOpPtr reduce;  // k: the float sum's (innermost) range
-  int64_t a_ops;  // float ALU ops computing one a value (0: a plain load)
+  UOpPtr rows;                 // i: output range a depends on and b does not
+  UOpPtr cols;                 // j: output range b and the output are contiguous along, a does not use
+  UOpPtr reduce;               // k: the float sum's (innermost) range
+  int64_t a_ops;               // float ALU ops computing one a value (0: a plain load)
+  std::vector<UOpPtr> panels;  // other output ranges b uses and a does not (b packed in panels)
 };
-
-// The step of an INDEX's address when `range` steps by one, if constant (0: the
-// address does not use it).
-std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range);
 
 // The axes of a kernel of the form above, if it is one: one END over one
 // STORE, one float ADD REDUCE (over one or more ranges), whose value is a product of two
@@ -40,6 +39,19 @@ struct RegisterTile {
 // registers and one a broadcast within the register file. An a that costs
 // `a_ops` ALU ops per value is computed again for every column tile, so a
 // costly one (a fused softmax) gets tiles as wide as the columns allow.
+// The bytes of output columns a many-row tile computes with `vector_bytes`
+// vectors (two vectors: 64 on AVX2, 128 on AVX-512): the width of the panels
+// schedule/panel_packing.cpp packs b into, so each k step of a tile reads one
+// panel row.
+int tile_panel_bytes(int vector_bytes);
+
+// Row tiles per block of the tile loop when b comes in panels: the block's
+// rows of a (tiles x rows x k elements of `itemsize` bytes) stay in cache
+// while every panel passes by, so a is read from memory once, b once per block.
+// Of `tiles` row tiles in all: returns the block size (a divisor of the padded
+// count, chosen to pad few tiles).
+int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize);
+
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0);
 
 }  // namespace loom

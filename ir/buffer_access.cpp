@@ -1,5 +1,7 @@
 #include "ir/buffer_access.hpp"
 
+#include "ir/symbolic.hpp"
+
 namespace loom {
 
 size_t index_arity(const UOpPtr& buffer) {
@@ -28,5 +30,23 @@ UOpPtr where_valid(const UOpPtr& valid, const UOpPtr& value) {
 }
 
 UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return !a ? b : !b ? a : a == b ? a : land(a, b); }
+
+UOpPtr linear_address(const UOpPtr& index) {
+  const UOpPtr& buffer = index->src.at(0);
+  if (buffer->op != Op::BUFFERIZE) return index->src.at(1);
+  const auto& shape = buffer->get<std::vector<int64_t>>();
+  const std::vector<UOpPtr> idx = index_of(index);
+  UOpPtr address = const_int(DType::Int64, 0);
+  for (size_t d = 0; d < shape.size(); ++d) address = address * shape[d] + idx[d];
+  return address;
+}
+
+std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) {
+  const UOpPtr idx = linear_address(index);
+  if (!reaches(idx, range)) return 0;
+  const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
+  if (!step->is_const()) return std::nullopt;
+  return step->const_int();
+}
 
 }  // namespace loom

@@ -5,6 +5,7 @@
 // reduce_collapse) take them apart and rebuild them here.
 #include "ir/uop.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace loom {
@@ -21,5 +22,12 @@ UOpPtr make_index(const UOpPtr& buffer, const std::vector<UOpPtr>& idx, const UO
 UOpPtr where_valid(const UOpPtr& valid, const UOpPtr& value);
 // a AND b, where null means true.
 UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b);
+
+// The element `index` addresses, as one linear index: a BUFFERIZE's indices
+// in row-major order of its shape.
+UOpPtr linear_address(const UOpPtr& index);
+// The step of `index`'s linear address when `range` steps by one, if constant
+// (0: the address does not use it).
+std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range);
 
 }  // namespace loom

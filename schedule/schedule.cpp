@@ -15,7 +15,7 @@ bool is_buffer_view(const UOpPtr& u) {
 // The pipeline of docs/pipeline.md: the tensor-level stages, rangeify, the
 // stages on its BUFFERIZE graph, kernel split, then the per-kernel stages.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
-                         const std::vector<UOpPtr>& into) {
+                         const std::vector<UOpPtr>& into, const ScheduleOptions& options) {
   const std::shared_ptr<const Flags> flags = loom::flags();
   const std::vector<UOpPtr> staged = tensor_stages(targets, *flags);
   UOpPtr ranged;
@@ -25,7 +25,7 @@ Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory
   }
   if (pass_observed())
     notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
-  const UOpPtr staged_buffers = buffer_stages(ranged, *flags);
+  const UOpPtr staged_buffers = buffer_stages(ranged, *flags, options.panel_bytes);
   ProfileSpan span("stage", "kernel_split");
   return split_kernels(
       staged_buffers, make_buffer, into,

@@ -29,6 +29,13 @@ struct Schedule {
 // Is `u` already realized: a BUFFER, or a RESHAPE of one (a contiguous view)?
 bool is_buffer_view(const UOpPtr& u);
 
+// What the scheduler is told of the code generator: the width of a register
+// tile's column panel in bytes (schedule/panel_packing.hpp; 0: no tiles, so
+// no packing).
+struct ScheduleOptions {
+  int64_t panel_bytes = 0;
+};
+
 // `into[i]`, when given and not null, is an existing BUFFER that target i is
 // stored into (assign). Every other kernel that reads that buffer's old value
 // is ordered before the write. Where that is impossible (a kernel needs both
@@ -36,6 +43,6 @@ bool is_buffer_view(const UOpPtr& u);
 // another element than the one it writes, target i gets a fresh buffer, as if
 // `into[i]` were null.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
-                         const std::vector<UOpPtr>& into = {});
+                         const std::vector<UOpPtr>& into = {}, const ScheduleOptions& options = {});
 
 }  // namespace loom

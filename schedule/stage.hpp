@@ -26,6 +26,7 @@ struct Stage {
 struct StageContext {
   const Flags& flags;
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
+  int64_t panel_bytes = 0;  // panel_packing: the register tile's width in bytes (0: no packing)
 };
 
 // Told what a group made of the graph: (group, before, after).

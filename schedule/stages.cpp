@@ -4,6 +4,7 @@
 #include "schedule/buffer_removal.hpp"
 #include "schedule/dead_axis.hpp"
 #include "schedule/load_collapse.hpp"
+#include "schedule/panel_packing.hpp"
 #include "schedule/range_flatten.hpp"
 #include "schedule/range_merge.hpp"
 #include "schedule/range_split.hpp"
@@ -46,8 +47,8 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
   return out->src;
 }
 
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags) {
-  StageContext ctx{flags, {}};
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes) {
+  StageContext ctx{flags, {}, panel_bytes};
   const UOpPtr out = run_stages("buffer_stages",
                                 {kIndexSimplifier,
                                  {"reduce_collapse", reduce_collapse},
@@ -55,7 +56,10 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags) {
                                  {"dead_axis", dead_axis},
                                  {"buffer_removal", buffer_removal}},
                                 sink, ctx, notify_graph_stage);
-  return graph_rewrite(out, drop_realize_markers());
+  // Apart: its copies are realization points no other stage of the group may undo.
+  const UOpPtr packed =
+      run_stages("panel_packing", {{"panel_packing", panel_packing}}, out, ctx, notify_graph_stage);
+  return graph_rewrite(packed, drop_realize_markers());
 }
 
 UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {

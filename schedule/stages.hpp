@@ -3,7 +3,7 @@
 // grouped into fixpoints.
 //  - on the tensor graph, before rangeify: split_reduceop;
 //  - on rangeify's graph, one fixpoint with the simplifier: reduce_collapse,
-//    reduce_unparented, dead_axis and buffer_removal;
+//    reduce_unparented, dead_axis and buffer_removal; then panel_packing;
 //  - per kernel, before the optimiser: load_collapse, then range_split with
 //    range_flatten, then the simplifier with range_flatten, then range_merge.
 #include "ir/flags.hpp"
@@ -17,9 +17,10 @@ namespace loom {
 // The tensor-level stages: `targets` rewritten (same order).
 std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags);
 
-// The stages on rangeify's SINK of BUFFERIZEs, and then the realization
-// markers dropped: what kernel_split takes.
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags);
+// The stages on rangeify's SINK of BUFFERIZEs, then panel_packing (with
+// panels of `panel_bytes`, 0: none), and then the realization markers dropped:
+// what kernel_split takes.
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0);
 
 // The per-kernel stages on one kernel's AST (docs/kernel-ir.md), its ranges
 // renumbered after; each group's run is appended to `ran` (kernel_split

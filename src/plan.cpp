@@ -2,6 +2,7 @@
 
 #include "src/memory_plan.hpp"
 
+#include "codegen/codegen.hpp"
 #include "ir/pattern.hpp"
 #include "schedule/schedule.hpp"
 
@@ -45,7 +46,9 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     plan.allocations.push_back({dtype, size});
     return placeholder(dtype, plan.inputs + plan.allocations.size() - 1, size);
   };
-  Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into);
+  // b of a matmul is packed in panels as wide as the tile codegen will give it.
+  const ScheduleOptions options{matmul_panel_bytes(*flags())};
+  Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
   for (auto& k : schedule.kernels) {
     PlanKernel pk{std::move(k.ast), std::move(k.name), {}, 1};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));

@@ -33,6 +33,24 @@ UOpPtr matmul_kernel(const MatmulShape& s, bool epilogue = false) {
   return sink({end(store(index(out, t * (s.m * s.n) + i * s.n + j), value), {t, i, j})});
 }
 
+// The same product with b packed as schedule/panel_packing.cpp packs it: b[t, k, jo*16 + ji]
+// at P[t, jo, k, ji]; the output's columns j = jo*16 + ji as two ranges.
+UOpPtr packed_kernel(const MatmulShape& s, bool epilogue = false) {
+  const auto f32 = DType::Float32;
+  const int64_t w = 16;
+  auto out = global(0, f32), a = global(1, f32), p = global(2, f32);
+  auto t = make_range(s.batch, 0), i = make_range(s.m, 1), jo = make_range(s.n / w, 2), ji = make_range(w, 4);
+  auto k = make_range(s.k, 3, AxisKind::Reduce);
+  auto a_at = t * (s.m * s.k) + (s.a_transposed ? k * s.m + i : i * s.k + k);
+  auto p_at = t * (s.k * s.n) + jo * (s.k * w) + k * w + ji;
+  UOpPtr value = reduce(Op::ADD, load(a, a_at) * load(p, p_at), {k});
+  if (epilogue) {
+    auto bias = global(3, f32);
+    value = alu(Op::MAX, {value + load(bias, jo * w + ji), const_float(f32, 0)});
+  }
+  return sink({end(store(index(out, t * (s.m * s.n) + i * s.n + jo * w + ji), value), {t, i, jo, ji})});
+}
+
 // Small whole numbers: every product and partial sum is exact in float32, so
 // fused and unfused multiply-adds, in any order, give the same bits.
 std::vector<float> whole_numbers(int64_t count, int seed) {
@@ -93,10 +111,10 @@ UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
 
 // Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
 // against the kernel-IR interpreter on the plain loop nest.
-void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false) {
+void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false, bool packed = false) {
   INFO("batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n << " transposed " << s.a_transposed
-                << " vector bytes " << vector_bytes);
-  const UOpPtr kernel = matmul_kernel(s, epilogue);
+                << " vector bytes " << vector_bytes << " packed " << packed);
+  const UOpPtr kernel = packed ? packed_kernel(s, epilogue) : matmul_kernel(s, epilogue);
   const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
   const KernelFn fn =
       Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), vector_bytes), "tile"), "tile").fn;
@@ -250,6 +268,64 @@ TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row an
       check_values(shape, bytes);
     }
   check_values({1, 25, 40, 70}, host_vector_bytes(), true);
+}
+
+TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then panels, then row tiles") {
+  const auto kernel = packed_kernel({1, 1024, 1024, 1024});
+  const auto mm = matmul_axes(kernel);
+  REQUIRE(mm);
+  REQUIRE(mm->panels.size() == 1);  // jo: b uses it, a does not
+  CHECK(mm->panels[0]->get<AxisArg>().id == 2);
+  const auto opt = optimize_kernel(kernel, {true, 32});
+  const UOpPtr& end = opt->src.at(0);
+  std::vector<UOpPtr> loops;
+  for (size_t r = 1; r < end->src.size(); ++r)
+    if (end->src[r]->get<AxisArg>().kind != AxisKind::Unroll &&
+        end->src[r]->get<AxisArg>().kind != AxisKind::Upcast)
+      loops.push_back(end->src[r]);
+  REQUIRE(loops.size() == 4);
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of rows: what the threads share
+  CHECK(trip(loops[0]) >= 2);
+  CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k: 256 (kc x 16 floats of a panel: half of L1)
+  CHECK(trip(loops[2]) == 1024 / 16);   // the panels
+  // a block's rows x kc floats of a within half of L2: at most 42 tiles of 6 rows
+  CHECK(trip(loops[3]) * 6 * 256 * 4 <= 256 * 1024);
+  CHECK(trip(loops[0]) * trip(loops[3]) * 6 >= 1024);
+  const auto red = of_kind(opt, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);
+  CHECK(trip(red[0]) == 256);
+  const auto low = lowered(kernel, 32);
+  CHECK(accumulators(low, 8) >= 12);
+  check_inner_loads(low, of_kind(low, AxisKind::Reduce).at(0));
+}
+
+TEST_CASE(
+    "b in panels: values as the plain loop nest's, blocks of k or not, with tails, batches, epilogues") {
+  const std::pair<const char*, MatmulShape> shapes[] = {
+      {"k in blocks of 150, rows with a tail", {1, 37, 300, 32}},
+      {"k prime (263): one block", {1, 40, 263, 16}},
+      {"batched, a transposed", {2, 13, 520, 48, true}},
+  };
+  for (int bytes : {host_vector_bytes(), 64})
+    for (const auto& [what, shape] : shapes) {
+      INFO(std::string(what) << ", " << bytes << " vector bytes");
+      check_values(shape, bytes, false, true);
+    }
+  check_values({1, 25, 700, 64}, host_vector_bytes(), true, true);
+}
+
+TEST_CASE("b in panels, a kernel that reads its own output (an in-place update): no blocks of k") {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), p = global(2, f32);
+  auto i = make_range(64, 1), jo = make_range(2, 2), ji = make_range(16, 4),
+       k = make_range(512, 3, AxisKind::Reduce);
+  auto at = i * 32 + jo * 16 + ji;
+  auto sum = reduce(Op::ADD, load(a, i * 512 + k) * load(p, jo * (512 * 16) + k * 16 + ji), {k});
+  const auto kernel = sink({end(store(index(out, at), load(out, at) - sum), {i, jo, ji})});
+  const auto opt = optimize_kernel(kernel, {true, 32});
+  const auto red = of_kind(opt, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);
+  CHECK(trip(red[0]) == 512);  // partial sums in the output would be read back as its old value
 }
 
 TEST_CASE("LOOM_NOOPT: a matmul stays the plain loop nest") {

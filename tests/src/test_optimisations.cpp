@@ -48,6 +48,11 @@ class Kernels {
     REQUIRE(k.size() == 1);
     return k.begin()->second;
   }
+  // The kernels as the optimiser left them (their choices as RANGE kinds).
+  std::map<std::string, UOpPtr> all_optimized() const {
+    std::lock_guard lock(mu_);
+    return optimized_;
+  }
   // The one kernel as the optimiser left it (its choices as RANGE kinds).
   UOpPtr only_optimized() const {
     std::lock_guard lock(mu_);
@@ -300,24 +305,97 @@ TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
 
+// The one kernel of `kernels` with a REDUCE: a packed matmul's product (the
+// other kernel is the copy of b into panels).
+UOpPtr the_product(const std::map<std::string, UOpPtr>& kernels) {
+  UOpPtr found;
+  for (const auto& [name, k] : kernels) {
+    const auto nodes = toposort(k);
+    if (std::none_of(nodes.begin(), nodes.end(), [](const UOpPtr& u) { return u->op == Op::REDUCE; }))
+      continue;
+    REQUIRE_FALSE(found);
+    found = k;
+  }
+  REQUIRE(found);
+  return found;
+}
+
 TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16 lanes, and still runs") {
   FreshCaches fresh;
   Tensor a = Tensor::randn({1024, 1024}).realize(), b = Tensor::randn({1024, 1024}).realize();
   const std::vector<float> native = a.matmul(b).realize().to_vector<float>();
   Context wide{{"VECTOR_WIDTH", 512}};
-  Kernels seen;  // the kernel is compiled again: the flag is part of the kernel cache's key
+  Kernels seen;  // compiled again: the flag is part of the kernel cache's key
   const std::vector<float> got = a.matmul(b).realize().to_vector<float>();
-  const auto upcast = ranges_of_kind(seen.only_optimized(), AxisKind::Upcast);
+  // Two kernels: b copied into panels of 32 columns (two 16-lane vectors), then the tile.
+  REQUIRE(seen.all().size() == 2);
+  const auto upcast = ranges_of_kind(the_product(seen.all_optimized()), AxisKind::Upcast);
   REQUIRE(upcast.size() == 1);
   CHECK(end_of(upcast[0]) == 16);
-  const std::string ir = emit_llvm_ir(seen.only(), "matmul_1024");
+  const std::string ir = emit_llvm_ir(the_product(seen.all()), "matmul_1024");
   CHECK(count_of(ir, "alloca <16 x float>") >= 12);
   CHECK(count_of(ir, "gather") == 0);
   REQUIRE(got.size() == native.size());
-  for (size_t e = 0; e < got.size(); e += 4099) {  // same sums in the same order per element
+  for (size_t e = 0; e < got.size(); e += 4099) {  // same blocks of k, each summed in the same order
     INFO("element " << e);
     CHECK(got[e] == native[e]);
   }
+}
+
+// A packed matmul's values against the reference interpreter, within the
+// bound of docs/semantics.md for any order of a sum of products: (k + 1) u sum |a b|.
+void check_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, int64_t k) {
+  FreshCaches fresh;
+  const Tensor y = bias.numel() > 0 ? (a.matmul(b) + bias).relu() : a.matmul(b);
+  const Tensor bound = bias.numel() > 0 ? a.abs().matmul(b.abs()) + bias.abs() : a.abs().matmul(b.abs());
+  const ref::RefTensor want = test::reference(y), scale = test::reference(bound);
+  Kernels seen;
+  const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+  CHECK(seen.all().size() == 2);  // the panel copy, then the product with its epilogue
+  const UOpPtr product = the_product(seen.all_optimized());
+  CHECK(ranges_of_kind(product, AxisKind::Unroll).size() == 2);  // a register tile
+  REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+  for (int64_t e = 0; e < want.size(); ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= (k + 1) * std::ldexp(1.0, -24) * scale.at(e));
+  }
+}
+
+TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agree with the reference") {
+  const Tensor none = Tensor::zeros({0});
+  SUBCASE("rows that leave a tail, k in blocks of 200") {
+    check_matmul(Tensor::randn({100, 600}).realize(), Tensor::randn({600, 64}).realize(), none, 600);
+  }
+  SUBCASE("batched") {
+    check_matmul(Tensor::randn({2, 50, 300}).realize(), Tensor::randn({2, 300, 32}).realize(), none, 300);
+  }
+  SUBCASE("a transposed (the weight gradient's x^T dy), k of 513 in blocks of 171") {
+    check_matmul(Tensor::randn({513, 40}).realize().transpose(), Tensor::randn({513, 48}).realize(), none,
+                 513);
+  }
+  SUBCASE("linear + bias + relu: the epilogue at the last block of k") {
+    check_matmul(Tensor::randn({64, 784}).realize(), Tensor::randn({784, 512}).realize(),
+                 Tensor::randn({512}).realize(), 784);
+  }
+}
+
+TEST_CASE(
+    "a packed matmul is bitwise equal for LOOM_THREADS 1 and 2, and LOOM_NOOPT keeps one plain kernel") {
+  Tensor a = Tensor::randn({515, 700}).realize(), b = Tensor::randn({700, 512}).realize();
+  const auto one = run_with_threads(1, [&] { return a.matmul(b); });
+  const auto two = run_with_threads(2, [&] { return a.matmul(b); });
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  FreshCaches fresh;
+  Context plain{{"NOOPT", 1}};
+  Kernels seen;
+  const std::vector<float> got = a.matmul(b).realize().to_vector<float>();
+  const UOpPtr loops = seen.only_optimized();  // no tile to feed: no panels
+  CHECK(ranges_of_kind(loops, AxisKind::Unroll).empty());
+  CHECK(ranges_of_kind(loops, AxisKind::Upcast).empty());
+  REQUIRE(got.size() == one.size());
+  for (size_t e = 0; e < got.size(); e += 997)
+    CHECK(std::abs(got[e] - one[e]) <= 1e-3f * (1 + std::abs(one[e])));
 }
 
 TEST_CASE("log2 and log on Float32: polynomial code in full-width vectors, no libm call") {

@@ -1,0 +1,20 @@
+#pragma once
+// panel_packing (rangeify's graph, after buffer_removal): the b operand of a
+// matmul-like sum that many rows read is copied once into column panels as
+// wide as a register tile, so the tile's inner loop reads b contiguously.
+//
+//   Before:  BUFFERIZE(f(REDUCE(a[i, k] * b[k, j], k)), i, j)          each k step of a tile: b[k, j..j+W] at
+//   N floats a step After:   BUFFERIZE(f(REDUCE(a[i, k] * P[j / W, k, j % W], k)), i, j),  P = BUFFERIZE(b[k,
+//   jb*W + jl], jb, k, jl)
+//
+// The copy P is a kernel of its own (kernel_split makes one per BUFFERIZE), so
+// a packed matmul is two kernels. Its panels are W = StageContext::panel_bytes
+// wide (the engine passes the register tile's width, codegen/register_tile.hpp);
+// 0 packs nothing. docs/performance.md gives the thresholds' figures.
+#include "ir/pattern.hpp"
+
+namespace loom {
+
+const PatternMatcher& panel_packing();
+
+}  // namespace loom

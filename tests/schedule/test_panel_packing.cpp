@@ -1,0 +1,125 @@
+// panel_packing: the b operand of a matmul that many rows read is copied into
+// panels as wide as a register tile, by a kernel of its own, before the matmul.
+#include "schedule/panel_packing.hpp"
+#include "schedule/schedule.hpp"
+#include "support/graph_builders.hpp"
+
+#include "ir/buffer_access.hpp"
+
+#include "ir/flags.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace loom;
+using namespace loom::gb;
+
+namespace {
+
+// AVX2's tile: 2 vectors of 8 float32 lanes, 64 bytes (16 floats) a panel row.
+constexpr int64_t kPanelBytes = 64;
+constexpr int64_t kWidth = kPanelBytes / 4;
+
+UOpPtr movement(Op op, const UOpPtr& x, Shape shape) {
+  return UOp::make(op, x->dtype, {x}, std::move(shape));
+}
+
+// [batch.., m, k] @ [batch.., k, n] as the front end builds it: a broadcast
+// product over [batch.., m, k, n] summed over k.
+UOpPtr matmul(const UOpPtr& a, const UOpPtr& b, Shape batch, int64_t m, int64_t k, int64_t n) {
+  auto shape = [&](std::initializer_list<int64_t> tail) {
+    Shape s = batch;
+    s.insert(s.end(), tail);
+    return s;
+  };
+  const UOpPtr x = movement(Op::EXPAND, movement(Op::RESHAPE, a, shape({m, k, 1})), shape({m, k, n}));
+  const UOpPtr y = movement(Op::EXPAND, movement(Op::RESHAPE, b, shape({1, k, n})), shape({m, k, n}));
+  const auto axis = static_cast<int64_t>(batch.size()) + 1;
+  return movement(Op::RESHAPE, reduce_axis(x * y, Op::ADD, {axis}), shape({m, n}));
+}
+
+Schedule schedule(Shape batch, int64_t m, int64_t k, int64_t n, int64_t panel_bytes = kPanelBytes) {
+  Shape sa = batch, sb = batch;
+  sa.insert(sa.end(), {m, k});
+  sb.insert(sb.end(), {k, n});
+  FakeBuffers fb;
+  return create_schedule({matmul(input(1, sa), input(2, sb), batch, m, k, n)}, fb.factory(), {},
+                         ScheduleOptions{panel_bytes});
+}
+
+UOpPtr only_reduce_range(const UOpPtr& ast) {
+  UOpPtr r;
+  for (const auto& u : ranges_of(ast))
+    if (u->get<AxisArg>().kind == AxisKind::Reduce) {
+      REQUIRE_FALSE(r);
+      r = u;
+    }
+  REQUIRE(r);
+  return r;
+}
+
+// The loads of the slot bound to `buffer` in kernel `k`.
+std::vector<UOpPtr> loads_of(const ScheduledKernel& k, const UOpPtr& buffer) {
+  std::vector<UOpPtr> out;
+  for (const auto& u : toposort(k.ast))
+    if (u->op == Op::LOAD && u->src[0]->src[0]->op == Op::DEFINE_GLOBAL &&
+        k.buffers.at(static_cast<size_t>(u->src[0]->src[0]->get<int64_t>())) == buffer)
+      out.push_back(u);
+  return out;
+}
+
+int64_t buffer_elements(const UOpPtr& buffer) { return buffer->get<std::vector<int64_t>>().at(1); }
+
+// Two kernels: the copy of b into panels, then the matmul reading them one
+// panel row (W floats, contiguous) per step of k.
+void check_packed(const Schedule& s, int64_t batch, int64_t k, int64_t n) {
+  REQUIRE(s.kernels.size() == 2);  // the panel copy is a kernel of its own
+  const ScheduledKernel &copy = s.kernels[0], &mm = s.kernels[1];
+  CHECK(count_op(copy.ast, Op::REDUCE) == 0);
+  CHECK(buffer_elements(copy.buffers[0]) == batch * k * n);
+  const auto panel_reads = loads_of(mm, copy.buffers[0]);
+  REQUIRE(panel_reads.size() == 1);
+  CHECK(address_stride(panel_reads[0]->src[0], only_reduce_range(mm.ast)) == kWidth);
+  CHECK(loads_of(mm, input(2, {batch * k * n})).empty());  // b itself only through its panels
+}
+
+}  // namespace
+
+TEST_CASE("a matmul whose b many rows read is two kernels: b copied into panels, then the product") {
+  SUBCASE("[64, 128] @ [128, 64]: 64 rows, b 32 KiB") { check_packed(schedule({}, 64, 128, 64), 1, 128, 64); }
+  SUBCASE("odd rows and k: [37, 301] @ [301, 48]") { check_packed(schedule({}, 37, 301, 48), 1, 301, 48); }
+  SUBCASE("batched: [3, 40, 300] @ [3, 300, 32], one set of panels per batch") {
+    check_packed(schedule({3}, 40, 300, 32), 3, 300, 32);
+  }
+  SUBCASE("the copy writes panel by panel: P[jb, k, jl] = b[k, jb*W + jl]") {
+    const Schedule s = schedule({}, 64, 128, 64);
+    REQUIRE(s.kernels.size() == 2);
+    const UOpPtr store = s.kernels[0].ast->src.at(0)->src.at(0);
+    const UOpPtr end = s.kernels[0].ast->src[0];
+    REQUIRE(end->src.size() == 4);  // jb, k, jl
+    const UOpPtr &jb = end->src[1], &k = end->src[2], &jl = end->src[3];
+    CHECK(jb->src[0]->const_int() == 64 / kWidth);
+    CHECK(jl->src[0]->const_int() == kWidth);
+    const UOpPtr read = loads_of(s.kernels[0], input(2, {128 * 64}))[0]->src[0];
+    CHECK(address_stride(store->src[0], jl) == 1);  // the panel row, contiguous
+    CHECK(address_stride(store->src[0], k) == kWidth);
+    CHECK(address_stride(store->src[0], jb) == 128 * kWidth);
+    CHECK(address_stride(read, jl) == 1);  // from b's row k, columns jb*W + jl
+    CHECK(address_stride(read, k) == 64);
+    CHECK(address_stride(read, jb) == kWidth);
+  }
+}
+
+TEST_CASE("no copy where it cannot pay, or with no tile to feed: one kernel") {
+  SUBCASE("fewer than 32 rows read b") { CHECK(schedule({}, 31, 128, 64).kernels.size() == 1); }
+  SUBCASE("b within L1 (16 KiB)") { CHECK(schedule({}, 64, 64, 64).kernels.size() == 1); }
+  SUBCASE("columns that do not fill whole panels") { CHECK(schedule({}, 64, 128, 72).kernels.size() == 1); }
+  SUBCASE("one row: a GEMV reads b once") { CHECK(schedule({}, 1, 4096, 256).kernels.size() == 1); }
+  SUBCASE("no register tiles (panel width 0: LOOM_NOOPT)") {
+    CHECK(schedule({}, 64, 128, 64, 0).kernels.size() == 1);
+  }
+  SUBCASE("LOOM_DISABLE=panel_packing") {
+    const uint64_t off = detail::push_flag_overrides({{"LOOM_DISABLE", "panel_packing"}});
+    CHECK(schedule({}, 64, 128, 64).kernels.size() == 1);
+    detail::pop_flag_overrides(off);
+  }
+}
