@@ -303,11 +303,12 @@ UOpPtr drop_unit_loops(UOpPtr k) {
   return k->with_src({end->with_src(std::move(src))});
 }
 
-// The row tiles in blocks of `block` (register_tile.hpp's row_block), the
-// loop over blocks first, then `blocks_of_k` (if any), the other loops (b's
-// panels), and the row tiles within a block last: each block of a's rows meets
-// every panel of b before the next block starts.
-UOpPtr block_rows(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& blocks_of_k) {
+// The tiles of `tiles` in blocks of `block`, the loop over blocks first, then
+// `blocks_of_k` (if any), the other loops, and the tiles within a block last:
+// each block of a's rows meets every panel of b before the next block starts
+// (register_tile.hpp's row_block); each block of k rows of a GEMV's b meets
+// every column tile of a chunk.
+UOpPtr block_tiles(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& blocks_of_k) {
   const Split s = split(k, tiles, block, AxisKind::Loop);
   const UOpPtr& end = s.root->src.at(0);
   std::vector<UOpPtr> loops{s.outer}, lanes;
@@ -322,9 +323,9 @@ UOpPtr block_rows(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& bl
   return s.root->with_src({end->with_src(std::move(src))});
 }
 
-// The largest divisor of n in [kBlock / 2, kBlock], or 0.
-int64_t k_block(int64_t n) {
-  for (int64_t d = kBlock; d * 2 >= kBlock; --d)
+// The largest divisor of n in [most / 2, most], or 0.
+int64_t divisor_near(int64_t n, int64_t most) {
+  for (int64_t d = most; d * 2 >= most && d >= 1; --d)
     if (n % d == 0) return d;
   return 0;
 }
@@ -339,21 +340,21 @@ struct KBlocks {
   UOpPtr root, blocks;  // the kernel, and the loop over the blocks of k
 };
 
-// A tile's sum over k longer than kBlock, in blocks of k_block(k) (docs/performance.md):
-// the loop over blocks becomes an output loop, so it can run outside the row tiles
-// and every tile of a row block reads the same kc x W slice of a b panel from L1.
-// A block's partial sums wait in the output: out = (first block ? 0 : out) + the
+// A tile's sum over k in blocks of kc (docs/performance.md): the loop over blocks
+// becomes an output loop, so it can run outside the tiles (a panel's kc x W slice
+// read from L1 by every row tile of a row block; kc rows of a GEMV's b streamed
+// across a chunk of columns). A block's partial sums wait in the output: out = (first block ? 0 : out) + the
 // block's sum, the epilogue applied at the last block. Every element still adds its
 // blocks in k's order, whatever the threads. Not when the kernel reads its output
 // (an in-place update) or stores another dtype than it sums.
-std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range) {
+std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int64_t kc) {
   const UOpPtr &end = k->src.at(0), &store = end->src.at(0);
   const UOpPtr red = reduce_of(k, reduce_range);
   if (!red || red->src.size() != 2 || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
       loads_output(k, store->src[0]->src.at(0)))
     return std::nullopt;
-  const int64_t n = *trip(reduce_range), kc = k_block(n);
-  if (n <= kBlock || kc == 0) return std::nullopt;
+  const int64_t n = *trip(reduce_range);
+  if (kc <= 0 || kc >= n || n % kc != 0) return std::nullopt;
   const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
   const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
   const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
@@ -361,7 +362,16 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range) {
   const UOpPtr partial =
       UOp::make(Op::REDUCE, red2->dtype, {substitute(red2->src[0], {{s.outer, blocks}}), s.inner}, red2->arg);
   const UOpPtr zero = const_like(red2->dtype, 0);
-  const UOpPtr sum = partial + where(blocks < 1, zero, UOp::make(Op::LOAD, red2->dtype, {index}));
+  // The read of the previous blocks' sums depends on the block (a load free of it would
+  // be placed before the loop over blocks) and reads nothing at the first block.
+  std::vector<UOpPtr> at = index->src;
+  const UOpPtr later = const_int(DType::Int64, 0) < blocks;
+  if (at.size() > 2)
+    at[2] = land(at[2], later);
+  else
+    at.push_back(later);
+  const UOpPtr previous = UOp::make(Op::LOAD, red2->dtype, {index->with_src(std::move(at))});
+  const UOpPtr sum = partial + where(blocks < 1, zero, previous);
   const UOpPtr done = substitute(store2->src[1], {{red2, sum}});
   const UOpPtr stored = done == sum ? sum : where(blocks < n / kc - 1, sum, done);
   std::vector<UOpPtr> src = end2->src;
@@ -392,11 +402,39 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
     k = s.root, rows = s.outer;
   }
   if (panels) {
-    const auto kb = k_blocks(k, find_range(k, mm.reduce->get<AxisArg>().id));
-    return drop_unit_loops(block_rows(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
+    const UOpPtr reduce = find_range(k, mm.reduce->get<AxisArg>().id);
+    const auto kb = k_blocks(k, reduce, divisor_near(*trip(reduce), kBlock));
+    return drop_unit_loops(block_tiles(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
   }
   if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);
   return drop_unit_loops(k);
+}
+
+// ---- GEMV --------------------------------------------------------------------------
+// [1, K] @ [K, N] reads all of b once for 2 FLOP per element: it runs at memory
+// speed when b streams row after row. The columns go in one-row register tiles
+// (register_tile: 8 vectors), in chunks of up to kGemvChunk columns that the
+// threads share, and k in blocks of about kGemvRows rows (k_blocks) outside the
+// tiles of a chunk: each block reads its rows of b as kGemvRows contiguous
+// streams across the chunk, the chunk's partial sums waiting in the output (in
+// L1). Without blocks each tile walked all K rows of b at N floats a step, a new
+// page every row.
+constexpr int64_t kGemvChunk = 1024;  // 4 KiB of a row of float32: one page per row and block
+constexpr int64_t kGemvRows = 8;      // streams of b in flight: within what a core's prefetchers follow
+constexpr int64_t kMinChunks = 2;     // the chunks are what the threads share
+
+UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
+  const RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
+  auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
+  const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
+  const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
+  const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
+  if (!kb || !tiles) return drop_unit_loops(split_cols);
+  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  const int64_t most = std::clamp<int64_t>(kGemvChunk / width, 1, std::max<int64_t>(1, n / kMinChunks));
+  int64_t chunk = most;
+  while (n % chunk != 0) --chunk;
+  return drop_unit_loops(block_tiles(kb->root, tiles, chunk, kb->blocks));
 }
 
 // ---- blocks of every float sum ------------------------------------------------------
@@ -425,6 +463,9 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
   const UOpPtr& range = end->src[1];
   if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
   if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
+  // Threads must write disjoint elements: a loop its store does not move along (the
+  // blocks of k whose partial sums wait in the output) runs in order on one thread.
+  if (end->src[0]->op == Op::STORE && !reaches(end->src[0]->src.at(0), range)) return nullptr;
   return range;
 }
 
@@ -472,8 +513,11 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const int bytes = options.vector_bytes > 0 ? options.vector_bytes : host_vector_bytes();
     const int width = bytes / widest_element(k);
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
+    const auto gemv = width >= 2 && !mm ? gemv_axes(k) : std::nullopt;
     if (mm) {
       k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
+    } else if (gemv) {
+      k = simplify(tile_gemv(k, *gemv, width, vector_registers(bytes)));
     } else {
       if (width >= 2)
         if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);

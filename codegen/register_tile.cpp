@@ -89,7 +89,10 @@ int64_t float_ops(const UOpPtr& value) {
 
 }  // namespace
 
-std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
+namespace {
+
+// matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null).
+std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   if (kernel->op != Op::SINK || kernel->src.size() != 1) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
   if (end->op != Op::END || end->src.at(0)->op != Op::STORE) return std::nullopt;
@@ -117,7 +120,7 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
   for (const auto& [a, b, a_value] :
        {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
     const UOpPtr cols = column_axis(outs, store_index, a, b), rows = row_axis(outs, a, b);
-    if (!cols || !rows) continue;
+    if (!cols || !rows != one_row) continue;
     std::vector<UOpPtr> panels;
     for (const auto& r : outs)
       if (r != cols && uses(b, r) && !uses(a, r)) panels.push_back(r);
@@ -125,6 +128,11 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) {
   }
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axes(kernel, false); }
+std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
 

@@ -27,6 +27,9 @@ struct MatmulAxes {
 // STORE, one float ADD REDUCE (over one or more ranges), whose value is a product of two
 // sides that each read memory; constant trip counts.
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
+// The same form with one row of a: no output range that a uses and b does not
+// ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null.
+std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
 
 struct RegisterTile {
   int64_t rows;     // output rows computed at once (an unroll range)

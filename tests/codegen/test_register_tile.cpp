@@ -51,6 +51,20 @@ UOpPtr packed_kernel(const MatmulShape& s, bool epilogue = false) {
   return sink({end(store(index(out, t * (s.m * s.n) + i * s.n + jo * w + ji), value), {t, i, jo, ji})});
 }
 
+// The product for one row of a, as the schedule leaves it (no range of size
+// 1): out[t, j] = sum_k a[t, k] * b[t, k, j] (+ bias[j], relu). s.m is ignored.
+UOpPtr gemv_kernel(const MatmulShape& s, bool epilogue = false) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto t = make_range(s.batch, 0), j = make_range(s.n, 2), k = make_range(s.k, 3, AxisKind::Reduce);
+  UOpPtr value = reduce(Op::ADD, load(a, t * s.k + k) * load(b, t * (s.k * s.n) + k * s.n + j), {k});
+  if (epilogue) {
+    auto bias = global(3, f32);
+    value = alu(Op::MAX, {value + load(bias, j), const_float(f32, 0)});
+  }
+  return sink({end(store(index(out, t * s.n + j), value), {t, j})});
+}
+
 // Small whole numbers: every product and partial sum is exact in float32, so
 // fused and unfused multiply-adds, in any order, give the same bits.
 std::vector<float> whole_numbers(int64_t count, int seed) {
@@ -111,10 +125,14 @@ UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
 
 // Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
 // against the kernel-IR interpreter on the plain loop nest.
-void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false, bool packed = false) {
+enum class Form { Plain, Packed, Gemv };
+
+void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false, Form form = Form::Plain) {
   INFO("batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n << " transposed " << s.a_transposed
-                << " vector bytes " << vector_bytes << " packed " << packed);
-  const UOpPtr kernel = packed ? packed_kernel(s, epilogue) : matmul_kernel(s, epilogue);
+                << " vector bytes " << vector_bytes << " form " << static_cast<int>(form));
+  const UOpPtr kernel = form == Form::Packed ? packed_kernel(s, epilogue)
+                        : form == Form::Gemv ? gemv_kernel(s, epilogue)
+                                             : matmul_kernel(s, epilogue);
   const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
   const KernelFn fn =
       Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), vector_bytes), "tile"), "tile").fn;
@@ -309,9 +327,9 @@ TEST_CASE(
   for (int bytes : {host_vector_bytes(), 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
-      check_values(shape, bytes, false, true);
+      check_values(shape, bytes, false, Form::Packed);
     }
-  check_values({1, 25, 700, 64}, host_vector_bytes(), true, true);
+  check_values({1, 25, 700, 64}, host_vector_bytes(), true, Form::Packed);
 }
 
 TEST_CASE("b in panels, a kernel that reads its own output (an in-place update): no blocks of k") {
@@ -326,6 +344,47 @@ TEST_CASE("b in panels, a kernel that reads its own output (an in-place update):
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
   CHECK(trip(red[0]) == 512);  // partial sums in the output would be read back as its old value
+}
+
+TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row tiles of 8 vectors") {
+  const auto kernel = gemv_kernel({1, 1, 4096, 4096});
+  CHECK_FALSE(matmul_axes(kernel));  // no row axis: one row of a
+  const auto mm = gemv_axes(kernel);
+  REQUIRE(mm);
+  CHECK_FALSE(mm->rows);
+  const auto opt = optimize_kernel(kernel, {true, 32});
+  const UOpPtr& end = opt->src.at(0);
+  std::vector<UOpPtr> loops;
+  for (size_t r = 1; r < end->src.size(); ++r)
+    if (end->src[r]->get<AxisArg>().kind != AxisKind::Unroll &&
+        end->src[r]->get<AxisArg>().kind != AxisKind::Upcast)
+      loops.push_back(end->src[r]);
+  REQUIRE(loops.size() == 3);
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(loops[0]) == 4096 / 1024);  // chunks of 1024 columns: 4 KiB of each row of b
+  CHECK(trip(loops[1]) == 4096 / 8);     // blocks of 8 rows of b
+  CHECK(trip(loops[2]) == 1024 / 64);    // tiles of 8 vectors within a chunk
+  const auto red = of_kind(opt, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);
+  CHECK(trip(red[0]) == 8);
+  const auto low = lowered(kernel, 32);
+  CHECK(accumulators(low, 8) == 8);
+}
+
+TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns, k without a block") {
+  const std::pair<const char*, MatmulShape> shapes[] = {
+      {"columns leave a tail", {1, 1, 96, 1000}},
+      {"fewer columns than a tile", {1, 1, 64, 24}},
+      {"k prime: no blocks", {1, 1, 97, 128}},
+      {"batched", {3, 1, 40, 200}},
+  };
+  for (int bytes : {host_vector_bytes(), 64})
+    for (const auto& [what, shape] : shapes) {
+      INFO(std::string(what) << ", " << bytes << " vector bytes");
+      REQUIRE(gemv_axes(gemv_kernel(shape)));
+      check_values(shape, bytes, false, Form::Gemv);
+    }
+  check_values({1, 1, 256, 512}, host_vector_bytes(), true, Form::Gemv);
 }
 
 TEST_CASE("LOOM_NOOPT: a matmul stays the plain loop nest") {
