@@ -82,6 +82,17 @@ std::vector<UOpPtr> of_kind(const UOpPtr& kernel, AxisKind k) {
 }
 int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
 
+// The loops of the kernel's one END, outermost first (not its lanes: unroll and upcast).
+std::vector<UOpPtr> loops_in_order(const UOpPtr& kernel) {
+  const UOpPtr& end = kernel->src.at(0);
+  std::vector<UOpPtr> loops;
+  for (size_t r = 1; r < end->src.size(); ++r) {
+    const AxisKind k = end->src[r]->get<AxisArg>().kind;
+    if (k != AxisKind::Unroll && k != AxisKind::Upcast) loops.push_back(end->src[r]);
+  }
+  return loops;
+}
+
 int count_of(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -295,12 +306,7 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   REQUIRE(mm->panels.size() == 1);  // jo: b uses it, a does not
   CHECK(mm->panels[0]->get<AxisArg>().id == 2);
   const auto opt = optimize_kernel(kernel, {true, 32});
-  const UOpPtr& end = opt->src.at(0);
-  std::vector<UOpPtr> loops;
-  for (size_t r = 1; r < end->src.size(); ++r)
-    if (end->src[r]->get<AxisArg>().kind != AxisKind::Unroll &&
-        end->src[r]->get<AxisArg>().kind != AxisKind::Upcast)
-      loops.push_back(end->src[r]);
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of rows: what the threads share
   CHECK(trip(loops[0]) >= 2);
@@ -353,12 +359,7 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   REQUIRE(mm);
   CHECK_FALSE(mm->rows);
   const auto opt = optimize_kernel(kernel, {true, 32});
-  const UOpPtr& end = opt->src.at(0);
-  std::vector<UOpPtr> loops;
-  for (size_t r = 1; r < end->src.size(); ++r)
-    if (end->src[r]->get<AxisArg>().kind != AxisKind::Unroll &&
-        end->src[r]->get<AxisArg>().kind != AxisKind::Upcast)
-      loops.push_back(end->src[r]);
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(loops[0]) == 4096 / 1024);  // chunks of 1024 columns: 4 KiB of each row of b
