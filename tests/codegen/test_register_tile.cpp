@@ -362,9 +362,9 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(loops[0]) == 4096 / 1024);  // chunks of 1024 columns: 4 KiB of each row of b
+  CHECK(trip(loops[0]) == 4096 / 2048);  // chunks of 2048 columns: 8 KiB of each row of b
   CHECK(trip(loops[1]) == 4096 / 8);     // blocks of 8 rows of b
-  CHECK(trip(loops[2]) == 1024 / 64);    // tiles of 8 vectors within a chunk
+  CHECK(trip(loops[2]) == 2048 / 64);    // tiles of 8 vectors within a chunk
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
   CHECK(trip(red[0]) == 8);
