@@ -1,7 +1,10 @@
 #pragma once
 // Device memory on the CPU: 64-byte aligned (2 MiB-aligned on transparent huge
-// pages from 2 MiB up), reference counted, recycled by size class. Freed (returned to the pool) when no tensor or kernel launch holds it.
+// pages from 2 MiB up), reference counted, recycled by size class. Freed (returned to the pool) when no
+// tensor or kernel launch holds it.
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace loom {
@@ -39,5 +42,13 @@ size_t buffer_size_class(size_t bytes);
 // Bytes of freed blocks the pool keeps for reuse, and a way to give them back.
 size_t pooled_buffer_bytes();
 void trim_buffer_pool();
+
+// Holders of buffers kept only for reuse (loom::Capture's spare outputs and
+// scratch, which its next replay allocates again when they are gone) register
+// a release function; loom::empty_cache() calls each one, then trims the pool.
+// Thread-safe: remove_spare_holder waits for a release that is running, so a
+// holder removes itself first thing in its destructor.
+uint64_t add_spare_holder(std::function<void()> release);
+void remove_spare_holder(uint64_t id);
 
 }  // namespace loom

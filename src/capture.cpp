@@ -2,6 +2,7 @@
 
 #include "ir/flags.hpp"
 #include "ir/log.hpp"
+#include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
 #include "src/step_recording.hpp"
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -123,6 +125,14 @@ struct Program {
   };
   std::vector<Fresh> fresh;
   std::vector<UOpPtr> kept;
+  // Kept slots the recorded call allocated and only its kernels use (dead
+  // intermediates): loom::empty_cache() drops them, the next replay allocates them.
+  struct Scratch {
+    size_t kept;
+    DType dtype;
+    int64_t size;
+  };
+  std::vector<Scratch> scratch;
   std::vector<Kernel> kernels;
   std::vector<Output> outputs;
   size_t first_fresh() const { return inputs + states.size(); }
@@ -261,7 +271,11 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
   auto slot = [&](const UOpPtr& buffer) {
     const auto [it, added] =
         slot_of.emplace(buffer->storage().get(), static_cast<uint32_t>(p.first_kept() + p.kept.size()));
-    if (added) p.kept.push_back(buffer);
+    if (added) {
+      if (rec.allocated.count(buffer->storage().get()))
+        p.scratch.push_back({p.kept.size(), buffer->dtype, buffer->get<std::vector<int64_t>>().at(1)});
+      p.kept.push_back(buffer);
+    }
     return it->second;
   };
   for (const auto& k : rec.kernels) {
@@ -292,7 +306,19 @@ void realize_results(std::vector<Tensor>& results, const std::vector<Tensor>& ar
 
 struct Capture::Impl {
   Step step;
+  // Guards `states` against loom::empty_cache() on another thread; never held
+  // while the step function runs (it may call empty_cache itself).
+  mutable std::mutex mu;
   std::map<Signature, SignatureState> states;
+  uint64_t spare_holder = add_spare_holder([this] { release_spares(); });
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() { remove_spare_holder(spare_holder); }
+
+  // Drops the spare outputs and scratch buffers that only the programs hold.
+  void release_spares();
 
   // Runs the step with `rec` recording what it runs and leaves behind.
   std::vector<Tensor> run_recorded(const std::vector<Tensor>& args, StepRecording& rec) {
@@ -323,8 +349,12 @@ struct Capture::Impl {
     for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
     StepRecording rec;
     std::vector<Tensor> results = run_recorded(args, rec);
-    state.program = compile_program(rec, arg_memory, results, state.left_by_first);
+    std::optional<Program> program = compile_program(rec, arg_memory, results, state.left_by_first);
     state.left_by_first.clear();
+    {
+      std::lock_guard lock(mu);
+      state.program = std::move(program);
+    }
     if (state.program && flags()->debug >= 1)
       log().info(
           "Capture: recorded {} kernels; a replay writes {} fresh slots ({} results, {} copied by assigns, "
@@ -408,7 +438,21 @@ void run_kernels(const Program& p, const std::vector<void*>& table) {
 }
 }  // namespace
 
+void Capture::Impl::release_spares() {
+  std::lock_guard lock(mu);
+  for (auto& [signature, state] : states) {
+    if (!state.program) continue;
+    Program& p = *state.program;
+    for (auto& slot : p.fresh)
+      if (free_to_overwrite(slot.spare, 1, slot)) slot.spare = nullptr;
+    for (const auto& s : p.scratch)
+      if (p.kept[s.kept].use_count() == 1) p.kept[s.kept] = nullptr;
+  }
+}
+
 std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, Program& p) const {
+  for (const auto& s : p.scratch)
+    if (!p.kept[s.kept]) p.kept[s.kept] = detail::allocate_buffer(s.dtype, s.size, false);
   const std::vector<UOpPtr> fresh = fresh_views(p);
   std::vector<void*> table;
   table.reserve(p.first_kept() + p.kept.size());
@@ -453,11 +497,15 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
   // Under LOOM_CHECK_BOUNDS every call runs the function: a replay binds raw
   // memory, and only realize's kernels check their indices.
   if (!flags()->check_bounds) {
-    SignatureState& state = impl_->states[signature_of(bound)];
-    ++state.calls;
-    if (state.program) return impl_->replay(bound, *state.program);
-    if (state.calls == 1) return impl_->first_call(bound, state);
-    if (state.calls == 2) return impl_->record(bound, state);
+    SignatureState* state = nullptr;
+    {
+      std::lock_guard lock(impl_->mu);
+      state = &impl_->states[signature_of(bound)];  // std::map: the reference stays valid
+      ++state->calls;
+      if (state->program) return impl_->replay(bound, *state->program);
+    }
+    if (state->calls == 1) return impl_->first_call(bound, *state);
+    if (state->calls == 2) return impl_->record(bound, *state);
   }
   std::vector<Tensor> results = impl_->step(bound);
   realize_results(results, bound);
@@ -465,7 +513,9 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
 }
 
 const std::optional<Program>* Capture::Impl::program_for(const std::vector<Tensor>& args) const {
-  const auto it = states.find(signature_of(bindable(args)));
+  const Signature signature = signature_of(bindable(args));
+  std::lock_guard lock(mu);
+  const auto it = states.find(signature);
   return it == states.end() ? nullptr : &it->second.program;
 }
 

@@ -5,6 +5,7 @@
 #include <loom/capture.hpp>
 #include <loom/debug.hpp>
 #include <loom/gradient.hpp>
+#include <loom/memory.hpp>
 
 #include <cstring>
 #include <vector>
@@ -250,4 +251,35 @@ TEST_CASE("under LOOM_CHECK_BOUNDS a Capture runs the step every call, its kerne
     CHECK_FALSE(capture.captured(batch(i)));
   }
   CHECK(bitwise_equal(values(checked.w1), values(plain.w1)));
+}
+
+TEST_CASE(
+    "loom::empty_cache releases a live Capture's spare outputs and scratch; the next replay allocates them") {
+  Model plain, captured;
+  Capture step([&](const std::vector<Tensor>& args) { return captured.step(args); });
+  for (int i = 0; i < 4; ++i) {  // the results are dropped: the Capture keeps them as spares
+    const std::vector<Tensor> args = batch(i);
+    plain.step(args);
+    step(args);
+  }
+  REQUIRE(step.captured(batch(0)));
+  const Counters held = counters();
+  empty_cache();
+  const Counters released = counters();
+  CHECK(released.pooled_buffer_bytes == 0);
+  CHECK(released.live_buffer_bytes < held.live_buffer_bytes);
+  CHECK(released.live_buffers < held.live_buffers);
+  for (int i = 4; i < 6; ++i) {
+    CAPTURE(i);
+    const std::vector<Tensor> args = batch(i);
+    const std::vector<float> want = values(plain.step(args)[0]);
+    const Counters before = counters();
+    CHECK(bitwise_equal(values(step(args)[0]), want));
+    CHECK(counters().capture_replays == before.capture_replays + 1);
+    CHECK(counters().schedules_built == before.schedules_built);
+    CHECK(bitwise_equal(values(captured.w1), values(plain.w1)));
+    CHECK(bitwise_equal(values(captured.w2), values(plain.w2)));
+  }
+  CHECK(counters().live_buffers == held.live_buffers);  // the spares and scratch are back, once
+  CHECK(counters().live_buffer_bytes == held.live_buffer_bytes);
 }
