@@ -242,6 +242,10 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
   Schedule schedule;
   std::vector<UOpPtr> unsimplified;
   for (size_t k : graph.order()) {
+    // A kernel writing no element has nothing to do; its buffer still exists.
+    // Simplifying its empty ranges away can leave a store whose address ignores
+    // a loop it sits in, which codegen would refuse.
+    if (numel(graph.kernels[k]->get<std::vector<int64_t>>()) == 0) continue;
     schedule.kernels.push_back(std::move(built[k].kernel));
     unsimplified.push_back(built[k].unsimplified);
   }

@@ -67,3 +67,28 @@ TEST_CASE("without a requested buffer, kernels keep dependency order and fresh o
   CHECK(s.kernels[0].buffers[0] != w);
   CHECK(s.kernels[1].buffers[0] != w);
 }
+
+TEST_CASE("a kernel that would write no element is not scheduled; its empty buffer is the result") {
+  // loom-fuzz seed 5020515: a batched product over an empty batch axis, permuted. Its
+  // empty ranges simplified away, the kernel stored to an address that ignored a loop
+  // it sat in, and the expander refused it; the realize threw.
+  auto move = [](Op op, const UOpPtr& x, std::vector<int64_t> arg) {
+    return UOp::make(op, x->dtype, {x}, std::move(arg));
+  };
+  const UOpPtr a = move(Op::EXPAND, move(Op::RESHAPE, input(1, {0}), {0, 3, 1, 2}), {0, 3, 26, 2});
+  const UOpPtr b =
+      move(Op::EXPAND,
+           move(Op::RESHAPE, move(Op::PERMUTE, move(Op::RESHAPE, input(2, {0}), {0, 2, 26}), {0, 2, 1}),
+                {0, 1, 26, 2}),
+           {0, 3, 26, 2});
+  const UOpPtr product =
+      move(Op::PERMUTE, move(Op::RESHAPE, reduce_axis(a * b, Op::ADD, {3}), {0, 3, 26}), {1, 0, 2});
+  const UOpPtr w = input(3, {16});
+  FakeBuffers fb;
+  Schedule s = create_schedule({product, product, plus_one(w)}, fb.factory());
+  REQUIRE(s.kernels.size() == 1);  // only w + 1
+  CHECK(reads(s.kernels[0], w));
+  REQUIRE(s.results.size() == 3);
+  CHECK(*s.results[0]->shape() == Shape{3, 0, 26});
+  CHECK(*s.results[1]->shape() == Shape{3, 0, 26});
+}
