@@ -115,6 +115,15 @@ UOpPtr read_at_own_ranges(const Match& m) {
   return any_range ? where_valid(valid_of(index), buffer->src[0]) : nullptr;
 }
 
+// A buffer of no elements has no index its reader's valid can hold at: every
+// read of it is 0. (Inlined instead, a load in its value that no range guards,
+// its ranges being empty, would run where nothing exists.)
+UOpPtr read_empty(const Match& m) {
+  const UOpPtr& buffer = m["buf"];
+  if (numel(buffer->get<std::vector<int64_t>>()) != 0) return nullptr;
+  return const_like(buffer->dtype, 0);
+}
+
 // A buffer of one constant reads as that constant.
 UOpPtr read_constant(const Match& m) {
   const UOpPtr& index = m["idx"];
@@ -130,6 +139,7 @@ const PatternMatcher& buffer_removal() {
   static const PatternMatcher pm(
       "buffer_removal",
       {
+          {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), read_empty},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {cbuf}, "idx").allow_more_src()}), read_constant},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), read_at_own_ranges},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), remove_buffer},

@@ -208,6 +208,38 @@ TEST_CASE("BUFFERIZE(CONST) reads as the constant, under the read's validity") {
 )"));
 }
 
+TEST_CASE("a buffer of no elements reads as 0: its reader's valid never holds") {
+  // loom-fuzz seed 6064232: x [2, 4] shrunk to rows [2, 2), then padded. The empty
+  // range simplified away, the buffer's value was a load of x[9] no range guarded,
+  // and inlined into the pad it ran outside x, under a WHERE that discarded it.
+  CHECK(apply_stage(buffer_removal(), R"(
+%x = BUFFER i32 [(1 8)]
+%nine = CONST i64 [9]
+%ix = INDEX i32* %x, %nine
+%lx = LOAD i32 %ix
+%zero = CONST i64 [0]
+%r3 = RANGE i64 %zero [axis 3 loop]
+%b = BUFFERIZE i32 %lx, %r3, %zero [(0 1)]
+%two = CONST i64 [2]
+%r1 = RANGE i64 %two [axis 1 loop]
+%one = CONST i64 [1]
+%i = SUB i64 %r1, %one
+%lo = CMPLT bool %zero, %r1
+%hi = CMPLT bool %r1, %one
+%ok = AND bool %lo, %hi
+%ib = INDEX i32* %b, %i, %zero, %ok
+%lb = LOAD i32 %ib
+%out = CONTIGUOUS i32 %lb
+%root = BUFFERIZE i32 %out, %r1 [(2)]
+)") == expect(R"(
+%two = CONST i64 [2]
+%r1 = RANGE i64 %two [axis 1 loop]
+%z = CONST i32 [0]
+%out = CONTIGUOUS i32 %z
+%root = BUFFERIZE i32 %out, %r1 [(2)]
+)"));
+}
+
 TEST_CASE("a buffer read at exactly its own ranges is its value, even with a reduce inside") {
   // What the identity fold sees: the reader runs inside the buffer's own loop r0.
   CHECK(apply_stage(buffer_removal(), R"(
