@@ -88,9 +88,15 @@ std::vector<uint8_t> random_bytes(const Slot& s, std::mt19937_64& rng) {
   return t.to_bytes();
 }
 
-// Runs `kernel` on copies of `inputs`; the buffers as they end up.
-std::vector<std::vector<uint8_t>> run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
-                                      std::vector<std::vector<uint8_t>> buffers) {
+// What a kernel run leaves: its buffers, and the largest operand of a float sum in it.
+struct Run {
+  std::vector<std::vector<uint8_t>> buffers;
+  double scale = 0;
+};
+
+// Runs `kernel` on copies of `inputs`.
+Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
+        std::vector<std::vector<uint8_t>> buffers) {
   const int64_t n_slots = slots.empty() ? 0 : slots.rbegin()->first + 1;
   std::vector<void*> ptrs(static_cast<size_t>(n_slots), nullptr);
   std::vector<int64_t> sizes(static_cast<size_t>(n_slots), 0);
@@ -99,8 +105,8 @@ std::vector<std::vector<uint8_t>> run(const UOpPtr& kernel, const std::map<int64
     ptrs[static_cast<size_t>(slot)] = buffers[k++].data();
     sizes[static_cast<size_t>(slot)] = s.size;
   }
-  interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
-  return buffers;
+  const double scale = interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
+  return {std::move(buffers), scale};
 }
 
 // Whether `kernel` sums (ADD) or multiplies (MUL) floats over an axis.
@@ -145,13 +151,13 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
                          std::mt19937_64& rng) {
   std::vector<std::vector<uint8_t>> inputs;
   for (const auto& [slot, s] : slots) inputs.push_back(random_bytes(s, rng));
-  std::vector<std::vector<uint8_t>> want;
+  Run want;
   try {
     want = run(before, slots, inputs);
   } catch (const Error& e) {
     return fmt::format("skipped: the kernel before the pass does not interpret ({})", e.what());
   }
-  std::vector<std::vector<uint8_t>> got;
+  Run got;
   try {
     got = run(after, slots, inputs);
   } catch (const Error& e) {
@@ -163,12 +169,14 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
   const bool reorders = products || has_float_reduce(before, Op::ADD);
   size_t k = 0;
   for (const auto& [slot, s] : slots) {
-    auto g = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, got[k].data());
-    auto w = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, want[k].data());
+    auto g = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, got.buffers[k].data());
+    auto w = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, want.buffers[k].data());
     ++k;
     if (reorders) forgive_range_limits(g, w, products);
-    // Passes may reorder a float reduction: the approximate class's tolerance.
-    const std::string diff = compare_values(g, w, {true, tolerance_dtype(before), magnitude(w)});
+    // Passes may reorder a float reduction: the approximate class's tolerance, relative
+    // to the largest operand of a sum (a sum that cancels keeps its operands' error).
+    const double scale = std::max(magnitude(w), want.scale);
+    const std::string diff = compare_values(g, w, {true, tolerance_dtype(before), scale});
     if (!diff.empty()) return fmt::format("buffer slot {}: {}", slot, diff);
   }
   return "";

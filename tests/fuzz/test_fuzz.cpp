@@ -9,6 +9,7 @@
 #include "fuzz/op_class.hpp"
 #include "ir/planted_fault.hpp"
 #include "src/tensor_node.hpp"
+#include "support/kernel_builders.hpp"
 #include "support/reference_tensor.hpp"
 
 #include <loom/loom.hpp>
@@ -205,6 +206,27 @@ TEST_CASE("the kernel checker compares a kernel before and after a pass on the s
   };
   CHECK(fuzz::compare_kernels(kernel(Op::SUB), kernel(Op::SUB), 1) == "");
   CHECK(fuzz::compare_kernels(kernel(Op::SUB), kernel(Op::ADD), 1).find("buffer slot 0: element") == 0);
+}
+
+TEST_CASE("the kernel checker measures a reordered sum's error against its operands, not its result") {
+  // Σ of (1, 2^-53, -1) is 0 in order (1 + 2^-53 rounds to 1) and 2^-53 as
+  // (1 + -1) + 2^-53: both are the sum within an ulp of its operands (fuzz seed
+  // 6081957: an expander's lane tree against the loop's order, cancelling to ~1e-15).
+  const UOpPtr out = kb::index(kb::global(0, DType::Float64), kb::i64(0));
+  const UOpPtr r = make_range(3, 1, AxisKind::Reduce);
+  const auto f64 = [](double v) { return const_float(DType::Float64, v); };
+  const auto term =
+      alu(Op::WHERE, {alu(Op::CMPLT, {r, kb::i64(1)}), f64(1.0),
+                      alu(Op::WHERE, {alu(Op::CMPLT, {r, kb::i64(2)}), f64(0x1p-53), f64(-1.0)})});
+  const UOpPtr in_order = kb::sink({kb::store(out, kb::reduce(Op::ADD, term, {r}))});
+  const auto add = [](const UOpPtr& a, const UOpPtr& b) {
+    return UOp::make(Op::ADD, DType::Float64, {a, b});
+  };
+  const UOpPtr as_tree = kb::sink({kb::store(out, add(add(f64(1.0), f64(-1.0)), f64(0x1p-53)))});
+  CHECK(fuzz::compare_kernels(in_order, as_tree, 1) == "");
+  // A wrong sum is still caught: 1 is not within 2^-36 of 0.
+  const UOpPtr wrong = kb::sink({kb::store(out, add(f64(1.0), f64(0x1p-53)))});
+  CHECK(fuzz::compare_kernels(in_order, wrong, 1).find("buffer slot 0: element 0") == 0);
 }
 
 TEST_CASE("every shrunk failure the fuzzer found replays clean (tests/fuzz/regressions)") {

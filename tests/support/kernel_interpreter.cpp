@@ -3,6 +3,7 @@
 #include "support/kernel_scalar.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <iterator>
 #include <string>
@@ -79,6 +80,8 @@ class Interpreter {
       default: fail(effect, "is not an effect: expected SINK, END or STORE");
     }
   }
+
+  double largest_sum_operand() const { return largest_sum_operand_; }
 
  private:
   void bind_vars(const UOpPtr& kernel, const std::vector<int64_t>& vars) {
@@ -165,6 +168,7 @@ class Interpreter {
       case Op::MULACC:
         need_src(u, 3, 3);
         return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+          note_sum_operands({ks::binary(Op::MUL, x[0].lane[l], x[1].lane[l]), x[2].lane[l]});
           return ks::mulacc(x[0].lane[l], x[1].lane[l], x[2].lane[l]);
         });
       default: return alu(u);
@@ -195,11 +199,21 @@ class Interpreter {
     }
     if (is_binary(u.op)) {
       need_src(u, 2, 2);
+      const bool sum = u.op == Op::ADD || u.op == Op::SUB;
       return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+        if (sum) note_sum_operands({x[0].lane[l], x[1].lane[l]});
         return ks::binary(u.op, x[0].lane[l], x[1].lane[l]);
       });
     }
     fail(u, "is not a value the kernel IR defines");
+  }
+
+  // A float sum's error is relative to its operands, not to its result, which
+  // may cancel to near 0: the largest finite one is the kernel's error scale.
+  void note_sum_operands(std::initializer_list<Scalar1> operands) {
+    for (const Scalar1& v : operands)
+      if (v.dtype.is_float() && std::isfinite(v.f))
+        largest_sum_operand_ = std::max(largest_sum_operand_, std::abs(v.f));
   }
 
   // Scalars make a vector; vectors are concatenated.
@@ -240,7 +254,10 @@ class Interpreter {
     loops(u.src, 1, [&] {
       const Lanes x = eval(*u.src[0]);
       if (x.lane.size() != acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
-      for (size_t l = 0; l < acc.lane.size(); ++l) acc.lane[l] = ks::binary(op, acc.lane[l], x.lane[l]);
+      for (size_t l = 0; l < acc.lane.size(); ++l) {
+        if (op == Op::ADD) note_sum_operands({acc.lane[l], x.lane[l]});
+        acc.lane[l] = ks::binary(op, acc.lane[l], x.lane[l]);
+      }
     });
     return acc;
   }
@@ -402,6 +419,7 @@ class Interpreter {
   std::unordered_map<std::string, int64_t> var_values_;
   std::unordered_map<const UOp*, Loop> ranges_;
   uint64_t iteration_ = 0;
+  double largest_sum_operand_ = 0;
   std::unordered_map<const UOp*, Lanes> memo_;
   std::unordered_map<const UOp*, std::vector<uint64_t>> effects_run_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> hoisted_;
@@ -415,10 +433,12 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
   Interpreter(kernel, bufs, vars, begin, end).run(*kernel);
 }
 
-void interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
-                              const std::vector<int64_t>& vars) {
+double interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
+                                const std::vector<int64_t>& vars) {
   if (!kernel) throw Error("kernel interpreter: the kernel is null");
-  Interpreter(kernel, bufs, vars, 0, -1, &sizes).run(*kernel);
+  Interpreter interpreter(kernel, bufs, vars, 0, -1, &sizes);
+  interpreter.run(*kernel);
+  return interpreter.largest_sum_operand();
 }
 
 }  // namespace loom

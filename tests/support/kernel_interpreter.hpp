@@ -20,7 +20,10 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
 
 // The same, with each slot's size in elements: a load or store outside its
 // buffer is a loom::Error naming the slot and the index, never a stray access.
-void interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
-                              const std::vector<int64_t>& vars);
+// Returns the largest finite magnitude of any operand of a float sum (ADD, SUB,
+// an ADD reduce) the kernel computed, 0 if none: the scale that rounding errors
+// of its sums, and of any reordering of them, are relative to.
+double interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
+                                const std::vector<int64_t>& vars);
 
 }  // namespace loom
