@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <tuple>
 
 namespace loom {
@@ -141,10 +142,16 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize) {
   int64_t most = kL2Block / tile_bytes;
   if (most < kMinBlockTiles) most = kL3Block / tile_bytes;
   most = std::clamp<int64_t>(most, 1, (tiles + kMinBlocks - 1) / kMinBlocks);
-  int64_t best = most, padded = (tiles + most - 1) / most * most;
-  for (int64_t t = most; t * 2 > most;
-       --t)  // from the largest block down to half of it, the fewest padded tiles
-    if (const int64_t p = (tiles + t - 1) / t * t; p < padded) best = t, padded = p;
+  // A count of blocks the threads share evenly (a multiple of kMinBlocks: three blocks
+  // on two threads left one idle a third of the time at 512), from the fewest the size
+  // allows up to twice as many, with the fewest padded tiles.
+  const int64_t fewest = (tiles + most - 1) / most;
+  int64_t best = most, padded = std::numeric_limits<int64_t>::max();
+  for (int64_t n = (fewest + kMinBlocks - 1) / kMinBlocks * kMinBlocks; n <= 2 * fewest + kMinBlocks;
+       n += kMinBlocks) {
+    const int64_t t = (tiles + n - 1) / n, blocks = (tiles + t - 1) / t;
+    if ((blocks % kMinBlocks == 0 || blocks == 1) && blocks * t < padded) best = t, padded = blocks * t;
+  }
   return best;
 }
 

@@ -164,6 +164,23 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
 
 }  // namespace
 
+TEST_CASE("row_block: an even count of row blocks (two threads share them), few padded tiles") {
+  auto blocks = [](int64_t tiles, int64_t block) { return (tiles + block - 1) / block; };
+  // 512 rows: 86 tiles of 6; 42 tiles x 6 rows x 256 floats fill half of L2, so at least
+  // 3 blocks, and three blocks left one thread idle a third of the time: 4 blocks of 22
+  const int64_t at512 = row_block(86, 6, 256, 4);
+  CHECK(at512 * 6 * 256 * 4 <= 256 * 1024);
+  CHECK(blocks(86, at512) % 2 == 0);
+  CHECK(blocks(86, at512) * at512 - 86 <= 2);
+  const int64_t at1024 = row_block(171, 6, 256, 4);
+  CHECK(blocks(171, at1024) % 2 == 0);
+  CHECK(blocks(171, at1024) * at1024 - 171 <= 3);
+  CHECK(row_block(683, 6, 256, 4) * 6 * 256 * 4 <= 256 * 1024);  // 4096 rows
+  CHECK(blocks(683, row_block(683, 6, 256, 4)) % 2 == 0);
+  CHECK(row_block(1, 6, 256, 4) == 1);  // one tile: one block, none padded
+  CHECK(blocks(3, row_block(3, 6, 256, 4)) * row_block(3, 6, 256, 4) <= 4);
+}
+
 TEST_CASE("matmul_axes: the rows a reads, the columns b and the output are contiguous along, the sum") {
   SUBCASE("matmul") {
     const auto k = matmul_kernel({1, 64, 32, 48});
