@@ -1,9 +1,11 @@
 #include "schedule/split_reduceop.hpp"
 
+#include "ir/symbolic.hpp"
 #include "schedule/movement_index.hpp"
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace loom {
 
@@ -18,6 +20,14 @@ constexpr int64_t kSplitOutputsBelow = 256;
 // The divisors tried, largest first: up to 256 parts (the second stage stays
 // a negligible reduce), at least 8, and at most 2^22 first-stage outputs.
 constexpr int64_t kMaxParts = 256, kMinParts = 8, kMaxFirstOutputs = int64_t{1} << 22;
+// A row of a page or more: walking a column down the rows lands on a new page each step.
+constexpr int64_t kPageBytes = 4096;
+// Rows a column tile walks per block: as many sequential streams as an L1 set has
+// ways (8 on x86 cores), since rows a power of two apart alias one set.
+constexpr int64_t kStridedRows = 8;
+// Inputs from this size on come from L3 or memory rather than a core's L2 (1 MB
+// here), where the prefetchers decide the bandwidth; a smaller input is not split.
+constexpr int64_t kStridedBytes = int64_t{2} << 20;
 
 int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
@@ -41,7 +51,50 @@ std::vector<bool> real_axes(const UOpPtr& x) {
   return real;
 }
 
-UOpPtr split(const Match& m) {
+// The position in `x`'s data of the element at index `last` on `x`'s last axis and 0
+// on the others, if the movement ops fold to a constant there.
+std::optional<int64_t> data_position(const UOpPtr& x, int64_t last) {
+  std::vector<UOpPtr> idx(x->shape()->size(), const_int(DType::Int64, 0));
+  idx.back() = const_int(DType::Int64, last);
+  UOpPtr base = x;
+  while (is_movement(base->op)) {
+    idx = movement_source_index(base, idx).idx;
+    base = base->src[0];
+  }
+  const UOpPtr pos = simplify(linear_index(idx, *base->shape()));
+  if (pos->op != Op::CONST) return std::nullopt;
+  return pos->const_int();
+}
+
+// Is `x`'s last axis of unit stride in its data (its rows contiguous)? An elementwise
+// `x` counts as its own data: its operands' layouts are not looked at.
+bool last_axis_contiguous(const UOpPtr& x) {
+  const auto first = data_position(x, 0), second = data_position(x, 1);
+  return first && second && *second - *first == 1;
+}
+
+// `red` over axis `a` of its input as two reduces through a contiguous buffer: the
+// axis reshaped to (parts, n / parts), the first reduce sums each run of n / parts,
+// the second the parts.
+UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts) {
+  const UOpPtr& x = red->src[0];
+  const ReduceArg& arg = red->get<ReduceArg>();
+  const Shape& in = *x->shape();
+  Shape shape(in.begin(), in.begin() + a);
+  shape.push_back(parts);
+  shape.push_back(in[a] / parts);
+  shape.insert(shape.end(), in.begin() + a + 1, in.end());
+  std::vector<int64_t> first_axes;
+  for (int64_t b : arg.axes) first_axes.push_back(b < a ? b : b + 1);  // axis a -> its (n/parts) part
+  const UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, shape);
+  const UOpPtr first = UOp::make(Op::REDUCE_AXIS, red->dtype, {shaped}, ReduceArg{arg.op, first_axes});
+  const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
+  const UOpPtr second = UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {a}});
+  return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(*red->shape()));
+}
+
+// Few outputs: d parts of contiguous runs, so the first reduce runs across threads.
+UOpPtr split_lopsided(const Match& m) {
   const UOpPtr& red = m.root();
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
@@ -50,27 +103,35 @@ UOpPtr split(const Match& m) {
   if (n_out == 0 || n_in / n_out < kSplitRatio || n_out >= kSplitOutputsBelow) return nullptr;
   const std::vector<bool> real = real_axes(x);
   for (int64_t a : arg.axes)
-    for (int64_t d = std::min(kMaxParts, kMaxFirstOutputs / n_out); d >= kMinParts; --d) {
-      if (in[a] % d != 0 || !real[a]) continue;
-      Shape parts(in.begin(), in.begin() + a);
-      parts.push_back(d);
-      parts.push_back(in[a] / d);
-      parts.insert(parts.end(), in.begin() + a + 1, in.end());
-      std::vector<int64_t> first_axes;
-      for (int64_t b : arg.axes) first_axes.push_back(b < a ? b : b + 1);  // axis a -> its (n/d) part
-      const UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, parts);
-      const UOpPtr first = UOp::make(Op::REDUCE_AXIS, red->dtype, {shaped}, ReduceArg{arg.op, first_axes});
-      const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
-      const UOpPtr second = UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {a}});
-      return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(out));
-    }
+    for (int64_t d = std::min(kMaxParts, kMaxFirstOutputs / n_out); d >= kMinParts; --d)
+      if (in[a] % d == 0 && real[a]) return split_axis(red, a, d);
   return nullptr;
+}
+
+// A reduce over an outer axis of rows of a page or more: the kernel's column tile
+// would walk every row, each step on a new page, where no hardware prefetcher
+// follows. Blocks of kStridedRows rows instead: each walk is kStridedRows
+// sequential streams, and the second reduce sums n / kStridedRows partial rows.
+UOpPtr split_strided(const Match& m) {
+  const UOpPtr& red = m.root();
+  const UOpPtr& x = red->src[0];
+  const ReduceArg& arg = red->get<ReduceArg>();
+  const Shape& in = *x->shape();
+  if (arg.axes.size() != 1) return nullptr;
+  const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
+  const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
+  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes) return nullptr;
+  if (n % kStridedRows != 0 || n < 2 * kStridedRows || !real_axes(x)[static_cast<size_t>(a)] ||
+      !last_axis_contiguous(x))
+    return nullptr;
+  return split_axis(red, a, n / kStridedRows);
 }
 
 }  // namespace
 
 const PatternMatcher& split_reduceop() {
-  static const PatternMatcher pm("split_reduceop", {{UPat::ops({Op::REDUCE_AXIS}), split}});
+  static const PatternMatcher pm("split_reduceop", {{UPat::ops({Op::REDUCE_AXIS}), split_lopsided},
+                                                    {UPat::ops({Op::REDUCE_AXIS}), split_strided}});
   return pm;
 }
 

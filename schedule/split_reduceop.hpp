@@ -13,6 +13,12 @@
 // (splitting a broadcast axis reads the same elements again). Each of the d
 // parts of the first reduce sums a contiguous run of the input, which suits a
 // CPU's caches better than the strided split a GPU wants.
+//
+// Its second rule splits a reduce over an outer axis of long rows (a page or
+// more: sum(0) of [4096,4096]) into blocks of kStridedRows rows, so each column
+// tile of the first reduce walks 8 rows instead of 4096 (docs/pipeline.md):
+//   REDUCE_AXIS[ADD (0)](x) [4096 4096] -> RESHAPE(REDUCE_AXIS[ADD (0)](CONTIGUOUS(
+//     REDUCE_AXIS[ADD (1)](RESHAPE[(512 8 4096)](x)))))
 #include "ir/pattern.hpp"
 
 namespace loom {

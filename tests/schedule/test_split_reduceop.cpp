@@ -1,5 +1,6 @@
-// split_reduceop: a reduce with inputs/outputs >= 32768 and few outputs runs as
-// two reduces through a contiguous buffer; guards refuse the rest.
+// split_reduceop: a reduce with inputs/outputs >= 32768 and few outputs, or a
+// large reduce over rows of a page or more, runs as two reduces through a
+// contiguous buffer; guards refuse the rest.
 #include "schedule/split_reduceop.hpp"
 #include "stage_testing.hpp"
 
@@ -39,4 +40,49 @@ TEST_CASE("guards: a small ratio, many outputs, or an axis made by EXPAND is not
 %s = REDUCE_AXIS f32 %e [reduce ADD (0)]
 )";
   CHECK(apply_stage(split_reduceop(), expanded, Flags{}, false) == parse_text(expanded));
+}
+
+TEST_CASE("[4096 1024] over axis 0 (rows of a page): blocks of 8 rows, then the 512 partial rows") {
+  const UOpPtr after = apply_stage(split_reduceop(), R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(4096 1024)]
+%s = REDUCE_AXIS f32 %v [reduce MAX (0)]
+)",
+                                   Flags{}, false);
+  // The second reduce reads 2 MB of partial rows: split again into blocks of 8 rows.
+  CHECK(after == parse_text(R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(4096 1024)]
+%rows = RESHAPE f32 %v [(512 8 1024)]
+%first = REDUCE_AXIS f32 %rows [reduce MAX (1)]
+%kept = CONTIGUOUS f32 %first
+%partials = RESHAPE f32 %kept [(64 8 1 1024)]
+%p1 = REDUCE_AXIS f32 %partials [reduce MAX (1)]
+%pk = CONTIGUOUS f32 %p1
+%p2 = REDUCE_AXIS f32 %pk [reduce MAX (0)]
+%second = RESHAPE f32 %p2 [(1 1 1024)]
+%r = RESHAPE f32 %second [(1 1024)]
+)"));
+}
+
+TEST_CASE("guards of the row blocks: short rows, a small input, a transposed input stay one reduce") {
+  const char* short_rows = R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(8192 512)]
+%s = REDUCE_AXIS f32 %v [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), short_rows, Flags{}, false) == parse_text(short_rows));
+  const char* small = R"(
+%x = BUFFER f32 [(1 262144)]
+%v = RESHAPE f32 %x [(256 1024)]
+%s = REDUCE_AXIS f32 %v [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), small, Flags{}, false) == parse_text(small));
+  const char* transposed = R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(1024 4096)]
+%t = PERMUTE f32 %v [(1 0)]
+%s = REDUCE_AXIS f32 %t [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), transposed, Flags{}, false) == parse_text(transposed));
 }

@@ -140,18 +140,26 @@ TEST_CASE("float32 sum: several vector accumulators in loom's own IR, folded at 
   CHECK(s.to_vector<float>()[0] == float(1 << 19));
 }
 
-TEST_CASE("sum over axis 0 of [4096,4096]: the SIMD lanes are output columns, not the reduced axis") {
+// Each kernel's column tile walks 8 rows, not 4096 (split_reduceop's row blocks).
+TEST_CASE("sum over axis 0 of [4096,4096]: blocks of 8 rows, the SIMD lanes output columns") {
   FreshCaches fresh;
   Tensor a = Tensor::full({4096, 4096}, 0.25).realize();
   Kernels seen;
   Tensor s = a.sum(std::vector<int>{0}, false).realize();
-  const UOpPtr k = seen.only_optimized();
-  const auto upcast = ranges_of_kind(k, AxisKind::Upcast);
-  REQUIRE(upcast.size() == 1);
-  CHECK(end_of(upcast[0]) == native_f32_lanes());
-  CHECK_FALSE(reduced(k, upcast[0]));
-  const std::string ir = emit_llvm_ir(seen.only(), "sum0");
-  CHECK(count_of(ir, "load " + vector_type(native_f32_lanes())) >= 1);
+  const auto kernels = seen.all_optimized();
+  CHECK(kernels.size() == 3);  // 4096 -> 512 -> 64 -> 1 rows
+  int eight_row_walks = 0;
+  for (const auto& [name, k] : kernels) {
+    CAPTURE(name);
+    const auto upcast = ranges_of_kind(k, AxisKind::Upcast);
+    REQUIRE(upcast.size() == 1);
+    CHECK(end_of(upcast[0]) == native_f32_lanes());
+    CHECK_FALSE(reduced(k, upcast[0]));
+    for (const auto& r : ranges_of_kind(k, AxisKind::Reduce)) eight_row_walks += end_of(r) == 8;
+    const std::string ir = emit_llvm_ir(seen.all().at(name), name);
+    CHECK(count_of(ir, "load " + vector_type(native_f32_lanes())) >= 1);
+  }
+  CHECK(eight_row_walks == 2);
   const auto out = s.to_vector<float>();
   CHECK(out[0] == 1024.0f);
   CHECK(out[4095] == 1024.0f);
@@ -202,7 +210,9 @@ TEST_CASE("softmax [256, 1024]: three kernels, and a division per row, not per e
 
 TEST_CASE("results are bitwise equal for LOOM_THREADS 1 and 2") {
   Tensor a = Tensor::randn({1024, 1000}).realize();
+  Tensor rows = Tensor::randn({2048, 1024}).realize();  // summed over axis 0 in blocks of 8 rows
   const std::vector<std::function<Tensor()>> programs{
+      [&] { return rows.sum(std::vector<int>{0}, false); },
       [&] { return a.sum(); },
       [&] { return a.sum(std::vector<int>{0}, false); },
       [&] { return a.sum(std::vector<int>{1}, false); },
