@@ -108,6 +108,15 @@ UOpPtr split_lopsided(const Match& m) {
   return nullptr;
 }
 
+// Bytes of the buffers `x` reads: a broadcast or a one-hot of a small buffer is
+// large only in its shape.
+int64_t bytes_read(const UOpPtr& x) {
+  int64_t bytes = 0;
+  for (const auto& u : toposort(x))
+    if (u->op == Op::BUFFER) bytes += numel(*u->shape()) * u->dtype.itemsize();
+  return bytes;
+}
+
 // A reduce over an outer axis of rows of a page or more: the kernel's column tile
 // would walk every row, each step on a new page, where no hardware prefetcher
 // follows. Blocks of kStridedRows rows instead: each walk is kStridedRows
@@ -120,7 +129,8 @@ UOpPtr split_strided(const Match& m) {
   if (arg.axes.size() != 1) return nullptr;
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
   const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
-  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes) return nullptr;
+  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes || bytes_read(x) < kStridedBytes)
+    return nullptr;
   if (n % kStridedRows != 0 || n < 2 * kStridedRows || !real_axes(x)[static_cast<size_t>(a)] ||
       !last_axis_contiguous(x))
     return nullptr;

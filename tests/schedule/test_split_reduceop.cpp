@@ -65,7 +65,8 @@ TEST_CASE("[4096 1024] over axis 0 (rows of a page): blocks of 8 rows, then the 
 )"));
 }
 
-TEST_CASE("guards of the row blocks: short rows, a small input, a transposed input stay one reduce") {
+TEST_CASE(
+    "guards of the row blocks: short rows, a small input, a transposed or broadcast input stay one reduce") {
   const char* short_rows = R"(
 %x = BUFFER f32 [(1 4194304)]
 %v = RESHAPE f32 %x [(8192 512)]
@@ -85,4 +86,15 @@ TEST_CASE("guards of the row blocks: short rows, a small input, a transposed inp
 %s = REDUCE_AXIS f32 %t [reduce ADD (0)]
 )";
   CHECK(apply_stage(split_reduceop(), transposed, Flags{}, false) == parse_text(transposed));
+  const char* outer_product = R"(
+%x = BUFFER f32 [(1 4096)]
+%c = RESHAPE f32 %x [(4096 1)]
+%ce = EXPAND f32 %c [(4096 1024)]
+%y = BUFFER f32 [(2 1024)]
+%r = RESHAPE f32 %y [(1 1024)]
+%re = EXPAND f32 %r [(4096 1024)]
+%m = MUL f32 %ce, %re
+%s = REDUCE_AXIS f32 %m [reduce ADD (0)]
+)";  // 16 MB in its shape, 20 KB read
+  CHECK(apply_stage(split_reduceop(), outer_product, Flags{}, false) == parse_text(outer_product));
 }
