@@ -57,6 +57,9 @@ struct EmitOptions {
   // LOOM_CHECK_BOUNDS: every load and store checks its index against the
   // buffer's size and the function returns a status (docs/kernel-ir.md).
   bool check_bounds = false;
+  // A contiguous vector store to a buffer that writes at least this many bytes
+  // in all is non-temporal (see llvm_emit.cpp); -1: the host's L3 size.
+  int64_t streaming_store_bytes = -1;
 };
 
 // LLVM IR text of one verified function `name` with the ABI of docs/kernel-ir.md.

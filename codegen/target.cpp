@@ -3,6 +3,9 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <cstdlib>
+#include <fstream>
+
 namespace loom {
 
 namespace {
@@ -27,8 +30,29 @@ const HostVectors& host() {
   static const HostVectors h = detect();
   return h;
 }
+// A common L3 per core complex (AMD's CCX, a mid-size Intel part's whole L3).
+constexpr int64_t kDefaultL3Bytes = int64_t{32} << 20;
+
+int64_t detect_l3() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    int level = 0;
+    std::string size;
+    if (!(std::ifstream(dir + "level") >> level) || level != 3 || !(std::ifstream(dir + "size") >> size))
+      continue;
+    const int64_t n = std::atoll(size.c_str());
+    const char unit = size.empty() ? ' ' : size.back();
+    const int64_t bytes = unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
+    if (bytes > 0) return bytes;
+  }
+  return kDefaultL3Bytes;
+}
 }  // namespace
 
+int64_t host_l3_bytes() {
+  static const int64_t bytes = detect_l3();
+  return bytes;
+}
 int host_vector_bytes() { return host().bytes; }
 int vector_registers(int vector_bytes) { return vector_bytes >= 64 ? 32 : 16; }
 std::string host_vector_isa() { return host().isa; }

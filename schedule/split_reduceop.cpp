@@ -25,8 +25,9 @@ constexpr int64_t kPageBytes = 4096;
 // Rows a column tile walks per block: as many sequential streams as an L1 set has
 // ways (8 on x86 cores), since rows a power of two apart alias one set.
 constexpr int64_t kStridedRows = 8;
-// Inputs from this size on come from L3 or memory rather than a core's L2 (1 MB
-// here), where the prefetchers decide the bandwidth; a smaller input is not split.
+// Inputs from this size on come from L3 or memory rather than the cores' L2 caches
+// (512 KB each here), where the prefetchers decide the bandwidth; a smaller input is
+// not split.
 constexpr int64_t kStridedBytes = int64_t{2} << 20;
 
 int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }

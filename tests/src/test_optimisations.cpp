@@ -127,6 +127,31 @@ TEST_CASE("add [4096,4096]: upcast to the native lanes, vector loads and stores 
   CHECK(c.to_vector<float>()[4096 * 4096 - 1] == 3.75f);
 }
 
+// A store past the L3 streams (no read for ownership), fenced before the kernel
+// returns; a small output, which the next kernel reads from cache, is cached.
+TEST_CASE("a 64 MB output gets non-temporal vector stores and an sfence; a 4 MB one does not") {
+  FreshCaches fresh;
+  CHECK(host_l3_bytes() >= (int64_t{1} << 20));
+  const EmitOptions l3_of_32mb{.streaming_store_bytes = int64_t{32} << 20};
+  Tensor a = Tensor::randn({4096, 4096}).realize(), b = Tensor::randn({4096, 4096}).realize();
+  Kernels big;
+  Tensor c = (a + b).realize();
+  const std::string streamed = emit_llvm_ir(big.only(), "add_big", l3_of_32mb);
+  CHECK(count_of(streamed, "!nontemporal") == 1);
+  CHECK(count_of(streamed, "@llvm.x86.sse.sfence") >= 1);
+  const auto as = a.to_vector<float>(), bs = b.to_vector<float>(), cs = c.to_vector<float>();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < cs.size(); ++i) wrong += cs[i] != as[i] + bs[i];
+  CHECK(wrong == 0);
+  Tensor x = Tensor::randn({1024, 1024}).realize();
+  Kernels small;
+  Tensor y = (x + x).realize();
+  const std::string cached = emit_llvm_ir(small.only(), "add_small", l3_of_32mb);
+  CHECK(count_of(cached, "store " + vector_type(native_f32_lanes())) == 1);
+  CHECK(count_of(cached, "nontemporal") == 0);
+  CHECK(count_of(cached, "sfence") == 0);
+}
+
 TEST_CASE("float32 sum: several vector accumulators in loom's own IR, folded at the end") {
   FreshCaches fresh;
   Tensor a = Tensor::full({1 << 20}, 0.5).realize();
