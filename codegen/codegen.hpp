@@ -46,6 +46,8 @@ const std::vector<std::string_view>& kernel_pass_names();
 // step under `flags` (codegen/register_tile.hpp), which the scheduler packs b
 // into; 0 when the optimiser is off (no tiles: the plain loop nest).
 int64_t matmul_panel_bytes(const Flags& flags);
+// The rows of that tile: the height of the row panels a is packed into (0: none).
+int64_t matmul_panel_rows(const Flags& flags);
 
 // Iterations of the kernel's parallel range for these variable values, 1 if none.
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);

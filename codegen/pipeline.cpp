@@ -51,6 +51,10 @@ int64_t matmul_panel_bytes(const Flags& flags) {
   return tile_panel_bytes(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());
 }
 
+int64_t matmul_panel_rows(const Flags& flags) {
+  return matmul_panel_bytes(flags) > 0 ? tile_panel_rows() : 0;
+}
+
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags) {
   UOpPtr k = kernel;
   for (const KernelPass& pass : kernel_passes()) {

@@ -136,6 +136,7 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axe
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
+int tile_panel_rows() { return static_cast<int>(kMaxRows); }
 
 int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize) {
   const int64_t tile_bytes = std::max<int64_t>(1, rows * k * itemsize);

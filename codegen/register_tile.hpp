@@ -47,6 +47,9 @@ struct RegisterTile {
 // schedule/panel_packing.cpp packs b into, so each k step of a tile reads one
 // panel row.
 int tile_panel_bytes(int vector_bytes);
+// The rows of that many-row tile: the height of the row panels a is packed into,
+// so each k step of a tile reads its rows of a as one contiguous run.
+int tile_panel_rows();
 
 // Row tiles per block of the tile loop when b comes in panels: the block's
 // rows of a (tiles x rows x k elements of `itemsize` bytes) stay in cache

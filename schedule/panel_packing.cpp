@@ -5,8 +5,10 @@
 #include "schedule/stage.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <unordered_set>
+#include <vector>
 
 namespace loom {
 
@@ -23,6 +25,17 @@ constexpr int64_t kMinBytes = 32 * 1024;
 // costly a (a fused softmax) keeps the tile as wide as the columns instead
 // (codegen/register_tile.cpp).
 constexpr int64_t kCheapA = 2;
+// Panels of b a's rows meet at least, before a's copy into row panels pays: the copy
+// reads and writes a once, and the tiles read a once per panel.
+constexpr int64_t kMinPanels = 4;
+// L1 here: 64 sets of 8 ways of 64-byte lines (32 KiB, /sys/devices/system/cpu/cpu0/
+// cache/index0). The kc x W slice of a b panel the tile reads (16 KiB at kc = 256)
+// takes 4 lines of every set, leaving 4 ways to a's rows: a is packed when more of
+// a tile's rows than that fall in one set (at a row stride of 2 KiB, k = 512, 3 do,
+// and the copy cost more than it saved; at 4 KiB all 6 do).
+constexpr int64_t kL1Sets = 64;
+constexpr int64_t kLine = 64;
+constexpr int64_t kFreeWays = 4;
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
@@ -60,57 +73,99 @@ bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(ra
 
 // b's side of the product: uses the column j, which a does not, and every
 // read of b is contiguous along j; a is cheap and uses a row b does not (the
-// innermost such row: its trip count is returned).
-std::optional<int64_t> b_side(const UOpPtr& a, const UOpPtr& b, const std::vector<UOpPtr>& outs) {
+// innermost such row is returned).
+UOpPtr b_side(const UOpPtr& a, const UOpPtr& b, const std::vector<UOpPtr>& outs) {
   const UOpPtr& j = outs.back();
-  if (!uses(b, j) || uses(a, j) || float_ops(a) > kCheapA || !own(b, Op::REDUCE).empty()) return std::nullopt;
+  if (!uses(b, j) || uses(a, j) || float_ops(a) > kCheapA || !own(b, Op::REDUCE).empty()) return nullptr;
   for (const auto& index : own(b, Op::INDEX))
-    if (address_stride(index, j) != 1) return std::nullopt;
+    if (address_stride(index, j) != 1) return nullptr;
   for (auto r = outs.rbegin(); r != outs.rend(); ++r)
-    if (uses(a, *r) && !uses(b, *r)) return trip(*r);
-  return std::nullopt;
+    if (uses(a, *r) && !uses(b, *r) && trip(*r)) return *r;
+  return nullptr;
 }
 
-// value with b read from its panels P[batch..., j / W, k..., j % W].
-UOpPtr packed(const UOpPtr& value, const UOpPtr& red, size_t b_src, const std::vector<UOpPtr>& outs,
-              int64_t width, int64_t next_id) {
-  const UOpPtr &b = red->src[0]->src[b_src], &j = outs.back();
+// A copy's layout: the ranges of the copy (its shape), where the product reads
+// it, and each range of the side copied in terms of the copy's ranges.
+struct PanelLayout {
   std::vector<std::pair<UOpPtr, UOpPtr>> to_panel;
-  std::vector<UOpPtr> panel_ranges, read_at;
+  std::vector<UOpPtr> ranges, read_at;
   std::vector<int64_t> shape;
-  auto axis = [&](const UOpPtr& fresh, const UOpPtr& read) {
-    panel_ranges.push_back(fresh), read_at.push_back(read), shape.push_back(*trip(fresh));
-  };
-  for (size_t d = 0; d + 1 < outs.size(); ++d)
-    if (uses(b, outs[d])) {
-      to_panel.emplace_back(outs[d], make_range(*trip(outs[d]), next_id++));
-      axis(to_panel.back().second, outs[d]);
-    }
-  const UOpPtr jb = make_range(*trip(j) / width, next_id++);
-  axis(jb, j / width);
-  for (size_t d = 1; d < red->src.size(); ++d) {
-    to_panel.emplace_back(red->src[d], make_range(*trip(red->src[d]), next_id++));
-    axis(to_panel.back().second, red->src[d]);
+
+  void axis(const UOpPtr& fresh, const UOpPtr& read) {
+    ranges.push_back(fresh), read_at.push_back(read), shape.push_back(*trip(fresh));
   }
+  // A range of the side kept whole: a fresh range of the copy, read where it was.
+  void keep(const UOpPtr& range, int64_t& next_id) {
+    to_panel.emplace_back(range, make_range(*trip(range), next_id++));
+    axis(to_panel.back().second, range);
+  }
+};
+
+// The side read from its copy: LOAD(INDEX(BUFFERIZE(side in the copy's ranges), read_at)).
+UOpPtr copy_load(const UOpPtr& side, const PanelLayout& l) {
+  std::vector<UOpPtr> src{UOp::make(Op::CONTIGUOUS, side->dtype, {substitute_ranges(side, l.to_panel)})};
+  src.insert(src.end(), l.ranges.begin(), l.ranges.end());
+  const UOpPtr panel = UOp::make(Op::BUFFERIZE, side->dtype, std::move(src), l.shape);
+  return UOp::make(Op::LOAD, side->dtype, {make_index(panel, l.read_at, nullptr)});
+}
+
+// b in column panels P[batch..., j / W, k..., j % W].
+UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& outs, int64_t width,
+                int64_t& next_id) {
+  const UOpPtr& j = outs.back();
+  PanelLayout l;
+  for (size_t d = 0; d + 1 < outs.size(); ++d)
+    if (uses(b, outs[d])) l.keep(outs[d], next_id);
+  const UOpPtr jb = make_range(*trip(j) / width, next_id++);
+  l.axis(jb, j / width);
+  for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
   const UOpPtr jl = make_range(width, next_id++);
-  axis(jl, j % width);
-  to_panel.emplace_back(j, jb * width + jl);
-  std::vector<UOpPtr> src{UOp::make(Op::CONTIGUOUS, b->dtype, {substitute_ranges(b, to_panel)})};
-  src.insert(src.end(), panel_ranges.begin(), panel_ranges.end());
-  const UOpPtr panel = UOp::make(Op::BUFFERIZE, b->dtype, std::move(src), shape);
-  std::vector<UOpPtr> product = red->src[0]->src;
-  product[b_src] = UOp::make(Op::LOAD, b->dtype, {make_index(panel, read_at, nullptr)});
-  std::vector<UOpPtr> reduce = red->src;
-  reduce[0] = red->src[0]->with_src(std::move(product));
-  return substitute(value, {{red, red->with_src(std::move(reduce))}});
+  l.axis(jl, j % width);
+  l.to_panel.emplace_back(j, jb * width + jl);
+  return copy_load(b, l);
+}
+
+// a in row panels P[batch..., i / R, k..., i % R]: each step of k of a tile of R rows
+// reads R contiguous floats instead of R rows a row's length apart (at n = 1024, 4 KiB:
+// the R rows share one set of L1 with the panel of b, and a block of a's rows fills a
+// quarter of L2's sets). The last panel repeats a's last row where rows run out.
+UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::vector<UOpPtr>& outs,
+                int64_t rows, int64_t& next_id) {
+  const int64_t m = *trip(i);
+  PanelLayout l;
+  for (const auto& r : outs)
+    if (r != i && uses(a, r)) l.keep(r, next_id);
+  const UOpPtr io = make_range((m + rows - 1) / rows, next_id++);
+  l.axis(io, i / rows);
+  for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+  const UOpPtr ii = make_range(rows, next_id++);
+  l.axis(ii, i % rows);
+  const UOpPtr row = io * rows + ii;
+  l.to_panel.emplace_back(i, m % rows == 0 ? row : where(row < m, row, const_int(DType::Int64, m - 1)));
+  return copy_load(a, l);
+}
+
+// Do more of a tile's `rows` rows of a than kFreeWays fall in one set of L1 (their
+// row stride a multiple of 4 KiB at most, as at k = 1024: all in one set)?
+bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t itemsize) {
+  for (const auto& index : own(a, Op::INDEX)) {
+    const auto stride = address_stride(index, i);
+    if (!stride) return false;
+    if (*stride == 0) continue;  // the same element for every row (a scale along k)
+    std::vector<int64_t> in_set(kL1Sets, 0);
+    for (int64_t r = 0; r < rows; ++r)
+      if (++in_set[static_cast<size_t>(std::abs(*stride) * itemsize * r / kLine % kL1Sets)] > kFreeWays)
+        return true;
+  }
+  return false;
 }
 
 UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
-  const int64_t bytes = m.ctx<StageContext>().panel_bytes;
+  const StageContext& ctx = m.ctx<StageContext>();
   const std::vector<UOpPtr> outs(buf->src.begin() + 1, buf->src.end());
   const auto reduces = own(buf->src[0], Op::REDUCE);
-  if (bytes <= 0 || outs.empty() || reduces.size() != 1 || !trip(outs.back())) return nullptr;
+  if (ctx.panel_bytes <= 0 || outs.empty() || reduces.size() != 1 || !trip(outs.back())) return nullptr;
   const UOpPtr& red = reduces[0];
   if (red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() || red->dtype.lanes != 1 ||
       red->src.size() < 2 || red->src[0]->op != Op::MUL)
@@ -120,19 +175,25 @@ UOpPtr pack(const Match& m) {
     if (!trip(red->src[d])) return nullptr;
     k *= *trip(red->src[d]);
   }
-  const int64_t n = *trip(outs.back()), width = bytes / red->dtype.itemsize();
-  if (width < 2 || n % width != 0 || k * n * red->dtype.itemsize() < kMinBytes) return nullptr;
+  const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
+  if (width < 2 || n % width != 0 || k * n * itemsize < kMinBytes) return nullptr;
   for (size_t b_src : {size_t{1}, size_t{0}}) {
     const UOpPtr &a = red->src[0]->src[1 - b_src], &b = red->src[0]->src[b_src];
     const bool reduced =
         std::all_of(red->src.begin() + 1, red->src.end(), [&](const UOpPtr& r) { return uses(b, r); });
-    const auto rows = reduced ? b_side(a, b, outs) : std::nullopt;
-    if (rows && *rows >= kMinRows)
-      return buf->with_src([&] {
-        std::vector<UOpPtr> src = buf->src;
-        src[0] = packed(buf->src[0], red, b_src, outs, width, next_axis_id(buf));
-        return src;
-      }());
+    const UOpPtr i = reduced ? b_side(a, b, outs) : nullptr;
+    if (!i || *trip(i) < kMinRows) continue;
+    int64_t next_id = next_axis_id(buf);
+    std::vector<UOpPtr> product = red->src[0]->src;
+    product[b_src] = b_panels(b, red, outs, width, next_id);
+    if (ctx.panel_rows > 1 && n / width >= kMinPanels && own(a, Op::REDUCE).empty() &&
+        rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize))
+      product[1 - b_src] = a_panels(a, i, red, outs, ctx.panel_rows, next_id);
+    std::vector<UOpPtr> reduce = red->src;
+    reduce[0] = red->src[0]->with_src(std::move(product));
+    std::vector<UOpPtr> src = buf->src;
+    src[0] = substitute(buf->src[0], {{red, red->with_src(std::move(reduce))}});
+    return buf->with_src(std::move(src));
   }
   return nullptr;
 }

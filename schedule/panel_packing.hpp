@@ -10,7 +10,10 @@
 // The copy P is a kernel of its own (kernel_split makes one per BUFFERIZE), so
 // a packed matmul is two kernels. Its panels are W = StageContext::panel_bytes
 // wide (the engine passes the register tile's width, codegen/register_tile.hpp);
-// 0 packs nothing. docs/performance.md gives the thresholds' figures.
+// 0 packs nothing. Where a tile's rows of a crowd one set of L1 (rows 4 KiB
+// apart), a is copied too, into row panels Q[i / R, k, i % R] as tall as the tile
+// (StageContext::panel_rows), and the matmul is three kernels.
+// docs/performance.md gives the thresholds' figures.
 #include "ir/pattern.hpp"
 
 namespace loom {

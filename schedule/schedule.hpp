@@ -31,9 +31,10 @@ bool is_buffer_view(const UOpPtr& u);
 
 // What the scheduler is told of the code generator: the width of a register
 // tile's column panel in bytes (schedule/panel_packing.hpp; 0: no tiles, so
-// no packing).
+// no packing), and its rows, the height of a's row panels (0: a not packed).
 struct ScheduleOptions {
   int64_t panel_bytes = 0;
+  int64_t panel_rows = 0;
 };
 
 // `into[i]`, when given and not null, is an existing BUFFER that target i is

@@ -27,6 +27,7 @@ struct StageContext {
   const Flags& flags;
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
   int64_t panel_bytes = 0;  // panel_packing: the register tile's width in bytes (0: no packing)
+  int64_t panel_rows = 0;   // panel_packing: the register tile's rows (0: a is not packed)
 };
 
 // Told what a group made of the graph: (group, before, after).

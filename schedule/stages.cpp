@@ -47,8 +47,8 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
   return out->src;
 }
 
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes) {
-  StageContext ctx{flags, {}, panel_bytes};
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows) {
+  StageContext ctx{flags, {}, panel_bytes, panel_rows};
   const UOpPtr out = run_stages("buffer_stages",
                                 {kIndexSimplifier,
                                  {"reduce_collapse", reduce_collapse},

@@ -18,9 +18,9 @@ namespace loom {
 std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags);
 
 // The stages on rangeify's SINK of BUFFERIZEs, then panel_packing (with
-// panels of `panel_bytes`, 0: none), and then the realization markers dropped:
-// what kernel_split takes.
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0);
+// column panels of `panel_bytes`, 0: none, and row panels of `panel_rows`, 0:
+// none), and then the realization markers dropped: what kernel_split takes.
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0, int64_t panel_rows = 0);
 
 // The per-kernel stages on one kernel's AST (docs/kernel-ir.md), its ranges
 // renumbered after; each group's run is appended to `ran` (kernel_split

@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace loom;
 using namespace loom::gb;
 
@@ -37,13 +39,14 @@ UOpPtr matmul(const UOpPtr& a, const UOpPtr& b, Shape batch, int64_t m, int64_t 
   return movement(Op::RESHAPE, reduce_axis(x * y, Op::ADD, {axis}), shape({m, n}));
 }
 
-Schedule schedule(Shape batch, int64_t m, int64_t k, int64_t n, int64_t panel_bytes = kPanelBytes) {
+Schedule schedule(Shape batch, int64_t m, int64_t k, int64_t n, int64_t panel_bytes = kPanelBytes,
+                  int64_t panel_rows = 0) {
   Shape sa = batch, sb = batch;
   sa.insert(sa.end(), {m, k});
   sb.insert(sb.end(), {k, n});
   FakeBuffers fb;
   return create_schedule({matmul(input(1, sa), input(2, sb), batch, m, k, n)}, fb.factory(), {},
-                         ScheduleOptions{panel_bytes});
+                         ScheduleOptions{panel_bytes, panel_rows});
 }
 
 UOpPtr only_reduce_range(const UOpPtr& ast) {
@@ -122,4 +125,41 @@ TEST_CASE("no copy where it cannot pay, or with no tile to feed: one kernel") {
     CHECK(schedule({}, 64, 128, 64).kernels.size() == 1);
     detail::pop_flag_overrides(off);
   }
+}
+
+TEST_CASE("a whose tile rows crowd one set of L1 goes in row panels too: three kernels") {
+  const int64_t kRows = 6;  // AVX2's tile: 6 rows
+  auto check = [&](int64_t batch, int64_t m, int64_t k, int64_t n) {
+    const Schedule s = schedule(batch > 1 ? Shape{batch} : Shape{}, m, k, n, kPanelBytes, kRows);
+    REQUIRE(s.kernels.size() == 3);  // a's copy, b's copy, the product
+    const ScheduledKernel& mm = s.kernels.back();
+    const int64_t panels = (m + kRows - 1) / kRows;
+    const auto a_copy = std::find_if(s.kernels.begin(), s.kernels.end() - 1, [&](const ScheduledKernel& c) {
+      return buffer_elements(c.buffers[0]) == batch * panels * kRows * k;
+    });
+    REQUIRE(a_copy != s.kernels.end() - 1);
+    const auto reads = loads_of(mm, a_copy->buffers[0]);
+    REQUIRE(reads.size() == 1);
+    CHECK(address_stride(reads[0]->src[0], only_reduce_range(mm.ast)) == kRows);  // 6 floats a step of k
+    CHECK(loads_of(mm, input(1, {batch * m * k})).empty());  // a itself only through its panels
+    // the copy: P[io, k, ii] = a[min(io*6 + ii, m - 1), k], contiguous along ii
+    const UOpPtr end = a_copy->ast->src.at(0), store = end->src.at(0);
+    const UOpPtr &io = end->src.at(end->src.size() - 3), &kk = end->src.at(end->src.size() - 2),
+                 &ii = end->src.back();
+    CHECK(io->src[0]->const_int() == panels);
+    CHECK(ii->src[0]->const_int() == kRows);
+    CHECK(address_stride(store->src[0], ii) == 1);
+    CHECK(address_stride(store->src[0], kk) == kRows);
+    CHECK(address_stride(store->src[0], io) == kRows * k);
+  };
+  SUBCASE("[64, 1024] @ [1024, 64]: rows 4 KiB apart, all six in one set") { check(1, 64, 1024, 64); }
+  SUBCASE("37 rows: the last panel repeats the last row") { check(1, 37, 1024, 64); }
+  SUBCASE("batched, k = 2048") { check(2, 40, 2048, 64); }
+  SUBCASE("rows 2 KiB apart (k = 512): three to a set, within the ways b's panel leaves: no copy of a") {
+    CHECK(schedule({}, 64, 512, 64, kPanelBytes, kRows).kernels.size() == 2);
+  }
+  SUBCASE("fewer than 4 panels of b: a is read too few times") {
+    CHECK(schedule({}, 64, 1024, 48, kPanelBytes, kRows).kernels.size() == 2);
+  }
+  SUBCASE("no row panels asked for (panel rows 0)") { CHECK(schedule({}, 64, 1024, 64).kernels.size() == 2); }
 }

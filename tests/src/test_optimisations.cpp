@@ -362,8 +362,9 @@ TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16
   Context wide{{"VECTOR_WIDTH", 512}};
   Kernels seen;  // compiled again: the flag is part of the kernel cache's key
   const std::vector<float> got = a.matmul(b).realize().to_vector<float>();
-  // Two kernels: b copied into panels of 32 columns (two 16-lane vectors), then the tile.
-  REQUIRE(seen.all().size() == 2);
+  // Three kernels: a copied into row panels of 6 (its rows 4 KiB apart share one set of
+  // L1), b into panels of 32 columns (two 16-lane vectors), then the tile.
+  REQUIRE(seen.all().size() == 3);
   const std::string product = the_product(seen.all_optimized());
   const auto upcast = ranges_of_kind(seen.all_optimized().at(product), AxisKind::Upcast);
   REQUIRE(upcast.size() == 1);
@@ -380,14 +381,15 @@ TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16
 
 // A packed matmul's values against the reference interpreter, within the
 // bound of docs/semantics.md for any order of a sum of products: (k + 1) u sum |a b|.
-void check_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, int64_t k) {
+// Two kernels (b's panel copy, the product) or three (a's row panels too).
+void check_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, int64_t k, size_t kernels = 2) {
   FreshCaches fresh;
   const Tensor y = bias.numel() > 0 ? (a.matmul(b) + bias).relu() : a.matmul(b);
   const Tensor bound = bias.numel() > 0 ? a.abs().matmul(b.abs()) + bias.abs() : a.abs().matmul(b.abs());
   const ref::RefTensor want = test::reference(y), scale = test::reference(bound);
   Kernels seen;
   const std::vector<float> got = Tensor(y).realize().to_vector<float>();
-  CHECK(seen.all().size() == 2);  // the panel copy, then the product with its epilogue
+  CHECK(seen.all().size() == kernels);  // the panel copies, then the product with its epilogue
   const UOpPtr product = seen.all_optimized().at(the_product(seen.all_optimized()));
   CHECK(ranges_of_kind(product, AxisKind::Unroll).size() == 2);  // a register tile
   REQUIRE(static_cast<int64_t>(got.size()) == want.size());
@@ -413,6 +415,18 @@ TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agr
     check_matmul(Tensor::randn({64, 784}).realize(), Tensor::randn({784, 512}).realize(),
                  Tensor::randn({512}).realize(), 784);
   }
+  // k = 1024: a's rows 4 KiB apart, so a goes in row panels of 6 too.
+  SUBCASE("a in row panels: 37 rows, the last panel's one real row repeated") {
+    check_matmul(Tensor::randn({37, 1024}).realize(), Tensor::randn({1024, 64}).realize(), none, 1024, 3);
+  }
+  SUBCASE("a in row panels, batched") {
+    check_matmul(Tensor::randn({2, 40, 1024}).realize(), Tensor::randn({2, 1024, 64}).realize(), none, 1024,
+                 3);
+  }
+  SUBCASE("a in row panels, with bias and relu") {
+    check_matmul(Tensor::randn({42, 1024}).realize(), Tensor::randn({1024, 64}).realize(),
+                 Tensor::randn({64}).realize(), 1024, 3);
+  }
 }
 
 TEST_CASE(
@@ -422,6 +436,13 @@ TEST_CASE(
   const auto two = run_with_threads(2, [&] { return a.matmul(b); });
   REQUIRE(one.size() == two.size());
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  {  // a in row panels too (k = 1024)
+    Tensor x = Tensor::randn({515, 1024}).realize(), w = Tensor::randn({1024, 64}).realize();
+    const auto x1 = run_with_threads(1, [&] { return x.matmul(w); });
+    const auto x2 = run_with_threads(2, [&] { return x.matmul(w); });
+    REQUIRE(x1.size() == x2.size());
+    CHECK(std::memcmp(x1.data(), x2.data(), x1.size() * sizeof(float)) == 0);
+  }
   FreshCaches fresh;
   Context plain{{"NOOPT", 1}};
   Kernels seen;
