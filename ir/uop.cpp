@@ -209,27 +209,7 @@ struct InternTable {
   }
 };
 
-struct UOpDeleter {
-  void operator()(UOp* p) const {
-    // Destroying a 100,000-deep chain must not recurse: sources are moved to a
-    // per-thread worklist that the outermost deleter drains.
-    thread_local std::vector<UOpPtr> pending;
-    thread_local bool draining = false;
-    InternTable::get().erase(p);
-    for (auto& s : p->src) pending.push_back(std::move(s));
-    delete p;
-    if (draining) return;
-    draining = true;
-    while (!pending.empty()) {
-      UOpPtr last = std::move(pending.back());
-      pending.pop_back();
-      last.reset();
-    }
-    draining = false;
-  }
-};
-
-UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash)
+UOp::UOp(Built, Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash)
     : op(op_), dtype(dtype_), src(std::move(src_)), arg(std::move(arg_)), hash_(hash) {
   validate_uop(op, dtype, src, arg);
   shape_ = infer_shape(op, src, arg);
@@ -237,14 +217,32 @@ UOp::UOp(Op op_, DType dtype_, std::vector<UOpPtr> src_, Arg arg_, uint64_t hash
   std::tie(vmin_, vmax_) = infer_bounds(op, dtype, src, arg);
   ranges_ = infer_open_ranges(op, src, this);
 }
-UOp::~UOp() = default;
+
+// Runs before any member is destroyed, so a lookup racing with this node's death
+// still finds it whole (and lock() fails). The outermost destructor drains the
+// worklist; the ones it triggers only add to it.
+UOp::~UOp() {
+  thread_local std::vector<UOpPtr> pending;
+  thread_local bool draining = false;
+  InternTable::get().erase(this);
+  for (auto& s : src) pending.push_back(std::move(s));
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    UOpPtr last = std::move(pending.back());
+    pending.pop_back();
+    last.reset();
+  }
+  draining = false;
+}
 
 // A malformed node (wrong source count, wrong arg kind) fails inside shape or
 // bounds inference with a standard exception; it surfaces as a loom::Error.
-UOp* UOp::construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash) {
+std::shared_ptr<UOp> UOp::construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash) {
   const size_t n = src.size();
   try {
-    return new UOp(op, dtype, std::move(src), std::move(arg), hash);
+    return std::allocate_shared<UOp>(std::allocator<UOp>(), Built(), op, dtype, std::move(src),
+                                     std::move(arg), hash);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -264,7 +262,7 @@ UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
     if (UOpPtr alive = shard.find(h, op, dtype, src, arg)) return alive;
   }
   // Built outside the lock: shape and bounds inference may be non-trivial.
-  std::shared_ptr<UOp> fresh(construct(op, dtype, std::move(src), std::move(arg), h), UOpDeleter{});
+  std::shared_ptr<UOp> fresh = construct(op, dtype, std::move(src), std::move(arg), h);
   std::lock_guard lock(shard.mu);
   if (UOpPtr alive = shard.find(h, op, dtype, fresh->src, fresh->arg)) return alive;  // another thread won
   shard.insert(h, fresh.get());

@@ -196,20 +196,27 @@ class UOp : public std::enable_shared_from_this<UOp> {
   // Same op/dtype/arg with other sources.
   UOpPtr with_src(std::vector<UOpPtr> new_src) const;
 
+  // Only make() can name Built, so only make() builds nodes (the constructor is
+  // public for std::allocate_shared, which puts node and count in one block).
+  class Built {
+    explicit Built() = default;
+    friend class UOp;
+  };
+  UOp(Built, Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
+  // Leaves the table and hands its sources to a per-thread worklist, so a
+  // 100,000-deep chain is destroyed without recursion.
   ~UOp();
   UOp(const UOp&) = delete;
   UOp& operator=(const UOp&) = delete;
 
  private:
-  UOp(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
-  static UOp* construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
+  static std::shared_ptr<UOp> construct(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg, uint64_t hash);
   uint64_t hash_;
   std::optional<Shape> shape_;
   int64_t vmin_, vmax_;
   OpenRanges ranges_;
   std::shared_ptr<void> storage_;  // not part of identity; BUFFER ids are unique
   friend struct InternTable;
-  friend struct UOpDeleter;
 };
 
 // Number of live interned nodes (for leak tests).
