@@ -76,9 +76,9 @@ bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(ra
 // innermost such row is returned).
 UOpPtr b_side(const UOpPtr& a, const UOpPtr& b, const std::vector<UOpPtr>& outs) {
   const UOpPtr& j = outs.back();
-  if (!uses(b, j) || uses(a, j) || float_ops(a) > kCheapA || !own(b, Op::REDUCE).empty()) return nullptr;
-  for (const auto& index : own(b, Op::INDEX))
-    if (address_stride(index, j) != 1) return nullptr;
+  if (!uses(b, j) || uses(a, j) || !own(b, Op::REDUCE).empty()) return nullptr;
+  for (const auto& index : own(b, Op::INDEX))  // any constant stride: a transposed b (q k^T) too
+    if (!address_stride(index, j)) return nullptr;
   for (auto r = outs.rbegin(); r != outs.rend(); ++r)
     if (uses(a, *r) && !uses(b, *r) && trip(*r)) return *r;
   return nullptr;
@@ -133,6 +133,12 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
                 int64_t rows, int64_t& next_id) {
   const int64_t m = *trip(i);
   PanelLayout l;
+  if (rows == 1) {  // a as it is read, row-major: its value computed once
+    for (const auto& r : outs)
+      if (uses(a, r)) l.keep(r, next_id);
+    for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+    return copy_load(a, l);
+  }
   for (const auto& r : outs)
     if (r != i && uses(a, r)) l.keep(r, next_id);
   const UOpPtr io = make_range((m + rows - 1) / rows, next_id++);
@@ -151,7 +157,8 @@ bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t i
   for (const auto& index : own(a, Op::INDEX)) {
     const auto stride = address_stride(index, i);
     if (!stride) return false;
-    if (*stride == 0) continue;  // the same element for every row (a scale along k)
+    // Rows a line or less apart (a max or a sum per row) share lines, not just sets.
+    if (std::abs(*stride) * itemsize < kLine) continue;
     std::vector<int64_t> in_set(kL1Sets, 0);
     for (int64_t r = 0; r < rows; ++r)
       if (++in_set[static_cast<size_t>(std::abs(*stride) * itemsize * r / kLine % kL1Sets)] > kFreeWays)
@@ -186,9 +193,17 @@ UOpPtr pack(const Match& m) {
     int64_t next_id = next_axis_id(buf);
     std::vector<UOpPtr> product = red->src[0]->src;
     product[b_src] = b_panels(b, red, outs, width, next_id);
-    if (ctx.panel_rows > 1 && n / width >= kMinPanels && own(a, Op::REDUCE).empty() &&
-        rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize))
-      product[1 - b_src] = a_panels(a, i, red, outs, ctx.panel_rows, next_id);
+    // A costly a (attention's softmax, exp(s - max) / sum per element) is computed once,
+    // by its copy, so the product gets the many-row tile; without row panels it keeps the
+    // one wide tile of codegen/register_tile.cpp and b is not packed either.
+    // Its copy is row-major (contiguous vector stores; row panels only where its rows
+    // would crowd one set of L1).
+    const bool costly = float_ops(a) > kCheapA;
+    const bool rows_ok = ctx.panel_rows > 1 && own(a, Op::REDUCE).empty();
+    if (costly && !rows_ok) continue;
+    const bool crowded = rows_ok && rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize);
+    if (rows_ok && ((costly && !crowded) || (crowded && (costly || n / width >= kMinPanels))))
+      product[1 - b_src] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
     std::vector<UOpPtr> reduce = red->src;
     reduce[0] = red->src[0]->with_src(std::move(product));
     std::vector<UOpPtr> src = buf->src;

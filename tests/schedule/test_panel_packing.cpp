@@ -163,3 +163,49 @@ TEST_CASE("a whose tile rows crowd one set of L1 goes in row panels too: three k
   }
   SUBCASE("no row panels asked for (panel rows 0)") { CHECK(schedule({}, 64, 1024, 64).kernels.size() == 2); }
 }
+
+namespace {
+
+Schedule schedule_of(const UOpPtr& a, const UOpPtr& b, int64_t m, int64_t k, int64_t n, int64_t panel_rows) {
+  FakeBuffers fb;
+  return create_schedule({matmul(a, b, {}, m, k, n)}, fb.factory(), {},
+                         ScheduleOptions{kPanelBytes, panel_rows});
+}
+
+}  // namespace
+
+TEST_CASE("a transposed b (q k^T) is packed too: its panels read one row of b per panel column") {
+  const UOpPtr bt = movement(Op::PERMUTE, input(2, {64, 128}), {1, 0});  // b = (b^T stored [n, k])^T
+  const Schedule s = schedule_of(input(1, {64, 128}), bt, 64, 128, 64, 0);
+  REQUIRE(s.kernels.size() == 2);
+  const ScheduledKernel &copy = s.kernels[0], &mm = s.kernels[1];
+  const auto reads = loads_of(mm, copy.buffers[0]);
+  REQUIRE(reads.size() == 1);
+  CHECK(address_stride(reads[0]->src[0], only_reduce_range(mm.ast)) == kWidth);
+  CHECK(loads_of(mm, input(2, {64 * 128})).empty());
+  const UOpPtr end = copy.ast->src.at(0);
+  const UOpPtr read = loads_of(copy, input(2, {64 * 128}))[0]->src[0];
+  CHECK(address_stride(read, end->src.at(2)) == 1);    // k: along a stored row of b^T
+  CHECK(address_stride(read, end->src.at(3)) == 128);  // the panel's columns: rows of b^T
+}
+
+TEST_CASE("a costly a (a softmax's exp per element) is computed once, row-major, by a copy of its own") {
+  const UOpPtr x = input(1, {64, 128});
+  const UOpPtr a = alu(Op::EXP2, {x * x + x});  // 3 float ops per element
+  SUBCASE("with row panels asked for: a's copy, b's copy, the product") {
+    const Schedule s = schedule_of(a, input(2, {128, 64}), 64, 128, 64, 6);
+    REQUIRE(s.kernels.size() == 3);
+    const ScheduledKernel& mm = s.kernels.back();
+    CHECK(count_op(mm.ast, Op::EXP2) == 0);  // the product reads a's values
+    const auto a_copy = std::find_if(s.kernels.begin(), s.kernels.end() - 1,
+                                     [](const ScheduledKernel& c) { return count_op(c.ast, Op::EXP2) == 1; });
+    REQUIRE(a_copy != s.kernels.end() - 1);
+    CHECK(buffer_elements(a_copy->buffers[0]) == 64 * 128);  // row-major, unpadded: rows 512 B apart
+    const auto reads = loads_of(mm, a_copy->buffers[0]);
+    REQUIRE(reads.size() == 1);
+    CHECK(address_stride(reads[0]->src[0], only_reduce_range(mm.ast)) == 1);
+  }
+  SUBCASE("without row panels: nothing is copied, the tile computes a once per element") {
+    CHECK(schedule_of(a, input(2, {128, 64}), 64, 128, 64, 0).kernels.size() == 1);
+  }
+}

@@ -4,6 +4,7 @@
 #include "check.hpp"
 
 #include "codegen/codegen.hpp"
+#include "codegen/register_tile.hpp"
 #include "codegen/target.hpp"
 #include "ir/pass_observer.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -30,7 +31,8 @@ class Kernels {
     token_ = add_pass_observer([this](const PassEvent& e) {
       if (e.level != PassLevel::Kernel) return;
       std::lock_guard lock(mu_);
-      if (e.pass == "optimizer") optimized_[std::string(e.kernel)] = e.after;
+      if (e.pass == "optimizer")
+        optimized_[std::string(e.kernel)] = e.after, unoptimized_[std::string(e.kernel)] = e.before;
       if (e.pass == kernel_pass_names().back()) lowered_[std::string(e.kernel)] = e.after;
     });
   }
@@ -53,6 +55,11 @@ class Kernels {
     std::lock_guard lock(mu_);
     return optimized_;
   }
+  // Every kernel as the optimiser took it.
+  std::map<std::string, UOpPtr> all_unoptimized() const {
+    std::lock_guard lock(mu_);
+    return unoptimized_;
+  }
   // The one kernel as the optimiser left it (its choices as RANGE kinds).
   UOpPtr only_optimized() const {
     std::lock_guard lock(mu_);
@@ -64,7 +71,7 @@ class Kernels {
   uint64_t token_;
   mutable std::mutex mu_;
   std::map<std::string, UOpPtr> lowered_;
-  std::map<std::string, UOpPtr> optimized_;
+  std::map<std::string, UOpPtr> optimized_, unoptimized_;
 };
 
 // Kernels are compiled once; forgetting every plan and kernel makes the observer see them.
@@ -426,6 +433,36 @@ TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agr
   SUBCASE("a in row panels, with bias and relu") {
     check_matmul(Tensor::randn({42, 1024}).realize(), Tensor::randn({1024, 64}).realize(),
                  Tensor::randn({64}).realize(), 1024, 3);
+  }
+}
+
+TEST_CASE(
+    "attention's softmax is computed once, by a copy of its own, and both products get register tiles") {
+  // 128 queries and keys of 64 (k and v 32 KiB a head): q k^T reads k transposed (k packed
+  // into panels of its rows), and softmax(.) v's a, exp(s - max) / sum per element, is
+  // realized row-major before the product.
+  FreshCaches fresh;
+  const Tensor q = Tensor::randn({1, 2, 128, 64}).realize(), k = Tensor::randn({1, 2, 128, 64}).realize();
+  const Tensor v = Tensor::randn({1, 2, 128, 64}).realize();
+  const Tensor causal = Tensor::arange(128).unsqueeze(0) <= Tensor::arange(128).unsqueeze(1);
+  const Tensor y = nn::scaled_dot_product_attention(q, k, v, causal);
+  const ref::RefTensor want = test::reference(y);
+  Kernels seen;
+  const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+  int tiled = 0;
+  for (const auto& [name, kernel] : seen.all_optimized()) {
+    if (!matmul_axes(seen.all_unoptimized().at(name))) continue;  // a product of two reads summed
+    const auto nodes = toposort(kernel);
+    INFO(name);
+    CHECK(ranges_of_kind(kernel, AxisKind::Unroll).size() == 2);  // rows x vectors: a register tile
+    CHECK(std::none_of(nodes.begin(), nodes.end(), [](const UOpPtr& u) { return u->op == Op::EXP2; }));
+    ++tiled;
+  }
+  CHECK(tiled == 2);  // q k^T and softmax(.) v
+  REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+  for (int64_t e = 0; e < want.size(); ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= 1e-4 * (1 + std::abs(want.at(e))));
   }
 }
 
