@@ -425,6 +425,14 @@ constexpr int64_t kGemvChunk = 2048;
 constexpr int64_t kGemvRows = 8;   // streams of b in flight: within what a core's prefetchers follow
 constexpr int64_t kMinChunks = 2;  // the chunks are what the threads share
 
+// Tiles of `width` columns per chunk: up to kGemvChunk columns, at most `most` tiles,
+// a divisor of the `n` tiles.
+int64_t gemv_chunk(int64_t n, int64_t width, int64_t most) {
+  int64_t chunk = std::clamp<int64_t>(kGemvChunk / width, 1, std::max<int64_t>(1, most));
+  while (n % chunk != 0) --chunk;
+  return chunk;
+}
+
 UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
   const RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
@@ -433,10 +441,7 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
   const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
   if (!kb || !tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
-  const int64_t most = std::clamp<int64_t>(kGemvChunk / width, 1, std::max<int64_t>(1, n / kMinChunks));
-  int64_t chunk = most;
-  while (n % chunk != 0) --chunk;
-  return drop_unit_loops(block_tiles(kb->root, tiles, chunk, kb->blocks));
+  return drop_unit_loops(block_tiles(kb->root, tiles, gemv_chunk(n, width, n / kMinChunks), kb->blocks));
 }
 
 // ---- blocks of every float sum ------------------------------------------------------
@@ -451,6 +456,28 @@ UOpPtr block_all_sums(UOpPtr k) {
     if (!next) return k;
     k = block_sum(k, next->get<AxisArg>().id);
   }
+}
+
+// ---- column sums ----------------------------------------------------------------------
+// [K, N].sum(0) is a GEMV whose a is ones (column_sum_axes): the same one-row tiles in
+// chunks of columns, k in blocks of kGemvRows rows outside a chunk's tiles, each block
+// kGemvRows contiguous streams, the chunk's partial sums waiting in the output. The
+// other output loops (split_reduceop's blocks of rows) go first: they are what the
+// threads share (else the chunks), each block of rows streamed whole. Without blocks
+// of k, the plain tiles with every long sum blocked.
+UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers) {
+  const RegisterTile tile = register_tile(1, *trip(cs.cols), lanes, registers);
+  auto [split_cols, cols_outer] = split_lanes(k, cs.cols, {tile.lanes, tile.vectors});
+  const UOpPtr reduce = find_range(split_cols, cs.reduce->get<AxisArg>().id);
+  const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
+  const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
+  if (!kb || !tiles) return block_all_sums(drop_unit_loops(split_cols));
+  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  // With no other loop, the chunks are what the threads share.
+  k = block_tiles(kb->root, tiles, gemv_chunk(n, width, cs.panels.empty() ? n / kMinChunks : n), kb->blocks);
+  for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
+    if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);
+  return drop_unit_loops(k);
 }
 
 // ---- threads ------------------------------------------------------------------------
@@ -516,10 +543,13 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const int width = bytes / widest_element(k);
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm ? gemv_axes(k) : std::nullopt;
+    const auto column_sum = width >= 2 && !mm && !gemv ? column_sum_axes(k) : std::nullopt;
     if (mm) {
       k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
     } else if (gemv) {
       k = simplify(tile_gemv(k, *gemv, width, vector_registers(bytes)));
+    } else if (column_sum) {
+      k = simplify(tile_column_sum(k, *column_sum, width, vector_registers(bytes)));
     } else {
       if (width >= 2)
         if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);

@@ -44,6 +44,9 @@ constexpr int64_t kMinBlockTiles = 8;
 // Row blocks at least (when there are as many tiles): the blocks are what the
 // threads share, and this machine has two cores.
 constexpr int64_t kMinBlocks = 2;
+// A step of k this long lands on another page: a column tile walking k down the rows
+// leaves every hardware prefetcher behind.
+constexpr int64_t kPageBytes = 4096;
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
@@ -92,8 +95,15 @@ int64_t float_ops(const UOpPtr& value) {
 
 namespace {
 
-// matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null).
-std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
+// A kernel of one END over one STORE of one float ADD REDUCE over ranges of
+// constant trip counts, whose outputs are loops of constant trip counts.
+struct FloatSum {
+  UOpPtr red;
+  std::vector<UOpPtr> outs;  // the output ranges
+  UOpPtr store_index;
+};
+
+std::optional<FloatSum> float_sum(const UOpPtr& kernel) {
   if (kernel->op != Op::SINK || kernel->src.size() != 1) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
   if (end->op != Op::END || end->src.at(0)->op != Op::STORE) return std::nullopt;
@@ -104,7 +114,7 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
     red = n;
   }
   if (!red || red->src.size() < 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
-      red->dtype.lanes != 1 || red->src[0]->op != Op::MUL)
+      red->dtype.lanes != 1)
     return std::nullopt;
   for (size_t i = 1; i < red->src.size(); ++i)
     if (!trip(red->src[i])) return std::nullopt;
@@ -114,18 +124,31 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
     if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Loop || !trip(r)) return std::nullopt;
     outs.push_back(r);
   }
-  const UOpPtr& store_index = end->src[0]->src.at(0);
+  return FloatSum{red, std::move(outs), end->src[0]->src.at(0)};
+}
+
+// The output ranges other than `cols` that the b side uses and the a side does not.
+std::vector<UOpPtr> panel_axes(const FloatSum& f, const UOpPtr& cols, const std::vector<UOpPtr>& a,
+                               const std::vector<UOpPtr>& b) {
+  std::vector<UOpPtr> panels;
+  for (const auto& r : f.outs)
+    if (r != cols && uses(b, r) && !uses(a, r)) panels.push_back(r);
+  return panels;
+}
+
+// matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null).
+std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
+  const auto f = float_sum(kernel);
+  if (!f || f->red->src[0]->op != Op::MUL) return std::nullopt;
+  const UOpPtr& red = f->red;
   const std::vector<UOpPtr> x = global_indexes(red->src[0]->src.at(0)),
                             y = global_indexes(red->src[0]->src.at(1));
   if (x.empty() || y.empty()) return std::nullopt;
   for (const auto& [a, b, a_value] :
        {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
-    const UOpPtr cols = column_axis(outs, store_index, a, b), rows = row_axis(outs, a, b);
+    const UOpPtr cols = column_axis(f->outs, f->store_index, a, b), rows = row_axis(f->outs, a, b);
     if (!cols || !rows != one_row) continue;
-    std::vector<UOpPtr> panels;
-    for (const auto& r : outs)
-      if (r != cols && uses(b, r) && !uses(a, r)) panels.push_back(r);
-    return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value), std::move(panels)};
+    return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value), panel_axes(*f, cols, a, b)};
   }
   return std::nullopt;
 }
@@ -134,6 +157,20 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
 
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axes(kernel, false); }
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
+
+std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
+  const auto f = float_sum(kernel);
+  if (!f || f->red->src.size() != 2) return std::nullopt;
+  const UOpPtr &body = f->red->src[0], &k = f->red->src[1];
+  const std::vector<UOpPtr> b = global_indexes(body);
+  const UOpPtr cols = b.empty() ? nullptr : column_axis(f->outs, f->store_index, {}, b);
+  if (!cols) return std::nullopt;
+  for (const auto& i : b) {
+    const auto stride = address_stride(i, k);
+    if (!stride || *stride * i->dtype.itemsize() < kPageBytes) return std::nullopt;
+  }
+  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*f, cols, {}, b)};
+}
 
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
 int tile_panel_rows() { return static_cast<int>(kMaxRows); }

@@ -30,6 +30,11 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
 // The same form with one row of a: no output range that a uses and b does not
 // ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null.
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
+// A float sum of loads alone over one range k whose every step moves each load by a
+// page or more, contiguous along an output range ([K, N].sum(0) for N of 1024 floats
+// or more: a GEMV whose a is ones). rows is null, a_ops 0, panels the other output
+// ranges the loads use.
+std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel);
 
 struct RegisterTile {
   int64_t rows;     // output rows computed at once (an unroll range)

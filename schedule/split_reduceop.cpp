@@ -25,6 +25,10 @@ constexpr int64_t kPageBytes = 4096;
 // Rows a column tile walks per block: as many sequential streams as an L1 set has
 // ways (8 on x86 cores), since rows a power of two apart alias one set.
 constexpr int64_t kStridedRows = 8;
+// Rows per block of a float sum: the optimiser's column-sum tiles read them as
+// blocks of kStridedRows streams each (codegen/optimizer.cpp), so a block's partial
+// sums wait in cache and only one partial row per 64 rows goes to the second reduce.
+constexpr int64_t kStridedSumRows = 64;
 // Inputs from this size on come from L3 or memory rather than the cores' L2 caches
 // (512 KB each here), where the prefetchers decide the bandwidth; a smaller input is
 // not split.
@@ -122,6 +126,8 @@ int64_t bytes_read(const UOpPtr& x) {
 // would walk every row, each step on a new page, where no hardware prefetcher
 // follows. Blocks of kStridedRows rows instead: each walk is kStridedRows
 // sequential streams, and the second reduce sums n / kStridedRows partial rows.
+// A float sum takes blocks of kStridedSumRows rows where they divide n, and is left
+// whole when it has no more.
 UOpPtr split_strided(const Match& m) {
   const UOpPtr& red = m.root();
   const UOpPtr& x = red->src[0];
@@ -132,10 +138,13 @@ UOpPtr split_strided(const Match& m) {
   const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
   if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes || bytes_read(x) < kStridedBytes)
     return nullptr;
-  if (n % kStridedRows != 0 || n < 2 * kStridedRows || !real_axes(x)[static_cast<size_t>(a)] ||
-      !last_axis_contiguous(x))
+  // A float sum of at most kStridedSumRows rows is the column-sum tiles' own.
+  const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
+  if (float_sum && n <= kStridedSumRows) return nullptr;
+  const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : kStridedRows;
+  if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x))
     return nullptr;
-  return split_axis(red, a, n / kStridedRows);
+  return split_axis(red, a, n / rows);
 }
 
 }  // namespace

@@ -15,10 +15,12 @@
 // CPU's caches better than the strided split a GPU wants.
 //
 // Its second rule splits a reduce over an outer axis of long rows (a page or
-// more: sum(0) of [4096,4096]) into blocks of kStridedRows rows, so each column
-// tile of the first reduce walks 8 rows instead of 4096 (docs/pipeline.md):
+// more: sum(0) of [4096,4096]) into blocks of kStridedRows (8) rows, so each column
+// tile of the first reduce walks 8 rows instead of 4096; a float sum into blocks of
+// 64 rows, which the optimiser's column-sum tiles read 8 rows at a time
+// (docs/pipeline.md):
 //   REDUCE_AXIS[ADD (0)](x) [4096 4096] -> RESHAPE(REDUCE_AXIS[ADD (0)](CONTIGUOUS(
-//     REDUCE_AXIS[ADD (1)](RESHAPE[(512 8 4096)](x)))))
+//     REDUCE_AXIS[ADD (1)](RESHAPE[(64 64 4096)](x)))))
 #include "ir/pattern.hpp"
 
 namespace loom {

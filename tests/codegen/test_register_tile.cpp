@@ -65,6 +65,18 @@ UOpPtr gemv_kernel(const MatmulShape& s, bool epilogue = false) {
   return sink({end(store(index(out, t * s.n + j), value), {t, j})});
 }
 
+// A sum down the rows of blocks of b: out[t, j] = sum_k b[t, k, j], as split_reduceop's
+// blocks of rows leave [K, N].sum(0) (t: the blocks; no t when `blocks` is 0).
+UOpPtr column_sum_kernel(int64_t blocks, int64_t k, int64_t n) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), b = global(1, f32);
+  auto j = make_range(n, 2), r = make_range(k, 3, AxisKind::Reduce);
+  if (blocks == 0) return sink({end(store(index(out, j), reduce(Op::ADD, load(b, r * n + j), {r})), {j})});
+  auto t = make_range(blocks, 0);
+  return sink(
+      {end(store(index(out, t * n + j), reduce(Op::ADD, load(b, t * (k * n) + r * n + j), {r})), {t, j})});
+}
+
 // Small whole numbers: every product and partial sum is exact in float32, so
 // fused and unfused multiply-adds, in any order, give the same bits.
 std::vector<float> whole_numbers(int64_t count, int seed) {
@@ -405,6 +417,64 @@ TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns
       check_values(shape, bytes, false, Form::Gemv);
     }
   check_values({1, 1, 256, 512}, host_vector_bytes(), true, Form::Gemv);
+}
+
+TEST_CASE("column_sum_axes: a sum of loads alone down rows of a page or more") {
+  const auto cs = column_sum_axes(column_sum_kernel(4, 64, 1024));
+  REQUIRE(cs);
+  CHECK_FALSE(cs->rows);
+  CHECK(trip(cs->cols) == 1024);
+  CHECK(trip(cs->reduce) == 64);
+  REQUIRE(cs->panels.size() == 1);  // the blocks of rows
+  CHECK(trip(cs->panels[0]) == 4);
+  CHECK_FALSE(column_sum_axes(column_sum_kernel(4, 64, 512)));  // rows of 2 KiB: the plain tiles
+  CHECK_FALSE(column_sum_axes(gemv_kernel({1, 1, 4096, 4096})));
+}
+
+TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8 rows at a time") {
+  const auto opt = optimize_kernel(column_sum_kernel(64, 64, 4096), {true, 32});
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
+  REQUIRE(loops.size() == 4);
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(loops[0]) == 64);           // the blocks of rows
+  CHECK(trip(loops[1]) == 4096 / 2048);  // chunks of 2048 columns
+  CHECK(trip(loops[2]) == 64 / 8);       // blocks of 8 rows, outside the chunk's tiles
+  CHECK(trip(loops[3]) == 2048 / 64);    // tiles of 8 vectors
+  const auto red = of_kind(opt, AxisKind::Reduce);
+  REQUIRE(red.size() == 1);
+  CHECK(trip(red[0]) == 8);
+  CHECK(accumulators(lowered(column_sum_kernel(64, 64, 4096), 32), 8) == 8);
+  // One block of rows: the chunks are what the threads share.
+  const auto one = loops_in_order(optimize_kernel(column_sum_kernel(0, 64, 4096), {true, 32}));
+  REQUIRE(one.size() == 3);
+  CHECK(one[0]->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(one[0]) == 2);
+  CHECK(trip(one[1]) == 8);
+}
+
+TEST_CASE("column sum: values as the plain loop nest's, with column tails and k without a block") {
+  struct Shape {
+    int64_t blocks, k, n;
+  };
+  for (int bytes : {host_vector_bytes(), 64})
+    for (const Shape s : {Shape{4, 64, 1024}, Shape{0, 40, 1100}, Shape{3, 97, 1024}, Shape{0, 512, 2048}}) {
+      INFO("blocks " << s.blocks << " k " << s.k << " n " << s.n << " vector bytes " << bytes);
+      const UOpPtr kernel = column_sum_kernel(s.blocks, s.k, s.n);
+      REQUIRE(column_sum_axes(kernel));
+      const UOpPtr opt = optimize_kernel(kernel, {true, bytes});
+      const KernelFn fn =
+          Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), bytes), "sum"), "sum").fn;
+      const int64_t blocks = std::max<int64_t>(s.blocks, 1);
+      Aligned<float> out(static_cast<size_t>(blocks * s.n), -99.0f), want(out.size(), -99.0f);
+      Aligned<float> b(whole_numbers(blocks * s.k * s.n, 2));
+      std::vector<void*> bufs{want.data(), b.data()};
+      interpret_kernel(kernel, bufs.data(), {});
+      run_all(fn, opt, {out, b});
+      for (size_t e = 0; e < out.size(); ++e) {
+        INFO("element " << e);
+        REQUIRE(out[e] == want[e]);
+      }
+    }
 }
 
 TEST_CASE("LOOM_NOOPT: a matmul stays the plain loop nest") {

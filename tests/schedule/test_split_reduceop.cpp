@@ -65,6 +65,48 @@ TEST_CASE("[4096 1024] over axis 0 (rows of a page): blocks of 8 rows, then the 
 )"));
 }
 
+TEST_CASE("a float sum over axis 0 of [4096 1024]: blocks of 64 rows, which the column-sum tiles stream") {
+  const UOpPtr after = apply_stage(split_reduceop(), R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(4096 1024)]
+%s = REDUCE_AXIS f32 %v [reduce ADD (0)]
+)",
+                                   Flags{}, false);
+  // The 64 partial rows (256 KB) are summed in one reduce; the blocks of 64 are not split again.
+  CHECK(after == parse_text(R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(4096 1024)]
+%rows = RESHAPE f32 %v [(64 64 1024)]
+%first = REDUCE_AXIS f32 %rows [reduce ADD (1)]
+%kept = CONTIGUOUS f32 %first
+%second = REDUCE_AXIS f32 %kept [reduce ADD (0)]
+%r = RESHAPE f32 %second [(1 1024)]
+)"));
+  // Rows that 64 does not divide: blocks of 8, as for other reduces.
+  const UOpPtr odd = apply_stage(split_reduceop(), R"(
+%x = BUFFER f32 [(1 4202496)]
+%v = RESHAPE f32 %x [(4104 1024)]
+%s = REDUCE_AXIS f32 %v [reduce ADD (0)]
+)",
+                                 Flags{}, false);
+  CHECK(odd == parse_text(R"(
+%x = BUFFER f32 [(1 4202496)]
+%v = RESHAPE f32 %x [(4104 1024)]
+%rows = RESHAPE f32 %v [(513 8 1024)]
+%first = REDUCE_AXIS f32 %rows [reduce ADD (1)]
+%kept = CONTIGUOUS f32 %first
+%second = REDUCE_AXIS f32 %kept [reduce ADD (0)]
+%r = RESHAPE f32 %second [(1 1024)]
+)"));
+  // 64 rows or fewer: the column-sum tiles' own.
+  const char* few = R"(
+%x = BUFFER f32 [(1 1048576)]
+%v = RESHAPE f32 %x [(64 16384)]
+%s = REDUCE_AXIS f32 %v [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), few, Flags{}, false) == parse_text(few));
+}
+
 TEST_CASE(
     "guards of the row blocks: short rows, a small input, a transposed or broadcast input stay one reduce") {
   const char* short_rows = R"(
