@@ -122,6 +122,18 @@ int64_t bytes_read(const UOpPtr& x) {
   return bytes;
 }
 
+// A product of two operands that each broadcast along an axis the other reads: the sum
+// over its rows is a matmul (the weight gradient x^T dy), which the optimiser's register
+// tile walks in panels of b with a's rows in cache (codegen/register_tile.cpp); split
+// into blocks of rows, it is no longer one.
+bool matmul_product(const UOpPtr& x) {
+  if (x->op != Op::MUL || x->src.size() != 2) return false;
+  const std::vector<bool> a = real_axes(x->src[0]), b = real_axes(x->src[1]);
+  bool a_only = false, b_only = false;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) a_only |= a[i] && !b[i], b_only |= b[i] && !a[i];
+  return a_only && b_only;
+}
+
 // A reduce over an outer axis of rows of a page or more: the kernel's column tile
 // would walk every row, each step on a new page, where no hardware prefetcher
 // follows. Blocks of kStridedRows rows instead: each walk is kStridedRows
@@ -142,7 +154,8 @@ UOpPtr split_strided(const Match& m) {
   const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
   if (float_sum && n <= kStridedSumRows) return nullptr;
   const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : kStridedRows;
-  if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x))
+  if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x) ||
+      matmul_product(x))
     return nullptr;
   return split_axis(red, a, n / rows);
 }

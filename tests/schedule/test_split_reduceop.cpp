@@ -140,3 +140,30 @@ TEST_CASE(
 )";  // 16 MB in its shape, 20 KB read
   CHECK(apply_stage(split_reduceop(), outer_product, Flags{}, false) == parse_text(outer_product));
 }
+
+TEST_CASE(
+    "the row blocks leave a matmul's sum over rows alone (the weight gradient x^T dy): the tile walks it") {
+  // [1024, 784]^T @ [1024, 512]: rows of 784 x 512 floats in the product's shape, 5 MB read
+  const char* weight_gradient = R"(
+%x = BUFFER f32 [(1 802816)]
+%xv = RESHAPE f32 %x [(1024 784 1)]
+%xe = EXPAND f32 %xv [(1024 784 512)]
+%y = BUFFER f32 [(2 524288)]
+%yv = RESHAPE f32 %y [(1024 1 512)]
+%ye = EXPAND f32 %yv [(1024 784 512)]
+%m = MUL f32 %xe, %ye
+%s = REDUCE_AXIS f32 %m [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), weight_gradient, Flags{}, false) == parse_text(weight_gradient));
+  // the same rows times a row vector (both real along the rows and columns): still blocks
+  const char* scaled_rows = R"(
+%x = BUFFER f32 [(1 4194304)]
+%v = RESHAPE f32 %x [(4096 1024)]
+%y = BUFFER f32 [(2 1024)]
+%r = RESHAPE f32 %y [(1 1024)]
+%re = EXPAND f32 %r [(4096 1024)]
+%m = MUL f32 %v, %re
+%s = REDUCE_AXIS f32 %m [reduce ADD (0)]
+)";
+  CHECK(apply_stage(split_reduceop(), scaled_rows, Flags{}, false) != parse_text(scaled_rows));
+}
