@@ -74,8 +74,11 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
   }
   Outcome out;
   std::optional<GradientCheck> gradient;
+  std::vector<Expected> want_gradients;  // loom's gradient graphs by the reference, before realize writes
   try {
     if (gradient_program) gradient.emplace(outputs[0]);
+    if (gradient)
+      for (const auto& g : gradient->gradients()) want_gradients.push_back(reference(g));
   } catch (const Error& e) {
     out.failure = Failure{"error", fmt::format("gradient threw: {}", e.what())};
     return out;
@@ -108,6 +111,16 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     const std::string diff = compare_values(realized(outputs[i]), want[i].value, want[i].tolerance);
     if (!diff.empty()) {
       out.failure = Failure{"mismatch", fmt::format("output {}: {}", i, diff)};
+      return out;
+    }
+  }
+  // The compiled gradients against the reference on the same graphs: this catches wrong
+  // code where finite differences cannot look (a loss that is not finite, a kink).
+  for (size_t i = 0; i < want_gradients.size(); ++i) {
+    const std::string diff = compare_values(realized(gradient->gradients()[i]), want_gradients[i].value,
+                                            want_gradients[i].tolerance);
+    if (!diff.empty()) {
+      out.failure = Failure{"mismatch", fmt::format("gradient {}: {}", i, diff)};
       return out;
     }
   }
