@@ -306,6 +306,7 @@ Value* Emitter::alu(const UOp& u) {
   if (!u.dtype.is_float()) throw Error(describe(u) + ": this op needs a float operand");
   switch (u.op) {
     case Op::NEG: return b_.CreateFNeg(x);
+    case Op::EXP: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
     case Op::EXP2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp2, x);
     case Op::LOG2: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log2, x);
     case Op::SIN: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);

@@ -1,7 +1,7 @@
 // Float32 transcendentals lowered to UOps (ir/float_math.hpp), so they
 // vectorise with the rest of the kernel instead of calling libm once per lane.
 //
-//   Before:  EXP2(x)                       x: f32
+//   Before:  EXP2(x)                       x: f32   (EXP, LOG2, SIN, COS, POW alike)
 //   After:   p(x - n) * 2^n                n = round(x), p a polynomial
 //
 // Float64 keeps LLVM's intrinsics (libm).
@@ -22,6 +22,7 @@ const PatternMatcher& transcendental_rules() {
   static const PatternMatcher pm(
       "transcendental",
       {
+          {UPat::ops({Op::EXP}, "e"), [](const Match& m) { return lower_f32(m, exp_f32); }},
           {UPat::ops({Op::EXP2}, "e"), [](const Match& m) { return lower_f32(m, exp2_f32); }},
           {UPat::ops({Op::LOG2}, "e"), [](const Match& m) { return lower_f32(m, log2_f32); }},
           {UPat::ops({Op::SIN}, "e"), [](const Match& m) { return lower_f32(m, sin_f32); }},

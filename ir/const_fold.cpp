@@ -54,7 +54,7 @@ std::optional<int64_t> fold_int(Op op, DType dt, const std::vector<UOpPtr>& c) {
   if (op == Op::TRUNC) return int_of(c[0]);
   if (op == Op::MULACC) return wrap_add(dt, wrap_mul(dt, int_of(c[0]), int_of(c[1])), int_of(c[2]));
   if (is_binary(op)) return int_binary(op, dt, int_of(c[0]), int_of(c[1]));
-  return std::nullopt;  // EXP2 LOG2 SIN COS SQRT RECIP: float-only
+  return std::nullopt;  // EXP EXP2 LOG2 SIN COS SQRT RECIP: float-only
 }
 
 // ---- floats, computed in T (float for Float32) ----------------------------------------
@@ -69,6 +69,7 @@ template <class T>
 std::optional<T> float_unary(Op op, T x) {
   switch (op) {
     case Op::NEG: return -x;
+    case Op::EXP: return std::exp(x);
     case Op::EXP2: return std::exp2(x);
     case Op::LOG2: return std::log2(x);
     case Op::SIN: return std::sin(x);

@@ -2,7 +2,7 @@
 // Float32 elementary functions as UOp forms: range reduction and polynomials
 // built from + - * MULACC, compares, selects and bit moves, so a kernel that
 // uses them vectorises to the full SIMD width (no libm call per lane). The
-// front end builds exp and tanh from them; codegen/transcendental.cpp lowers EXP2,
+// front end builds tanh from them; codegen/transcendental.cpp lowers EXP, EXP2,
 // LOG2, SIN, COS and POW to them. docs/api.md states each one's error bound, which
 // tests/src/test_tensor_elementwise_math.cpp measures.
 #include "ir/uop.hpp"

@@ -30,6 +30,7 @@ enum class Op : uint8_t {
   REDUCE_AXIS,
   // ALU: unary
   NEG,
+  EXP,
   EXP2,
   LOG2,
   SIN,

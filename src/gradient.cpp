@@ -133,6 +133,7 @@ using Rule = Grads (*)(const UOpPtr& ret, const UOpPtr& g);
 // clang-format off
 const std::unordered_map<Op, Rule> kRules = {
   {Op::NEG,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {-g}; }},
+  {Op::EXP,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret}; }},
   {Op::EXP2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * c(g, std::numbers::ln2)}; }},
   {Op::LOG2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret->src[0] * c(g, std::numbers::ln2))}; }},
   {Op::SIN,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * cos_of(ret->src[0])}; }},
@@ -182,13 +183,9 @@ bool where_on_zero_test(const UOpPtr& y) { return is(y, 0, Op::CMPEQ); }
 
 // clang-format off
 const CompositeRule kComposites[] = {
-  // exp' = exp, instead of the derivative of its range reduction.
+  // exp' = exp, instead of the derivative of Float64's range reduction (Float32's is one EXP).
   {Op::MUL,   {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::MUL) && is(y->src[0], 0, Op::EXP2) && is(y, 1, Op::BITCAST); },
-   exp_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y; }},
-  // The same for Float32's form: p(r) * 2^n1 * 2^n2, r from x clamped by two selects.
-  {Op::MUL,   {0, 0, 0, 2, 2, 2, 2},
-   [](const UOpPtr& y) { return is(y, 0, Op::MUL) && is(y->src[0], 0, Op::MULACC) && is(y, 1, Op::BITCAST); },
    exp_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y; }},
   // sigmoid' = y (1 - y): 1/4 at 0, where the form's |x| tie would give 0.
   {Op::FDIV,  {0, 0, 0},

@@ -1,4 +1,4 @@
-// Transcendental and power functions, built from the IR's float primitives (EXP2
+// Transcendental and power functions, built from the IR's float primitives (EXP EXP2
 // LOG2 SIN COS SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
 // ir/float_math.hpp's code, the rest are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
@@ -39,15 +39,16 @@ UOpPtr pow2(const UOpPtr& n) {
 
 }  // namespace
 
-// Float32: ir/float_math.hpp builds e^x whole (one Cody-Waite reduction, a polynomial for
-// e^r, an exact 2^n). Float64: exp(x) = 2^r' * 2^n1 * 2^n2 with n = round(x*log2(e)),
-// r = x - n*ln2 with ln2 in two parts (Cody and Waite; n*LN2_HI is exact), r' = r*log2(e),
-// |r| <= ln2/2. exp2(x*log2(e)) directly would lose about |x|/2 ulps to the rounding of the
-// product; this keeps ~1 ulp over the whole range. 2^n is applied as two exact halves so
-// results near overflow and in the subnormal range round once; x is clamped first (the clamp
-// is past both ends of the range).
+// Float32: one EXP node, which codegen lowers to ir/float_math.hpp's e^x (one Cody-Waite
+// reduction, a polynomial for e^r, an exact 2^n), so a graph holds one node per exp instead
+// of the form's thirty to build, hash and differentiate. Float64: exp(x) = 2^r' * 2^n1 * 2^n2
+// with n = round(x*log2(e)), r = x - n*ln2 with ln2 in two parts (Cody and Waite; n*LN2_HI is
+// exact), r' = r*log2(e), |r| <= ln2/2. exp2(x*log2(e)) directly would lose about |x|/2 ulps
+// to the rounding of the product; this keeps ~1 ulp over the whole range. 2^n is applied as
+// two exact halves so results near overflow and in the subnormal range round once; x is
+// clamped first (the clamp is past both ends of the range).
 UOpPtr detail::exp_of(const UOpPtr& x) {
-  if (is_f32(x)) return exp_f32(x);
+  if (is_f32(x)) return alu(Op::EXP, {x});
   const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;  // 32 bits + rest
   const UOpPtr xc = clamp_of(x, -1000, 1000);
   const UOpPtr n = floor_of(xc * c(x, std::numbers::log2e) + c(x, 0.5));

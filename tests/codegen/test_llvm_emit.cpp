@@ -359,6 +359,8 @@ TEST_CASE("emit: IEEE float arithmetic and the float-only unary ops") {
   check_same(run_unary<float>(Op::TRUNC, {2.7f, -2.7f, -0.5f}), {2, -2, -0.0f});
   check_same(run_unary<double>(Op::NEG, {1, 0}), {-1, -0.0});
   check_same(run_unary<float>(Op::EXP2, {3, -1, -inf}), {8, 0.5f, 0});
+  check_same(run_unary<float>(Op::EXP, {0, -inf, inf}), {1, 0, inf});
+  check_same(run_unary<double>(Op::EXP, {0, -kInf, 1}), {1, 0, std::exp(1.0)});
   check_same(run_unary<double>(Op::LOG2, {8, 0, -1}), {3, -kInf, kNaN});
   const auto sines = run_unary<float>(Op::SIN, {0.5f, 0});
   CHECK(sines[0] == doctest::Approx(std::sin(0.5)).epsilon(1e-6));

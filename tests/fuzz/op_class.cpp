@@ -8,6 +8,7 @@ namespace {
 bool approximate_node(const UOp& u) {
   if (!u.dtype.is_float()) return false;
   switch (u.op) {
+    case Op::EXP:
     case Op::EXP2:
     case Op::LOG2:
     case Op::SIN:

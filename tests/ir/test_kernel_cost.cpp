@@ -1,5 +1,7 @@
 #include "ir/kernel_cost.hpp"
 
+#include "ir/float_math.hpp"
+
 #include "support/kernel_builders.hpp"
 
 #include <doctest/doctest.h>
@@ -38,4 +40,18 @@ TEST_CASE("a value of the outer range alone counts once per outer iteration; MUL
 TEST_CASE("a kernel that only copies does no arithmetic") {
   auto i = make_range(256, 0);
   CHECK(kernel_flops(sink({end(store(index(global(0, f32), i), load(index(global(1, f32), i))), {i})})) == 0);
+}
+
+TEST_CASE("a Float32 EXP counts the operations of the form codegen lowers it to") {
+  auto i = make_range(100, 0);
+  auto x = load(index(global(1, f32), i));
+  double form = 0;  // exp_f32's ALU operations, MULACC counting two, for one element
+  for (const UOpPtr& u : toposort(exp_f32(x)))
+    if (is_alu(u->op)) form += u->op == Op::MULACC ? 2 : 1;
+  REQUIRE(form > 10);
+  CHECK(kernel_flops(sink({end(store(index(global(0, f32), i), alu(Op::EXP, {x})), {i})})) == 100 * form);
+  // Float64's EXP stays LLVM's intrinsic: one operation.
+  const DType f64 = DType::Float64;
+  auto y = load(index(global(1, f64), i));
+  CHECK(kernel_flops(sink({end(store(index(global(0, f64), i), alu(Op::EXP, {y})), {i})})) == 100);
 }

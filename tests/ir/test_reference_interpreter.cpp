@@ -367,6 +367,7 @@ TEST_CASE("reference: float unary ops, with their IEEE edge values") {
   CHECK(std::signbit(neg.f[0]));
   check_floats(unary(Op::EXP2, f32, std::vector<float>{0, 3, -1, 10, -INFINITY, INFINITY, NAN}),
                {1, 8, 0.5, 1024, 0, kInf, kNaN});
+  check_floats(unary(Op::EXP, f32, std::vector<float>{0, -INFINITY, INFINITY, NAN}), {1, 0, kInf, kNaN});
   check_floats(unary(Op::LOG2, f32, std::vector<float>{1, 8, 0.5f, 0, -1, INFINITY}),
                {0, 3, -1, -kInf, kNaN, kInf});
   check_floats(unary(Op::SQRT, f32, std::vector<float>{4, 2, -1, 0, INFINITY}),

@@ -137,6 +137,8 @@ TEST_CASE("fold_constant: float32 folds in float32, float64 in double, IEEE sema
   CHECK(folded_float(Op::FDIV, f32, {cf(f32, 1.0), cf(f32, 3.0)}) == double(1.0f / 3.0f));
   CHECK(folded_float(Op::SQRT, f32, {cf(f32, 2.0)}) == double(std::sqrt(2.0f)));
   CHECK(folded_float(Op::EXP2, f32, {cf(f32, 3.0)}) == 8.0);
+  CHECK(folded_float(Op::EXP, f64, {cf(f64, 1.0)}) == std::exp(1.0));
+  CHECK(folded_float(Op::EXP, f32, {cf(f32, 1.0)}) == double(std::exp(1.0f)));
   CHECK(folded_float(Op::LOG2, f64, {cf(f64, 1024.0)}) == 10.0);
   CHECK(folded_float(Op::SIN, f64, {cf(f64, 0.0)}) == 0.0);
   CHECK(folded_float(Op::TRUNC, f32, {cf(f32, -2.75)}) == -2.0);

@@ -140,7 +140,7 @@ TEST_CASE("uop: shapes are derived for every tensor-level op") {
   CHECK(shape(movement(Op::SHRINK, x, {0, 1, 1, 3, 0, 4})) == Shape{1, 2, 4});
   CHECK(shape(movement(Op::FLIP, x, {0, 2})) == Shape{2, 3, 4});
   CHECK(shape(UOp::make(Op::REDUCE_AXIS, DType::Float32, {x}, ReduceArg{Op::ADD, {0, 2}})) == Shape{1, 3, 1});
-  for (Op op : {Op::NEG, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT, Op::RECIP, Op::TRUNC})
+  for (Op op : {Op::NEG, Op::EXP, Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT, Op::RECIP, Op::TRUNC})
     CHECK(shape(alu(op, {x})) == Shape{2, 3, 4});
   CHECK(shape(x + x) == Shape{2, 3, 4});
   CHECK(shape(x < x) == Shape{2, 3, 4});

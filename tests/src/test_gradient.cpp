@@ -329,3 +329,13 @@ TEST_CASE("formula: Float32 exp and tanh, whose forms differ from Float64's: dx 
     CHECK(dtanh[i] == doctest::Approx((1 - t * t) * wv[i]).epsilon(1e-6));
   }
 }
+
+TEST_CASE("Float32 exp is one EXP node (codegen lowers it), and its gradient is y w") {
+  const Tensor x = Tensor::from_vector<float>({0.5f, -1.0f, 4.0f}, {3});
+  const Tensor y = x.exp();
+  CHECK(y.node()->uop->op == Op::EXP);
+  CHECK(y.node()->uop->src[0] == x.node()->uop);
+  const auto dx = gradient((y * 3.0f).sum(), {x})[0].to_vector<float>();
+  const auto yv = y.to_vector<float>();
+  for (size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == yv[i] * 3.0f);
+}

@@ -151,6 +151,7 @@ Value unary(Op op, const Value& a) {
                               : of_int(a.dtype, static_cast<int64_t>(0 - static_cast<uint64_t>(a.i)));
   if (!a.dtype.is_float()) fail(op_on(op, a.dtype) + " is not defined (float only)");
   switch (op) {
+    case Op::EXP: return of_float(a.dtype, std::exp(a.f));
     case Op::EXP2: return of_float(a.dtype, std::exp2(a.f));
     case Op::LOG2: return of_float(a.dtype, std::log2(a.f));
     case Op::SIN: return of_float(a.dtype, std::sin(a.f));

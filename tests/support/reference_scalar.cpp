@@ -50,6 +50,7 @@ template <class T>
 T float_op(Op op, DType dt, T a, T b, T c) {
   switch (op) {
     case Op::NEG: return -a;
+    case Op::EXP: return std::exp(a);
     case Op::EXP2: return std::exp2(a);
     case Op::LOG2: return std::log2(a);
     case Op::SIN: return std::sin(a);
@@ -117,6 +118,7 @@ int64_t int_alu(Op op, DType dt, int64_t a, int64_t b, int64_t c) {
     case Op::XOR: return a ^ b;
     case Op::SHL:
     case Op::SHR: return shift(op, dt, a, b);
+    case Op::EXP:
     case Op::EXP2:
     case Op::LOG2:
     case Op::SIN:
