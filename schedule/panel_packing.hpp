@@ -10,9 +10,11 @@
 // The copy P is a kernel of its own (kernel_split makes one per BUFFERIZE), so
 // a packed matmul is two kernels. Its panels are W = StageContext::panel_bytes
 // wide (the engine passes the register tile's width, codegen/register_tile.hpp);
-// 0 packs nothing. Where a tile's rows of a crowd one set of L1 (rows 4 KiB
+// 0 packs nothing. b may be read transposed (the keys of q k^T): its copy is what
+// makes it contiguous. Where a tile's rows of a crowd one set of L1 (rows 4 KiB
 // apart), a is copied too, into row panels Q[i / R, k, i % R] as tall as the tile
-// (StageContext::panel_rows), and the matmul is three kernels.
+// (StageContext::panel_rows), and the matmul is three kernels; a costly a (a
+// softmax's exp per element) is copied as it is read, so it is computed once.
 // docs/performance.md gives the thresholds' figures.
 #include "ir/pattern.hpp"
 
