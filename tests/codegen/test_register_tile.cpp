@@ -457,7 +457,9 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
     int64_t blocks, k, n;
   };
   for (int bytes : {host_vector_bytes(), 64})
-    for (const Shape s : {Shape{4, 64, 1024}, Shape{0, 40, 1100}, Shape{3, 97, 1024}, Shape{0, 512, 2048}}) {
+    // Few rows: the interpreters run every element, and under the sanitizers this
+    // case must stay seconds. 23 is prime (no block of 8 rows divides it).
+    for (const Shape s : {Shape{2, 16, 1024}, Shape{0, 40, 1100}, Shape{3, 23, 1024}, Shape{0, 64, 2048}}) {
       INFO("blocks " << s.blocks << " k " << s.k << " n " << s.n << " vector bytes " << bytes);
       const UOpPtr kernel = column_sum_kernel(s.blocks, s.k, s.n);
       REQUIRE(column_sum_axes(kernel));
