@@ -197,6 +197,10 @@ const CompositeRule kComposites[] = {
   // The same for Float32's form, whose last step puts x's sign bit back.
   {Op::BITCAST, {0, 1, 0, 0}, [](const UOpPtr& y) { return is(y, 0, Op::OR); },
    tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (c(y, 1) - y * y); }},
+  // relu' = (0 < y), which is (0 < x) for every x (-0.0 and NaN too): the mask reads relu's
+  // output, which a network stores anyway, so the pre-activation need not be kept as well.
+  {Op::WHERE, {1}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 2, Op::DETACH); },
+   relu_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return where(c(y, 0) < y, g, c(g, 0)); }},
   // cos' = -sin: the form's sin(2x) / (2 sin x), masked off at 0 by a where, is 0/0 there.
   {Op::WHERE, {0, 0}, where_on_zero_test,
    cos_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) { return -(g * alu(Op::SIN, {x})); }},

@@ -1,6 +1,7 @@
 // Elementwise arithmetic with PyTorch's promotion, comparisons, logic and bitwise
 // ops, and the selections built on them (abs, sign, clamp, where). Transcendentals
 // are in tensor_elementwise_math.cpp, floor division and % in tensor_elementwise_division.cpp.
+#include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -87,13 +88,17 @@ Tensor Tensor::sign() const {
 // Floats as PyTorch: x for x > 0, else x < 0 ? 0 : x (so -0.0 and NaN return themselves),
 // and a derivative of 1 exactly where x > 0 (relu'(0) = 0): the second branch is detached, as
 // max(x, 0) would split the gradient of the tie at 0. Integers: max(x, 0).
+UOpPtr detail::relu_of(const UOpPtr& x) {
+  const UOpPtr zero = const_as(x, 0);
+  const UOpPtr rest = UOp::make(Op::DETACH, x->dtype, {loom::where(x < zero, zero, x)});
+  return loom::where(zero < x, x, rest);
+}
+
 Tensor Tensor::relu() const {
   const UOpPtr& x = uop(*this, "relu");
   refuse_bool(x, "relu", "cast it to a number first");
-  const UOpPtr zero = const_as(x, 0);
-  if (!x->dtype.is_float()) return make_tensor(umax(x, zero));
-  const UOpPtr rest = UOp::make(Op::DETACH, x->dtype, {loom::where(x < zero, zero, x)});
-  return make_tensor(loom::where(zero < x, x, rest));
+  if (!x->dtype.is_float()) return make_tensor(umax(x, const_as(x, 0)));
+  return make_tensor(relu_of(x));
 }
 
 Tensor Tensor::maximum(const Tensor& other) const {

@@ -8,6 +8,7 @@
 
 #include <loom/loom.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace loom;
@@ -100,4 +101,49 @@ TEST_CASE("backward of a matmul loss reuses the forward's reduce: one REDUCE per
   }
   CHECK(over_k == 1);
   CHECK(over_m == 1);
+}
+
+namespace {
+// relu(v)'s second branch tests v < 0; its mask tests 0 < relu(v).
+bool is_below_zero_test(const UOpPtr& n) {
+  return n->op == Op::CMPLT && n->src[1]->is_const() && n->src[1]->const_value() == 0;
+}
+int64_t relus_in(const UOpPtr& u) {
+  const std::vector<UOpPtr> nodes = toposort(u);
+  return std::count_if(nodes.begin(), nodes.end(), is_below_zero_test);
+}
+}  // namespace
+
+TEST_CASE("relu's mask reads relu's output: no reduce recomputes relu, and the gradients are right") {
+  // Two linear + relu layers on odd shapes. relu' = (0 < relu(v)) lets the forward store relu's
+  // output alone; a mask (0 < v) kept the pre-activation v stored instead, and the next layer's
+  // matmul recomputed relu(v) in its reduce, once per element and column block.
+  const int64_t batch = 7, in = 5, hidden = 11, out = 3;
+  manual_seed(1);
+  auto draw = [](Shape shape) { return Tensor::randn(std::move(shape)).realize(); };
+  const Tensor x = draw({batch, in}), w1 = draw({hidden, in}), b1 = draw({hidden});
+  const Tensor w2 = draw({out, hidden}), b2 = draw({out}), weights = draw({batch, out});
+  const Tensor h = (x.matmul(w1.transpose()) + b1).relu();
+  const Tensor loss = ((h.matmul(w2.transpose()) + b2).relu() * weights).sum();
+  const std::vector<Tensor> g = gradient(loss, {w1, b1, w2, b2});
+  const Schedule s = kernel_asts_of({loss, g[0], g[1], g[2], g[3]});
+  int64_t in_epilogues = 0;
+  for (const auto& k : s.kernels) in_epilogues += relus_in(k.ast);
+  for (const UOpPtr& r : nodes_of(s, Op::REDUCE)) {
+    CHECK(relus_in(r->src[0]) == 0);
+    in_epilogues -= relus_in(r->src[0]);
+  }
+  CHECK(in_epilogues == 2);  // each layer's relu, once, in its matmul's store
+  // Float32 sums of at most 11 products, in whatever order and contraction the kernels chose:
+  // within 1e-5 of the gradient's largest element (as the reference interpreter computes it).
+  for (const Tensor& gi : g) {
+    const ref::RefTensor want = test::reference(gi);
+    const std::vector<float> got = Tensor(gi).realize().to_vector<float>();
+    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+    double largest = 0;
+    for (int64_t e = 0; e < want.size(); ++e) largest = std::max(largest, std::abs(want.at(e)));
+    CHECK(largest > 0);
+    for (int64_t e = 0; e < want.size(); ++e)
+      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= 1e-5 * largest);
+  }
 }
