@@ -46,15 +46,28 @@ struct Block {
 
 std::string range_name(const UOp& r) { return fmt::format("r{}", r.get<AxisArg>().id); }
 
+// The nodes that wait for a loop to finish (an END under them: an accumulator's result).
+std::unordered_set<const UOp*> after_loops(const UOpPtr& kernel) {
+  std::unordered_set<const UOp*> out;
+  for (const UOpPtr& u : toposort(kernel))
+    if (u->op == Op::END ||
+        std::any_of(u->src.begin(), u->src.end(), [&](const UOpPtr& s) { return out.contains(s.get()); }))
+      out.insert(u.get());
+  return out;
+}
+
 class Builder {
  public:
-  explicit Builder(const UOpPtr& kernel) : live_(kernel) { open_.push_back(&root_); }
+  explicit Builder(const UOpPtr& kernel) : live_(kernel), after_loops_(after_loops(kernel)) {
+    open_.push_back(&root_);
+  }
 
   void effect(const UOpPtr& u);
   std::vector<LinearInst> flatten() const;
 
  private:
   mutable NeededLoops live_;
+  const std::unordered_set<const UOp*> after_loops_;
   Block root_;
   std::vector<Block*> open_;  // open_[0] = &root_, then the open loops, outermost first
 
@@ -119,19 +132,25 @@ void Builder::close_loop() {
 
 // Makes `u` available in the innermost open loop: places it and, first, every
 // source it needs that is not placed yet, effects it waits for included.
+// Sources that wait for a loop go first, so what the others compute (an epilogue's
+// loads, a mask) is placed after that loop rather than held in registers across it.
 // Iterative over the sources so a deep expression does not exhaust the stack;
 // an END is placed as a unit (its loops, then its body inside them).
 void Builder::value(const UOpPtr& u) {
   if (is_placed(u)) return;
-  std::vector<std::pair<UOpPtr, size_t>> stack{{u, 0}};  // node, next source to visit
+  std::vector<std::pair<UOpPtr, size_t>> stack{
+      {u, 0}};  // node, next of 2n visits (loop-waiting, then others)
   std::unordered_set<const UOp*> seen{u.get()};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (node->op == Op::REDUCE)
       throw Error(fmt::format("linearize: REDUCE {} must be lowered to an accumulator first (lower_reduce)",
                               to_string(node->dtype)));
-    if (node->op != Op::END && next < node->src.size()) {
-      const UOpPtr& s = node->src[next++];
+    const size_t n = node->src.size();
+    if (node->op != Op::END && next < 2 * n) {
+      const bool first_pass = next < n;
+      const UOpPtr& s = node->src[next++ % n];
+      if (after_loops_.contains(s.get()) != first_pass) continue;
       if (!is_placed(s) && seen.insert(s.get()).second) stack.emplace_back(s, 0);
       continue;
     }

@@ -172,6 +172,22 @@ TEST_CASE("linearize: a value shared by a REDUCE body and its user is computed o
   CHECK(position(lk, LinearKind::Value, shared) < position(lk, LinearKind::LoopBegin, k));
 }
 
+TEST_CASE("linearize: an epilogue's own values come after the reduce loop, not held across it") {
+  // where(0 < mask, sum, 0): the mask is the where's first source, but the sum waits for the k
+  // loop, so the mask's load and test are placed after that loop (a relu mask of a register
+  // tile, 96 lanes, held across the loop spilled every lane).
+  auto out = global(0, f32), a = global(1, f32), m = global(2, f32);
+  auto i = make_range(3, 0), k = make_range(4, 1, AxisKind::Reduce);
+  auto mask = load(m, i);
+  auto test = UOp::make(Op::CMPLT, DType::Bool, {const_float(f32, 0), mask});
+  auto r = reduce(Op::ADD, load(a, i * 4 + k), {k});
+  auto masked = UOp::make(Op::WHERE, f32, {test, r, const_float(f32, 0)});
+  const auto lk = linearize(lower_reduce(sink({end(store(index(out, i), masked), {i})})));
+  CHECK(depth(lk, LinearKind::Value, mask) == 1);
+  CHECK(position(lk, LinearKind::Value, mask) > position(lk, LinearKind::LoopEnd, k));
+  CHECK(position(lk, LinearKind::Value, test) > position(lk, LinearKind::LoopEnd, k));
+}
+
 TEST_CASE("linearize: two ENDs over one range each get their own loop") {
   auto a = global(0, DType::Int32), b = global(1, DType::Int32);
   auto i = make_range(8, 0);
