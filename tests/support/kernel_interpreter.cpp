@@ -3,10 +3,13 @@
 #include "support/kernel_scalar.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -16,11 +19,121 @@ namespace {
 namespace ks = kernel_scalar;
 using Scalar1 = ks::Value;
 
+// A list of trivially copyable values kept inline up to N of them: the interpreter
+// builds and copies one per node per iteration, and std::vector's heap traffic
+// was most of its time. Copies move only the elements in use.
+template <class T, size_t N>
+class SmallList {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  SmallList() {}  // user-provided: `{}` must not zero the inline storage
+  SmallList(std::initializer_list<T> values) {
+    for (const T& v : values) push_back(v);
+  }
+  SmallList(size_t count, const T& v) {
+    for (size_t k = 0; k < count; ++k) push_back(v);
+  }
+  SmallList(const SmallList& other) { *this = other; }
+  SmallList& operator=(const SmallList& other) {
+    if (this == &other) return *this;
+    size_ = other.size_;
+    if (size_ > N) {
+      heap_ = other.heap_;
+      return *this;
+    }
+    // Element by element: a value is mostly one lane, for which memcpy's set-up costs more.
+    const T* from = reinterpret_cast<const T*>(other.inline_);
+    T* to = reinterpret_cast<T*>(inline_);
+    for (size_t k = 0; k < size_; ++k) to[k] = from[k];
+    return *this;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* begin() { return size_ <= N ? reinterpret_cast<T*>(inline_) : heap_.data(); }
+  T* end() { return begin() + size_; }
+  const T* begin() const { return size_ <= N ? reinterpret_cast<const T*>(inline_) : heap_.data(); }
+  const T* end() const { return begin() + size_; }
+  T& operator[](size_t k) { return begin()[k]; }
+  const T& operator[](size_t k) const { return begin()[k]; }
+  void push_back(const T& v) {
+    if (size_ < N) {
+      reinterpret_cast<T*>(inline_)[size_++] = v;
+      return;
+    }
+    if (size_ == N) heap_.assign(begin(), end());
+    heap_.push_back(v);
+    ++size_;
+  }
+  friend bool operator==(const SmallList& a, const SmallList& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const T& x, const T& y) { return std::memcmp(&x, &y, sizeof(T)) == 0; });
+  }
+
+ private:
+  alignas(T) unsigned char inline_[N * sizeof(T)];
+  size_t size_ = 0;
+  std::vector<T> heap_;  // all the elements, once there are more than N
+};
+
 // A value of any lane count: one scalar per lane, all of the vector's base dtype.
 struct Lanes {
   DType dtype;
-  std::vector<Scalar1> lane;
+  SmallList<Scalar1, 16> lane;
 };
+
+struct Memo {
+  uint64_t epoch = 0;  // valid while it equals the interpreter's current epoch
+  Lanes value;
+};
+
+// Node -> its memo, by open addressing on the node's address: std::unordered_map's
+// bucket division and node allocations cost more than evaluating most nodes.
+class MemoTable {
+ public:
+  const Memo* find(const UOp* u) const {
+    if (keys_.empty()) return nullptr;
+    for (size_t at = start(u);; at = (at + 1) & (keys_.size() - 1)) {
+      if (keys_[at] == u) return &memos_[at];
+      if (!keys_[at]) return nullptr;
+    }
+  }
+  Memo& slot(const UOp* u) {
+    if (2 * (used_ + 1) > keys_.size()) grow();
+    size_t at = start(u);
+    while (keys_[at] && keys_[at] != u) at = (at + 1) & (keys_.size() - 1);
+    if (!keys_[at]) keys_[at] = u, ++used_;
+    return memos_[at];
+  }
+
+ private:
+  size_t start(const UOp* u) const {
+    return (reinterpret_cast<uintptr_t>(u) >> 4) * 0x9E3779B97F4A7C15ull >> (64 - bits_);
+  }
+  void grow() {
+    std::vector<const UOp*> keys = std::move(keys_);
+    std::vector<Memo> memos = std::move(memos_);
+    bits_ = std::max(bits_ + 1, 6);
+    keys_.assign(size_t{1} << bits_, nullptr);
+    memos_.assign(keys_.size(), Memo{});
+    used_ = 0;
+    for (size_t k = 0; k < keys.size(); ++k)
+      if (keys[k]) slot(keys[k]) = std::move(memos[k]);
+  }
+
+  std::vector<const UOp*> keys_;
+  std::vector<Memo> memos_;
+  size_t used_ = 0;
+  int bits_ = 5;
+};
+// An ALU node's operands: at most three (WHERE, MULACC).
+struct Sources {
+  std::array<Lanes, 3> at;
+  size_t size = 0;
+  const Lanes& operator[](size_t k) const { return at[k]; }
+};
+using Addresses = SmallList<char*, 16>;
+using Iterations = SmallList<uint64_t, 8>;  // of the loops an effect needs open
 
 [[noreturn]] void fail(const UOp& at, const std::string& what) {
   throw Error("kernel interpreter: " + std::string(op_name(at.op)) + " " + to_string(at.dtype) + ": " + what);
@@ -59,6 +172,11 @@ std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const UOpPtr
 // values computed since the last change of any loop variable or memory, so a
 // node shared by many users is evaluated once per iteration, never stale.
 class Interpreter {
+  struct Loop {
+    int64_t value;
+    uint64_t iteration;  // a number no other iteration of any loop has
+  };
+
  public:
   Interpreter(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& vars, int64_t begin,
               int64_t end, const std::vector<int64_t>* sizes = nullptr)
@@ -101,14 +219,14 @@ class Interpreter {
     if (first == src.size()) return body();
     const UOp& r = *src[first];
     if (r.op != Op::RANGE) fail(r, "found where a loop RANGE was expected");
-    if (ranges_.count(&r)) fail(r, "is already an open loop");
+    if (open_loop(r)) fail(r, "is already an open loop");
     const auto [lo, hi] = iterations(r);
     for (int64_t i = lo; i < hi; ++i) {
       set_range(r, i);
       loops(src, first + 1, body);
     }
-    ranges_.erase(&r);
-    memo_.clear();
+    std::erase_if(ranges_, [&](const auto& open) { return open.first == &r; });
+    forget_values();
   }
 
   std::pair<int64_t, int64_t> iterations(const UOp& r) {
@@ -120,19 +238,33 @@ class Interpreter {
     return {std::max<int64_t>(begin_, 0), std::min(end_, extent.i)};
   }
 
+  void forget_values() { ++memo_epoch_; }
+
+  Loop* open_loop(const UOp& r) {
+    for (auto& [range, loop] : ranges_)
+      if (range == &r) return &loop;
+    return nullptr;
+  }
+  const Loop* open_loop(const UOp& r) const { return const_cast<Interpreter*>(this)->open_loop(r); }
+
   void set_range(const UOp& r, int64_t i) {
-    ranges_[&r] = {i, ++iteration_};
-    memo_.clear();
+    if (Loop* open = open_loop(r))
+      *open = {i, ++iteration_};
+    else
+      ranges_.emplace_back(&r, Loop{i, ++iteration_});
+    forget_values();
   }
 
   // By value: evaluating one source may run a store, which clears the memo.
   Lanes eval(const UOp& u) {
-    if (auto it = memo_.find(&u); it != memo_.end()) return it->second;
+    if (const Memo* m = memo_.find(&u); m && m->epoch == memo_epoch_) return m->value;
     Lanes v = compute(u);
     if (v.dtype != u.dtype) fail(u, "computes a " + to_string(v.dtype) + " value from its sources");
     if (!u.dtype.ptr && v.lane.size() != u.dtype.lanes)
       fail(u, "computes " + std::to_string(v.lane.size()) + " lanes");
-    memo_.insert_or_assign(&u, v);
+    Memo& slot = memo_.slot(&u);
+    slot.epoch = memo_epoch_;
+    slot.value = v;
     return v;
   }
   Scalar1 eval1(const UOp& u) {
@@ -156,18 +288,18 @@ class Interpreter {
       case Op::CAST:
       case Op::BITCAST:
         need_src(u, 1, 1);
-        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+        return per_lane(u, [&](const Sources& x, size_t l) {
           return u.op == Op::CAST ? ks::cast(x[0].lane[l], u.dtype.base())
                                   : ks::bitcast(x[0].lane[l], u.dtype.base());
         });
       case Op::WHERE:
         need_src(u, 3, 3);
-        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+        return per_lane(u, [&](const Sources& x, size_t l) {
           return ks::truthy(x[0].lane[l]) ? x[1].lane[l] : x[2].lane[l];
         });
       case Op::MULACC:
         need_src(u, 3, 3);
-        return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+        return per_lane(u, [&](const Sources& x, size_t l) {
           note_sum_operands({ks::binary(Op::MUL, x[0].lane[l], x[1].lane[l]), x[2].lane[l]});
           return ks::mulacc(x[0].lane[l], x[1].lane[l], x[2].lane[l]);
         });
@@ -179,12 +311,13 @@ class Interpreter {
   // (comparisons: as many as their result).
   template <class F>
   Lanes per_lane(const UOp& u, F f) {
-    std::vector<Lanes> x;
+    Sources x;
     for (const auto& s : u.src) {
       if (s->dtype.lanes != u.dtype.lanes)
         fail(u, "a source has " + std::to_string(s->dtype.lanes) + " lanes, expected " +
                     std::to_string(u.dtype.lanes));
-      x.push_back(eval(*s));
+      if (x.size == x.at.size()) fail(u, "has more than " + std::to_string(x.at.size()) + " sources");
+      x.at[x.size++] = eval(*s);
     }
     Lanes out{u.dtype, {}};
     for (size_t l = 0; l < u.dtype.lanes; ++l) out.lane.push_back(f(x, l));
@@ -194,13 +327,12 @@ class Interpreter {
   Lanes alu(const UOp& u) {
     if (is_unary(u.op)) {
       need_src(u, 1, 1);
-      return per_lane(u,
-                      [&](const std::vector<Lanes>& x, size_t l) { return ks::unary(u.op, x[0].lane[l]); });
+      return per_lane(u, [&](const Sources& x, size_t l) { return ks::unary(u.op, x[0].lane[l]); });
     }
     if (is_binary(u.op)) {
       need_src(u, 2, 2);
       const bool sum = u.op == Op::ADD || u.op == Op::SUB;
-      return per_lane(u, [&](const std::vector<Lanes>& x, size_t l) {
+      return per_lane(u, [&](const Sources& x, size_t l) {
         if (sum) note_sum_operands({x[0].lane[l], x[1].lane[l]});
         return ks::binary(u.op, x[0].lane[l], x[1].lane[l]);
       });
@@ -222,7 +354,7 @@ class Interpreter {
     for (const auto& s : u.src) {
       if (s->dtype.base() != u.dtype.base()) fail(u, "has a " + to_string(s->dtype) + " source");
       const Lanes v = eval(*s);
-      out.lane.insert(out.lane.end(), v.lane.begin(), v.lane.end());
+      for (const Scalar1& l : v.lane) out.lane.push_back(l);
     }
     return out;
   }
@@ -242,15 +374,15 @@ class Interpreter {
   }
 
   Scalar1 range_value(const UOp& r) {
-    auto it = ranges_.find(&r);
-    if (it == ranges_.end()) fail(r, "used outside its loop");
-    return ks::of_int(DType::Int64, it->second.value);
+    const Loop* open = open_loop(r);
+    if (!open) fail(r, "used outside its loop");
+    return ks::of_int(DType::Int64, open->value);
   }
 
   Lanes reduce(const UOp& u) {
     need_src(u, 1, u.src.size());
     const Op op = u.get<ReduceArg>().op;
-    Lanes acc{u.dtype, std::vector<Scalar1>(u.dtype.lanes, ks::reduce_identity(op, u.dtype.base()))};
+    Lanes acc{u.dtype, SmallList<Scalar1, 16>(u.dtype.lanes, ks::reduce_identity(op, u.dtype.base()))};
     loops(u.src, 1, [&] {
       const Lanes x = eval(*u.src[0]);
       if (x.lane.size() != acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
@@ -281,15 +413,15 @@ class Interpreter {
   // Are all the loops the node needs open now? (If not, a deeper END runs it.)
   bool all_open(const UOp& u) const {
     const auto& needs = open_.at(&u);
-    return std::all_of(needs.begin(), needs.end(), [&](const UOp* r) { return ranges_.contains(r); });
+    return std::all_of(needs.begin(), needs.end(), [&](const UOp* r) { return open_loop(*r) != nullptr; });
   }
 
   void run_once(const UOp& effect) {
-    std::vector<uint64_t> when;
+    Iterations when;
     for (const UOp* r : open_.at(&effect)) {
-      const auto it = ranges_.find(r);
-      if (it == ranges_.end()) fail(effect, "needs a loop that is not open");
-      when.push_back(it->second.iteration);
+      const Loop* open = open_loop(*r);
+      if (!open) fail(effect, "needs a loop that is not open");
+      when.push_back(open->iteration);
     }
     const auto it = effects_run_.find(&effect);
     if (it != effects_run_.end() && it->second == when) return;
@@ -338,7 +470,7 @@ class Interpreter {
 
   // The address of each memory element an INDEX reaches, in lane order; null
   // where the access is not valid. `value` is the dtype loaded or stored.
-  std::vector<char*> elements(const UOp& index, DType value) {
+  Addresses elements(const UOp& index, DType value) {
     if (index.op != Op::INDEX) fail(index, "found where an INDEX was expected");
     need_src(index, 2, 3);
     const UOp& buf = buffer_of(index);
@@ -352,7 +484,7 @@ class Interpreter {
     if (at.dtype.base() != DType::Int64) fail(index, "its index must be i64, got " + to_string(at.dtype));
     if (at.lane.size() != 1 && (at.lane.size() != count || elem.lanes != 1))
       fail(index, "a vector index needs one lane per element");
-    std::vector<bool> valid(count, true);
+    SmallList<char, 16> valid(count, true);
     if (index.src.size() == 3) {
       const Lanes v = eval(*index.src[2]);
       if (v.dtype.base() != DType::Bool || (v.lane.size() != 1 && v.lane.size() != count))
@@ -361,7 +493,7 @@ class Interpreter {
     }
     char* base = base_of(buf);
     const int64_t size = elem.lanes * elem.itemsize();
-    std::vector<char*> out;
+    Addresses out;
     for (size_t k = 0; k < count; ++k) {
       const int64_t i = at.lane.size() == 1 ? at.lane[0].i + static_cast<int64_t>(k) : at.lane[k].i;
       if (valid[k]) check_bounds(index, buf, i);
@@ -382,7 +514,7 @@ class Interpreter {
 
   Lanes load(const UOp& u) {
     need_src(u, 1, 1);
-    const std::vector<char*> at = elements(*u.src[0], u.dtype);
+    const Addresses at = elements(*u.src[0], u.dtype);
     const DType s = u.dtype.base();
     const size_t per = u.dtype.lanes / at.size();
     Lanes out{u.dtype, {}};
@@ -398,30 +530,26 @@ class Interpreter {
     if (u.src[0]->op == Op::INDEX && v.dtype != u.src[0]->dtype.deref())
       fail(u, "stores a " + to_string(v.dtype) + " value into a " + to_string(u.src[0]->dtype.deref()) +
                   " buffer");
-    const std::vector<char*> at = elements(*u.src[0], v.dtype);
+    const Addresses at = elements(*u.src[0], v.dtype);
     const DType s = v.dtype.base();
     const size_t per = v.dtype.lanes / at.size();
     for (size_t k = 0; k < at.size(); ++k)
       if (at[k])
         for (size_t l = 0; l < per; ++l) ks::store(at[k] + l * s.itemsize(), v.lane[k * per + l]);
-    memo_.clear();  // loads seen so far may read what was just written
+    forget_values();  // loads seen so far may read what was just written
   }
-
-  struct Loop {
-    int64_t value;
-    uint64_t iteration;  // a number no other iteration of any loop has
-  };
 
   void* const* bufs_;
   const std::vector<int64_t>* sizes_;
   int64_t begin_, end_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> open_;
   std::unordered_map<std::string, int64_t> var_values_;
-  std::unordered_map<const UOp*, Loop> ranges_;
+  std::vector<std::pair<const UOp*, Loop>> ranges_;  // the open loops: few, so a flat list
   uint64_t iteration_ = 0;
   double largest_sum_operand_ = 0;
-  std::unordered_map<const UOp*, Lanes> memo_;
-  std::unordered_map<const UOp*, std::vector<uint64_t>> effects_run_;
+  MemoTable memo_;
+  uint64_t memo_epoch_ = 0;
+  std::unordered_map<const UOp*, Iterations> effects_run_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> hoisted_;
   std::unordered_map<const UOp*, std::vector<char>> registers_;
 };
