@@ -35,10 +35,16 @@ UOpPtr expand_lanes(const UOpPtr& kernel);
 // several of that width, each its own register.
 UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = 0);
 
-// The kernel passes in order (docs/pipeline.md): optimizer, lower_reduce. Each
-// is reported to the pass observers (ir/pass_observer.hpp) under its name;
-// LOOM_DISABLE may switch off `optimizer` (as LOOM_NOOPT does). The result is
-// what the linearizer and the emitter take.
+// A value wider than `vector_bytes` (0: the host's SIMD width) is computed slice
+// by slice where GEPs take its slices, and a per-lane validity that is one bool
+// in every lane becomes that bool (codegen/split_vectors.cpp).
+UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = 0);
+
+// The kernel passes in order (docs/pipeline.md): optimizer, transcendental,
+// expander, lower_reduce, split_vectors. Each is reported to the pass observers
+// (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional
+// ones (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and
+// the emitter take.
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags);
 // The names of the passes lower_kernel runs, in order.
 const std::vector<std::string_view>& kernel_pass_names();

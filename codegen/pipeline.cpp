@@ -21,8 +21,8 @@ struct KernelPass {
 
 // The expander may be switched off: the linearizer runs upcast and unroll
 // ranges as plain loops then.
-const std::array<KernelPass, 4>& kernel_passes() {
-  static const std::array<KernelPass, 4> passes{{
+const std::array<KernelPass, 5>& kernel_passes() {
+  static const std::array<KernelPass, 5> passes{{
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f) {
          return optimize_kernel(k, OptimizerOptions{!f.noopt, f.vector_bits / 8});
@@ -31,6 +31,8 @@ const std::array<KernelPass, 4>& kernel_passes() {
       {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
       {"lower_reduce", false,
        [](const UOpPtr& k, const Flags& f) { return lower_reduce(k, f.vector_bits / 8); }},
+      {"split_vectors", true,
+       [](const UOpPtr& k, const Flags& f) { return split_vectors(k, f.vector_bits / 8); }},
   }};
   return passes;
 }

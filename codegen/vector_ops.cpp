@@ -19,7 +19,8 @@ UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes) {
 
 namespace {
 
-// Lanes `lanes` of a VECTORIZE: from one source, or from scalars; null otherwise.
+// Lanes `lanes` of a VECTORIZE: from one source, from scalars, or whole sources in
+// their order (a register-wide accumulator's slices); null otherwise.
 UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes) {
   std::vector<std::pair<size_t, int64_t>> at;  // each lane of v: its source and its lane there
   for (size_t s = 0; s < v->src.size(); ++s)
@@ -37,7 +38,25 @@ UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes) {
   }
   if (one_source) return pick(v->src[first], within);
   if (scalars) return UOp::make(Op::VECTORIZE, v->dtype.base().vec(static_cast<int>(lanes.size())), picked);
-  return nullptr;
+  std::vector<UOpPtr> whole;  // each source's lanes 0 .. n-1, in a row
+  for (size_t i = 0; i < lanes.size(); i += static_cast<size_t>(picked[i]->dtype.lanes)) {
+    for (int64_t l = 0; l < picked[i]->dtype.lanes; ++l)
+      if (i + static_cast<size_t>(l) >= lanes.size() || within[i + static_cast<size_t>(l)] != l ||
+          picked[i + static_cast<size_t>(l)] != picked[i])
+        return nullptr;
+    whole.push_back(picked[i]);
+  }
+  return UOp::make(Op::VECTORIZE, v->dtype.base().vec(static_cast<int>(lanes.size())), whole);
+}
+
+}  // namespace
+
+UOpPtr uniform_lane(const UOpPtr& v) {
+  if (v->dtype.lanes == 1) return v;
+  if (v->op != Op::VECTORIZE) return nullptr;
+  for (const auto& s : v->src)
+    if (s != v->src[0] || s->dtype.lanes != 1) return nullptr;
+  return v->src[0];
 }
 
 bool lane_wise(const UOpPtr& v) {
@@ -45,8 +64,6 @@ bool lane_wise(const UOpPtr& v) {
   return std::all_of(v->src.begin(), v->src.end(),
                      [&](const UOpPtr& s) { return s->dtype.lanes == v->dtype.lanes; });
 }
-
-}  // namespace
 
 UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
   const int n = static_cast<int>(lanes.size());
@@ -63,8 +80,15 @@ UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
     return pick(v->src[0], through);
   }
   if (v->dtype.lanes > 1 && lane_wise(v)) {
-    std::vector<UOpPtr> src;
-    for (const auto& s : v->src) src.push_back(pick(s, lanes));
+    std::vector<UOpPtr> src, scalars;
+    for (const auto& s : v->src) {
+      src.push_back(pick(s, lanes));
+      if (const UOpPtr x = uniform_lane(src.back())) scalars.push_back(x);
+    }
+    // Every picked source the same in all its lanes (a row's index, its validity): the op
+    // once on scalars, broadcast.
+    if (scalars.size() == src.size())
+      return broadcast(UOp::make(v->op, v->dtype.base(), std::move(scalars), v->arg), n);
     return UOp::make(v->op, v->dtype.base().vec(n), std::move(src), v->arg);
   }
   return gep(v, lanes);

@@ -16,6 +16,10 @@ UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes);
 // of a tile's product is a product of a broadcast and a vector, not a shuffle of
 // a wide product.
 UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes);
+// The scalar every lane of `v` is (`v` itself if scalar, x of VECTORIZE(x, x, ..., x)), or null.
+UOpPtr uniform_lane(const UOpPtr& v);
+// Is `v` an ALU op or a cast applied lane by lane (every source as wide as it)?
+bool lane_wise(const UOpPtr& v);
 // A constant `v` of `dt`'s scalar type, broadcast to `dt`'s lanes.
 UOpPtr vconst(DType dt, double v);
 // The identity of a REDUCE op (ADD 0, MUL 1, MAX the lowest value) as a `dt` constant.

@@ -48,9 +48,11 @@ class Aligned {
 };
 
 // Compiles `kernel` as it stands (no optimiser: the test chose its range kinds),
-// after the lowering passes (lanes, then REDUCE to accumulators).
+// after the lowering passes (lanes, REDUCE to accumulators, wide values in register slices).
 inline KernelFn compile_kernel(const UOpPtr& kernel, const std::string& name) {
-  return Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(kernel)), name), name).fn;
+  return Jit::instance()
+      .compile(emit_llvm_ir(split_vectors(lower_reduce(expand_lanes(kernel))), name), name)
+      .fn;
 }
 
 // One kernel argument: a buffer's memory and its size in bytes.

@@ -143,7 +143,8 @@ void check_inner_loads(const UOpPtr& lowered, const UOpPtr& reduce_range) {
 
 // The optimised kernel lowered as the pipeline lowers it for `vector_bytes`.
 UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
-  return lower_reduce(expand_lanes(optimize_kernel(kernel, {true, vector_bytes})), vector_bytes);
+  return split_vectors(
+      lower_reduce(expand_lanes(optimize_kernel(kernel, {true, vector_bytes})), vector_bytes), vector_bytes);
 }
 
 // Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
@@ -157,8 +158,8 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
                         : form == Form::Gemv ? gemv_kernel(s, epilogue)
                                              : matmul_kernel(s, epilogue);
   const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
-  const KernelFn fn =
-      Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), vector_bytes), "tile"), "tile").fn;
+  const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), vector_bytes), vector_bytes);
+  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(tile, "tile"), "tile").fn;
   Aligned<float> out(static_cast<size_t>(s.batch * s.m * s.n), -99.0f);
   Aligned<float> a(whole_numbers(s.batch * s.m * s.k, 1)), b(whole_numbers(s.batch * s.k * s.n, 2));
   Aligned<float> bias(whole_numbers(s.n, 3));
@@ -352,6 +353,25 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   check_inner_loads(low, of_kind(low, AxisKind::Reduce).at(0));
 }
 
+TEST_CASE("b in panels: the tile's epilogue works a row of registers at a time, rows tested as scalars") {
+  // 1022 rows: the last tile's padded rows are stored under their row's validity. Blocks
+  // of k: each tile adds the previous block's partial sums, then the bias and relu.
+  const auto low = lowered(packed_kernel({1, 1022, 1024, 1024}, true), 32);
+  int stores = 0;
+  for (const auto& u : toposort(low)) {
+    INFO(op_name(u->op) << " " << to_string(u->dtype));
+    if (is_alu(u->op) || u->op == Op::LOAD || u->op == Op::VECTORIZE || u->op == Op::GEP)
+      CHECK(u->dtype.lanes <= 16);  // a row of the tile: two ymm, never the 6 x 16 tile as one vector
+    if (u->op == Op::STORE && u->src[0]->src.at(0)->op == Op::DEFINE_GLOBAL) {
+      ++stores;
+      const UOpPtr& index = u->src[0];
+      CHECK(index->src.size() == 3);               // the padded rows are not stored ...
+      CHECK(index->src[2]->dtype == DType::Bool);  // ... as told by one bool per row
+    }
+  }
+  CHECK(stores == 6);
+}
+
 TEST_CASE(
     "b in panels: values as the plain loop nest's, blocks of k or not, with tails, batches, epilogues") {
   // Few rows and panels: the interpreters run every element twice, and under the
@@ -465,7 +485,10 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
       REQUIRE(column_sum_axes(kernel));
       const UOpPtr opt = optimize_kernel(kernel, {true, bytes});
       const KernelFn fn =
-          Jit::instance().compile(emit_llvm_ir(lower_reduce(expand_lanes(opt), bytes), "sum"), "sum").fn;
+          Jit::instance()
+              .compile(emit_llvm_ir(split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes), "sum"),
+                       "sum")
+              .fn;
       const int64_t blocks = std::max<int64_t>(s.blocks, 1);
       Aligned<float> out(static_cast<size_t>(blocks * s.n), -99.0f), want(out.size(), -99.0f);
       Aligned<float> b(whole_numbers(blocks * s.k * s.n, 2));
