@@ -386,18 +386,25 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
 // the rows of a stream past). When b comes in panels (schedule/panel_packing.hpp),
 // blocks of rows and of k instead.
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
-  const int64_t rows_id = mm.rows->get<AxisArg>().id;
   const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers, mm.a_ops);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
-  const int64_t tiles = (*trip(mm.rows) + tile.rows - 1) / tile.rows;
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
+  // The rows one tile high already: the schedule split them into a's row panels (m a
+  // multiple of their height, i = io * R + ii), so io is the loop over row tiles.
+  const bool tile_high = panels && mm.row_panels && tile.rows > 1 && *trip(mm.rows) == tile.rows;
+  const UOpPtr& tiled = tile_high ? mm.row_panels : mm.rows;
+  const int64_t tiles = tile_high ? *trip(tiled) : (*trip(tiled) + tile.rows - 1) / tile.rows;
   const int64_t kc = panels ? std::min(*trip(mm.reduce), kBlock) : 0;
   const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize) : 1;
-  k = pad_output_range(split_cols, find_range(split_cols, rows_id),
-                       (tiles + block - 1) / block * block * tile.rows);
-  UOpPtr rows = find_range(k, rows_id);
-  if (tile.rows > 1) {
+  const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
+  k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows);
+  UOpPtr rows = find_range(k, tiled_id);
+  if (tile_high) {
+    k = substitute(k, {{find_range(k, mm.rows->get<AxisArg>().id),
+                        with_kind(find_range(k, mm.rows->get<AxisArg>().id), AxisKind::Unroll)}});
+    rows = find_range(k, tiled_id);
+  } else if (tile.rows > 1) {
     const Split s = split(k, rows, tile.rows, AxisKind::Unroll);
     k = s.root, rows = s.outer;
   }

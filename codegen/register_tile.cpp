@@ -78,10 +78,15 @@ UOpPtr column_axis(const std::vector<UOpPtr>& outs, const UOpPtr& store_index, c
   return nullptr;
 }
 
-// i for the sides (a, b): the innermost output range a uses and b does not.
-UOpPtr row_axis(const std::vector<UOpPtr>& outs, const std::vector<UOpPtr>& a, const std::vector<UOpPtr>& b) {
-  for (auto r = outs.rbegin(); r != outs.rend(); ++r)
-    if (uses(a, *r) && !uses(b, *r)) return *r;
+// i for the sides (a, b): the innermost output range a uses and b does not, or the next
+// such range out from `inner`.
+UOpPtr row_axis(const std::vector<UOpPtr>& outs, const std::vector<UOpPtr>& a, const std::vector<UOpPtr>& b,
+                const UOpPtr& inner = nullptr) {
+  bool past = !inner;
+  for (auto r = outs.rbegin(); r != outs.rend(); ++r) {
+    if (past && uses(a, *r) && !uses(b, *r)) return *r;
+    past |= *r == inner;
+  }
   return nullptr;
 }
 
@@ -148,7 +153,12 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
        {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
     const UOpPtr cols = column_axis(f->outs, f->store_index, a, b), rows = row_axis(f->outs, a, b);
     if (!cols || !rows != one_row) continue;
-    return MatmulAxes{rows, cols, red->src.back(), float_ops(a_value), panel_axes(*f, cols, a, b)};
+    return MatmulAxes{rows,
+                      cols,
+                      red->src.back(),
+                      float_ops(a_value),
+                      panel_axes(*f, cols, a, b),
+                      rows ? row_axis(f->outs, a, b, rows) : nullptr};
   }
   return std::nullopt;
 }

@@ -21,6 +21,8 @@ struct MatmulAxes {
   UOpPtr reduce;               // k: the float sum's (innermost) range
   int64_t a_ops;               // float ALU ops computing one a value (0: a plain load)
   std::vector<UOpPtr> panels;  // other output ranges b uses and a does not (b packed in panels)
+  UOpPtr row_panels;           // the next output range out from rows that a uses and b does not, or null
+                      // (a in row panels with m a multiple of their height: i = row_panels * R + rows)
 };
 
 // The axes of a kernel of the form above, if it is one: one END over one

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 using namespace loom;
@@ -49,6 +50,21 @@ UOpPtr packed_kernel(const MatmulShape& s, bool epilogue = false) {
     value = alu(Op::MAX, {value + load(bias, jo * w + ji), const_float(f32, 0)});
   }
   return sink({end(store(index(out, t * (s.m * s.n) + i * s.n + jo * w + ji), value), {t, i, jo, ji})});
+}
+
+// The packed product with a in row panels too, m a multiple of 6 (as the schedule leaves
+// it: the rows split into io * 6 + ii, Q[t, io, k, ii]).
+UOpPtr row_panels_kernel(const MatmulShape& s) {
+  const auto f32 = DType::Float32;
+  const int64_t w = 16, r = 6;
+  auto out = global(0, f32), q = global(1, f32), p = global(2, f32);
+  auto t = make_range(s.batch, 0), io = make_range(s.m / r, 1), ii = make_range(r, 5);
+  auto jo = make_range(s.n / w, 2), ji = make_range(w, 4), k = make_range(s.k, 3, AxisKind::Reduce);
+  auto q_at = t * (s.m * s.k) + io * (s.k * r) + k * r + ii;
+  auto p_at = t * (s.k * s.n) + jo * (s.k * w) + k * w + ji;
+  UOpPtr value = reduce(Op::ADD, load(q, q_at) * load(p, p_at), {k});
+  auto out_at = t * (s.m * s.n) + (io * r + ii) * s.n + jo * w + ji;
+  return sink({end(store(index(out, out_at), value), {t, io, ii, jo, ji})});
 }
 
 // The product for one row of a, as the schedule leaves it (no range of size
@@ -149,14 +165,15 @@ UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
 
 // Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
 // against the kernel-IR interpreter on the plain loop nest.
-enum class Form { Plain, Packed, Gemv };
+enum class Form { Plain, Packed, Gemv, RowPanels };
 
 void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false, Form form = Form::Plain) {
   INFO("batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n << " transposed " << s.a_transposed
                 << " vector bytes " << vector_bytes << " form " << static_cast<int>(form));
-  const UOpPtr kernel = form == Form::Packed ? packed_kernel(s, epilogue)
-                        : form == Form::Gemv ? gemv_kernel(s, epilogue)
-                                             : matmul_kernel(s, epilogue);
+  const UOpPtr kernel = form == Form::Packed      ? packed_kernel(s, epilogue)
+                        : form == Form::Gemv      ? gemv_kernel(s, epilogue)
+                        : form == Form::RowPanels ? row_panels_kernel(s)
+                                                  : matmul_kernel(s, epilogue);
   const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
   const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), vector_bytes), vector_bytes);
   const KernelFn fn = Jit::instance().compile(emit_llvm_ir(tile, "tile"), "tile").fn;
@@ -387,6 +404,23 @@ TEST_CASE(
       check_values(shape, bytes, false, Form::Packed);
     }
   check_values({1, 7, 350, 32}, host_vector_bytes(), true, Form::Packed);
+}
+
+TEST_CASE("a in row panels as tall as the tile (m a multiple of 6): the panels are the row tiles, blocked") {
+  // 1020 rows: the schedule split them into 170 panels of 6, which were left one loop of
+  // 170 tiles with no row blocks and no threads (3072 x 3072 too).
+  const auto opt = optimize_kernel(row_panels_kernel({1, 1020, 1024, 1024}), {true, 32});
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
+  REQUIRE(loops.size() == 4);
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of row panels
+  CHECK(trip(loops[0]) >= 2);
+  CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k
+  CHECK(trip(loops[2]) == 1024 / 16);   // the panels of b
+  CHECK(trip(loops[0]) * trip(loops[3]) == 170);
+  const auto unroll = of_kind(opt, AxisKind::Unroll);
+  CHECK(std::any_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return trip(r) == 6; }));
+  for (const MatmulShape& shape : {MatmulShape{1, 18, 300, 32}, MatmulShape{2, 12, 263, 16}})
+    check_values(shape, host_vector_bytes(), false, Form::RowPanels);
 }
 
 TEST_CASE("b in panels, a kernel that reads its own output (an in-place update): no blocks of k") {
