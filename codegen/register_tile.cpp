@@ -7,6 +7,7 @@
 //   After:   END(..., i/6, i%6 [unroll], j/16, (j/8)%2 [unroll], j%8 [upcast]) -> 6 x 2 accumulators
 #include "codegen/register_tile.hpp"
 
+#include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
@@ -44,9 +45,6 @@ constexpr int64_t kMinBlockTiles = 8;
 // Row blocks at least (when there are as many tiles): the blocks are what the
 // threads share, and this machine has two cores.
 constexpr int64_t kMinBlocks = 2;
-// A step of k this long lands on another page: a column tile walking k down the rows
-// leaves every hardware prefetcher behind.
-constexpr int64_t kPageBytes = 4096;
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);

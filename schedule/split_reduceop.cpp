@@ -1,5 +1,6 @@
 #include "schedule/split_reduceop.hpp"
 
+#include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/movement_index.hpp"
 
@@ -20,8 +21,6 @@ constexpr int64_t kSplitOutputsBelow = 256;
 // The divisors tried, largest first: up to 256 parts (the second stage stays
 // a negligible reduce), at least 8, and at most 2^22 first-stage outputs.
 constexpr int64_t kMaxParts = 256, kMinParts = 8, kMaxFirstOutputs = int64_t{1} << 22;
-// A row of a page or more: walking a column down the rows lands on a new page each step.
-constexpr int64_t kPageBytes = 4096;
 // Rows a column tile walks per block: as many sequential streams as an L1 set has
 // ways (8 on x86 cores), since rows a power of two apart alias one set.
 constexpr int64_t kStridedRows = 8;
