@@ -177,7 +177,7 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
     const auto stride = address_stride(i, k);
     if (!stride || *stride * i->dtype.itemsize() < kPageBytes) return std::nullopt;
   }
-  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*f, cols, {}, b)};
+  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*f, cols, {}, b), nullptr};
 }
 
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
