@@ -29,9 +29,9 @@ int threads() {
 template <class Body>
 void in_parallel(tbb::task_arena& arena, Body body) {
   arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, kElements, kElements / 64),
-                      [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); },
-                      tbb::static_partitioner());
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, kElements, kElements / 64),
+        [&](const tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); }, tbb::static_partitioner());
   });
 }
 
@@ -74,6 +74,21 @@ void register_kernels() {
   add("stream_add", [](benchmark::State& s) {
     stream(s, 3, [](float* a, float* b, float* c, int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
+    });
+  });
+  // Not in STREAM: one array read and nothing written, the ceiling of a reduction
+  // (a sum, a column sum, GEMV's b). 32 partial sums keep it a stream, not a chain
+  // of dependent adds; the result lands in c so the reads are not dead.
+  add("stream_read", [](benchmark::State& s) {
+    stream(s, 1, [](float* a, float*, float* c, int64_t lo, int64_t hi) {
+      float part[32] = {};
+      int64_t i = lo;
+      for (; i + 32 <= hi; i += 32)
+        for (int p = 0; p < 32; ++p) part[p] += a[i + p];
+      for (; i < hi; ++i) part[0] += a[i];
+      float total = 0;
+      for (float p : part) total += p;
+      c[lo] = total;
     });
   });
   add("stream_triad", [](benchmark::State& s) {
