@@ -134,6 +134,19 @@ TEST_CASE("relu's mask reads relu's output: no reduce recomputes relu, and the g
     in_epilogues -= relus_in(r->src[0]);
   }
   CHECK(in_epilogues == 2);  // each layer's relu, once, in its matmul's store
+  // The masks (0 < relu's output) run in the matmul kernels, in the epilogue of the gradient
+  // dY w2 or in the loads of the products that read it, never as an elementwise pass of their
+  // own: 8 kernels, the 2 layers, the loss, dY w2, and one per parameter's gradient.
+  CHECK(s.kernels.size() == 8);
+  for (const auto& k : s.kernels) {
+    const std::vector<UOpPtr> nodes = toposort(k.ast);
+    const bool masks = std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) {
+      return n->op == Op::CMPLT && n->src[0]->is_const() && n->src[0]->const_value() == 0;
+    });
+    const bool sums =
+        std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::REDUCE; });
+    CHECK((!masks || sums));
+  }
   // Float32 sums of at most 11 products, in whatever order and contraction the kernels chose:
   // within 1e-5 of the gradient's largest element (as the reference interpreter computes it).
   for (const Tensor& gi : g) {
