@@ -490,6 +490,18 @@ TEST_CASE(
     REQUIRE(x1.size() == x2.size());
     CHECK(std::memcmp(x1.data(), x2.data(), x1.size() * sizeof(float)) == 0);
   }
+  {  // rows a multiple of the row panels' height: the panels are the tiles the threads share
+    Tensor x = Tensor::randn({516, 1024}).realize(), w = Tensor::randn({1024, 64}).realize();
+    const auto x1 = run_with_threads(1, [&] { return x.matmul(w); });
+    const auto x2 = run_with_threads(2, [&] { return x.matmul(w); });
+    REQUIRE(x1.size() == x2.size());
+    CHECK(std::memcmp(x1.data(), x2.data(), x1.size() * sizeof(float)) == 0);
+    Context plain{{"NOOPT", 1}};
+    const std::vector<float> want = x.matmul(w).realize().to_vector<float>();
+    REQUIRE(want.size() == x1.size());
+    for (size_t e = 0; e < want.size(); e += 7)
+      CHECK(std::abs(x1[e] - want[e]) <= 1e-3f * (1 + std::abs(want[e])));
+  }
   FreshCaches fresh;
   Context plain{{"NOOPT", 1}};
   Kernels seen;
