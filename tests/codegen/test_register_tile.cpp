@@ -419,8 +419,9 @@ TEST_CASE("a in row panels as tall as the tile (m a multiple of 6): the panels a
   CHECK(trip(loops[0]) * trip(loops[3]) == 170);
   const auto unroll = of_kind(opt, AxisKind::Unroll);
   CHECK(std::any_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return trip(r) == 6; }));
-  for (const MatmulShape& shape : {MatmulShape{1, 18, 300, 32}, MatmulShape{2, 12, 263, 16}})
-    check_values(shape, host_vector_bytes(), false, Form::RowPanels);
+  // Two panels of rows in each of two batches, k in two blocks of 150: the interpreters run
+  // every element twice, so few of them.
+  check_values({2, 12, 300, 16}, host_vector_bytes(), false, Form::RowPanels);
 }
 
 TEST_CASE("b in panels, a kernel that reads its own output (an in-place update): no blocks of k") {
