@@ -26,6 +26,7 @@
 #include <cmath>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace loom {
 
@@ -116,15 +117,31 @@ bool scatters_along(const UOpPtr& kernel, const UOpPtr& range) {
   return false;
 }
 
-// The range to put in SIMD lanes: the one most traffic is contiguous along, an
-// output range on a tie (its lanes need no folding).
+// Ranges open at some node beside a range in lanes (AxisKind::Upcast): the loops that
+// enclose or share the lanes' loop, which cannot take lanes of their own.
+std::unordered_set<const UOp*> beside_lanes(const UOpPtr& kernel) {
+  std::unordered_set<const UOp*> out;
+  for (const auto& u : toposort(kernel)) {
+    bool lanes = false;
+    for (const UOp* r : u->ranges()) lanes |= r->get<AxisArg>().kind == AxisKind::Upcast;
+    if (lanes) out.insert(u->ranges().begin(), u->ranges().end());
+  }
+  return out;
+}
+
+// The next range to put in SIMD lanes: the one most traffic is contiguous along, an
+// output range on a tie (its lanes need no folding), among those that no range in
+// lanes already shares a node with. A kernel over rows that reduces each row before
+// storing it (softmax's max, sum and normalised row) gets lanes in each of its loops.
 UOpPtr lane_candidate(const UOpPtr& kernel) {
   const std::vector<Access> all = accesses(kernel);
+  const std::unordered_set<const UOp*> taken = beside_lanes(kernel);
   UOpPtr best;
   double best_score = 0;
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
     if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if (taken.contains(r.get())) continue;
     if (scatters_along(kernel, r)) continue;
     const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
     if (score > best_score) best = r, best_score = score;
@@ -559,7 +576,7 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
       k = simplify(tile_column_sum(k, *column_sum, width, vector_registers(bytes)));
     } else {
       if (width >= 2)
-        if (const UOpPtr lane = lane_candidate(k)) k = upcast(k, lane, width);
+        for (UOpPtr lane = lane_candidate(k); lane; lane = lane_candidate(k)) k = upcast(k, lane, width);
       k = simplify(block_all_sums(k));
     }
   }

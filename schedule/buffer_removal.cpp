@@ -4,6 +4,7 @@
 #include "ir/range_split.hpp"
 #include "schedule/stage.hpp"
 
+#include <algorithm>
 #include <numeric>
 #include <unordered_set>
 
@@ -75,13 +76,73 @@ bool is_transcendental(Op op) {
 
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
 
+// The REDUCEs of a buffer's value (other buffers are read, not entered).
+std::vector<UOpPtr> reduces_in(const UOpPtr& value) {
+  std::vector<UOpPtr> out;
+  std::unordered_set<const UOp*> seen;
+  std::vector<UOpPtr> stack{value};
+  while (!stack.empty()) {
+    const UOpPtr u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second || u->op == Op::BUFFER || u->op == Op::BUFFERIZE) continue;
+    if (u->op == Op::REDUCE) out.push_back(u);
+    for (const auto& s : u->src) stack.push_back(s);
+  }
+  return out;
+}
+
+// A reduce per row that the reader computes once per row: every reduce in the value,
+// read at `index`, is over the reader's outermost loop ranges (the leading ranges of
+// the buffer it fills, not a reduce's) and the read goes on along other ranges
+// (the row's elements). The kernel's loops nest outermost first and codegen places a
+// reduce inside the loops it needs only, so it runs once per row, its row still in
+// L1 for the reader: softmax's max and sum, layernorm's mean, in the kernel over
+// rows that reads them (docs/pipeline.md). A reduce over all of the reader's ranges
+// (a matmul read elementwise) would be computed again beside its buffer; one over
+// inner ranges (a transposed reader) once per outer iteration; one over none (a
+// full sum) once per thread's chunk.
+bool reduced_once_per_row(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
+  // Reduces of one buffer's rows (softmax's x): a product of two buffers (a matmul,
+  // whose gradient's kernels read it back) keeps its buffer.
+  if (reads_of(buffer->src[0]).buffers.size() != 1) return false;
+  const std::vector<UOpPtr> idx = index_of(index);
+  const std::vector<UOpPtr> reduces = reduces_in(buffer->src[0]);
+  if (reduces.empty()) return false;
+  for (const UOpPtr& red : reduces) {
+    std::unordered_set<const UOp*> rows;  // the reader's ranges the reduce depends on
+    for (const UOp* r : red->ranges()) {
+      size_t i = 0;
+      while (i < idx.size() && buffer->src[i + 1].get() != r) ++i;
+      if (i == idx.size() || idx[i]->op != Op::RANGE || idx[i]->get<AxisArg>().kind != AxisKind::Loop)
+        return false;
+      rows.insert(idx[i].get());
+    }
+    if (rows.empty()) return false;
+    const auto place = ctx.range_places.find(*rows.begin());
+    if (place == ctx.range_places.end()) return false;
+    for (const UOp* r : rows) {
+      const auto p = ctx.range_places.find(r);
+      if (p == ctx.range_places.end() || p->second.buffer != place->second.buffer ||
+          p->second.position >= rows.size())
+        return false;
+    }
+    // A reader whose own reduces run under more of its ranges (the matmul that reads a
+    // softmax as its a) may read this inside them, which would split its tile by rows.
+    if (place->second.reduce_reach > rows.size()) return false;
+    bool read_along_more = rows.size() < place->second.count;
+    for (const UOp* r : index->ranges()) read_along_more |= !rows.contains(r);
+    if (!read_along_more) return false;
+  }
+  return true;
+}
+
 // Should this proposed buffer stay? (Its consumers' reads are what decide.)
 bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
   const UOpPtr& value = buffer->src[0];
   if (value->op == Op::CONTIGUOUS) return true;  // a realization point
   const Reads r = reads_of(value);
   if (r.buffers.size() > kMaxInlinedBuffers) return true;
-  if (r.reduce_reads_buffer) {
+  if (r.reduce_reads_buffer && !reduced_once_per_row(buffer, index, ctx)) {
     if (ctx.flags.pcontig <= kPcontigInlineLevel) return true;
     int64_t in = 1;
     for (const UOp* b : r.buffers) in += buffer_size(*b);
@@ -131,6 +192,22 @@ UOpPtr read_constant(const Match& m) {
 }
 
 }  // namespace
+
+void place_ranges(const UOpPtr& root, StageContext& ctx) {
+  for (const UOpPtr& u : toposort(root)) {
+    if (u->op != Op::BUFFERIZE) continue;
+    std::vector<UOpPtr> ranges;
+    for (size_t i = 1; i < u->src.size(); ++i)
+      if (u->src[i]->op == Op::RANGE) ranges.push_back(u->src[i]);
+    size_t reach = 0;
+    for (const UOpPtr& red : reduces_in(u->src[0]))
+      for (size_t i = 0; i < ranges.size(); ++i)
+        if (red->ranges().contains(ranges[i])) reach = std::max(reach, i + 1);
+    for (size_t i = 0; i < ranges.size(); ++i)
+      ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach};
+    ctx.held.push_back(u);
+  }
+}
 
 const PatternMatcher& buffer_removal() {
   using P = UPat;

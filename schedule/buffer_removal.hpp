@@ -8,15 +8,22 @@
 // Keep rules, in order (docs/pipeline.md): a realization point (CONTIGUOUS)
 // stays; a value reading more than kMaxInlinedBuffers buffers stays; a value
 // whose reduce reads a buffer stays (the reduce would run once per read),
-// unless LOOM_PCONTIG > kPcontigInlineLevel and the buffer is at least
-// kMinOutputToInput times larger than what it reads; a unary op read inside a
-// reduce's loop stays. Everything else is inlined. Folds beside them:
-// BUFFERIZE(CONST) and INDEX(CONST) read the constant, and a buffer read at
-// exactly its own ranges is its value.
+// unless each reduce is over the reader's outermost ranges and read along more
+// (a row's max or sum in the kernel over those rows: it runs once per row;
+// place_ranges must have filled the context), or LOOM_PCONTIG >
+// kPcontigInlineLevel and the buffer is at least kMinOutputToInput times larger
+// than what it reads; a unary op read inside a reduce's loop stays. Everything
+// else is inlined. Folds beside them: BUFFERIZE(CONST) and INDEX(CONST) read the
+// constant, and a buffer read at exactly its own ranges is its value.
 #include "ir/pattern.hpp"
+#include "schedule/stage.hpp"
 
 namespace loom {
 
 const PatternMatcher& buffer_removal();
+
+// Records where each BUFFERIZE of `root` has its ranges (StageContext::range_places),
+// which buffer_removal's row-reduce rule reads: call it on the graph before the stage.
+void place_ranges(const UOpPtr& root, StageContext& ctx);
 
 }  // namespace loom

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace loom {
@@ -23,11 +24,22 @@ struct Stage {
 
 // What the stages' rewrite functions may read: the flags of this realize, and
 // the RangeSplits that range_split collects until it reaches the SINK.
+// Where a RANGE stands among the ranges of the buffer it loops over (buffer_removal):
+// its position (0 is the outermost), how many ranges the buffer has, and how many of
+// its leading ranges the reduces in its value run under (a matmul's sum: all of them).
+struct RangePlace {
+  const UOp* buffer = nullptr;
+  size_t position = 0, count = 0, reduce_reach = 0;
+};
+
 struct StageContext {
   const Flags& flags;
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
   int64_t panel_bytes = 0;  // panel_packing: the register tile's width in bytes (0: no packing)
   int64_t panel_rows = 0;   // panel_packing: the register tile's rows (0: a is not packed)
+  // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
+  std::unordered_map<const UOp*, RangePlace> range_places = {};
+  std::vector<UOpPtr> held = {};
 };
 
 // Told what a group made of the graph: (group, before, after).

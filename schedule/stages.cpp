@@ -49,6 +49,7 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows) {
   StageContext ctx{flags, {}, panel_bytes, panel_rows};
+  place_ranges(sink, ctx);
   const UOpPtr out = run_stages("buffer_stages",
                                 {kIndexSimplifier,
                                  {"reduce_collapse", reduce_collapse},

@@ -321,3 +321,66 @@ TEST_CASE("a copy of a buffer is that buffer: a nested BUFFERIZE flattens into i
 %root = BUFFERIZE f32 %out, %r7 [(4)]
 )"));
 }
+
+namespace {
+// m = x.max(1) over x [4, 8], proposed as a buffer, read by x - m over `reader_ranges`
+// (the reader's BUFFERIZE ranges, outermost first) at r7.
+constexpr const char* kMinusMax = R"(%r8 = RANGE i64 %m [axis 8 loop]
+%row7 = MUL i64 %r7, %m
+%j = ADD i64 %row7, %r8
+%jx = INDEX f32* %x, %j
+%ly = LOAD f32 %jx
+%d = SUB f32 %ly, %lb)";
+std::string row_max_read(const std::string& reader_ranges, const std::string& reader_shape,
+                         const std::string& value = kMinusMax) {
+  return fmt::format(R"(
+%n = CONST i64 [4]
+%m = CONST i64 [8]
+%r0 = RANGE i64 %n [axis 0 loop]
+%k = RANGE i64 %m [axis 1 reduce]
+%x = BUFFER f32 [(1 32)]
+%row = MUL i64 %r0, %m
+%i = ADD i64 %row, %k
+%ix = INDEX f32* %x, %i
+%lx = LOAD f32 %ix
+%mx = REDUCE f32 %lx, %k [reduce MAX ()]
+%b = BUFFERIZE f32 %mx, %r0 [(4)]
+%r7 = RANGE i64 %n [axis 7 loop]
+%ib = INDEX f32* %b, %r7
+%lb = LOAD f32 %ib
+{}
+%out = CONTIGUOUS f32 %d
+%root = BUFFERIZE f32 %out, {} [({})]
+)",
+                     value, reader_ranges, reader_shape);
+}
+
+// buffer_removal with the ranges placed, as buffer_stages runs it.
+UOpPtr remove_buffers(const std::string& text) {
+  const Flags flags;
+  StageContext ctx{flags, {}};
+  const UOpPtr graph = parse_text(text);
+  place_ranges(graph, ctx);
+  return graph_rewrite(graph, symbolic() + buffer_removal(), ctx);
+}
+
+int count_op(const UOpPtr& root, Op op) {
+  int n = 0;
+  for (const auto& u : toposort(root)) n += u->op == op;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a row's reduce read by the kernel over those rows is inlined there: once per row, not per read") {
+  // x - x.max(1): the reader loops over rows (r7) outermost, then the row (r8).
+  const UOpPtr rows = remove_buffers(row_max_read("%r7, %r8", "4 8"));
+  CHECK(count_op(rows, Op::BUFFERIZE) == 1);  // the output's only
+  REQUIRE(count_op(rows, Op::REDUCE) == 1);
+  for (const auto& u : toposort(rows))
+    if (u->op == Op::REDUCE) CHECK(u->ranges().size() == 1);  // the reader's row, r7, only
+  // A transposed reader (the row is its inner loop) would run the max once per
+  // element of its outer loop, and a reader of the maxima alone (all its ranges)
+  // reads each once anyway: both keep the buffer.
+  CHECK(count_op(remove_buffers(row_max_read("%r8, %r7", "8 4")), Op::BUFFERIZE) == 2);
+  CHECK(count_op(remove_buffers(row_max_read("%r7", "4", "%d = NEG f32 %lb")), Op::BUFFERIZE) == 2);
+}

@@ -153,7 +153,7 @@ TEST_CASE("an inline expression: its kernels, one stage at a time, and --run's t
 }
 
 TEST_CASE("--diff shows what each rewrite stage changed; --kernel keeps one kernel") {
-  const std::string program = "x = rand(64, 32); s = x.sum(1, keepdim=1); out = x / s";
+  const std::string program = "x = rand(64, 32); s = x.sum(0, keepdim=1); out = x / s";
   const Run diff = loom_dump({"-e", program, "--diff", "--stage=rangeify,optimizer"});
   REQUIRE_MESSAGE(diff.code == 0, diff.err);
   CHECK(has(diff.out, "=== rangeify ===\n--- before rangeify\n+++ after rangeify\n@@ "));
