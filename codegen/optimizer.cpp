@@ -181,10 +181,17 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   const UOpPtr inside = padded < old_end;
   UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
   if (axis.kind != AxisKind::Reduce) return k;
-  const UOpPtr red = reduce_of(k, padded);
-  std::vector<UOpPtr> src = red->src;
-  src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
-  return substitute(k, {{red, red->with_src(std::move(src))}});
+  // Every REDUCE over the range folds the padding as its identity: one kernel may
+  // hold several over the same range (a row's sum read twice, computed in place).
+  std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
+  for (const auto& red : toposort(k)) {
+    if (red->op != Op::REDUCE || std::find(red->src.begin() + 1, red->src.end(), padded) == red->src.end())
+      continue;
+    std::vector<UOpPtr> src = red->src;
+    src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
+    guarded.emplace_back(red, red->with_src(std::move(src)));
+  }
+  return substitute(k, guarded);
 }
 
 // `range` padded to a multiple of `multiple` where its end is not one.
