@@ -92,6 +92,7 @@ std::vector<uint8_t> random_bytes(const Slot& s, std::mt19937_64& rng) {
 struct Run {
   std::vector<std::vector<uint8_t>> buffers;
   double scale = 0;
+  bool made_infinity = false;
 };
 
 // Runs `kernel` on copies of `inputs`.
@@ -105,8 +106,8 @@ Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
     ptrs[static_cast<size_t>(slot)] = buffers[k++].data();
     sizes[static_cast<size_t>(slot)] = s.size;
   }
-  const double scale = interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
-  return {std::move(buffers), scale};
+  const KernelRunFacts facts = interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
+  return {std::move(buffers), facts.largest_sum_operand, facts.made_infinity};
 }
 
 // Whether `kernel` sums (ADD) or multiplies (MUL) floats over an axis.
@@ -123,15 +124,18 @@ bool has_float_reduce(const UOpPtr& kernel, Op op) {
 // overflow partway in order and not as a tree, then meet inf * 0 in one order, or reach
 // 0 partway in one order and stay there). Such an element, infinite on either side or
 // below the smallest normal number on both (`products`: 0 on either side), is no
-// evidence against a pass that reorders: it is made equal on both sides. NaN against
-// a finite value still counts (a wrong rewrite taking a log of a negative number).
-void forgive_range_limits(ref::RefTensor& got, ref::RefTensor& want, bool products) {
+// evidence against a pass that reorders: it is made equal on both sides. So is NaN
+// against a finite value where either run made an infinity from finite operands (inf
+// * 0: a sum of random values that cancels to 0 in one order, then divided by); else
+// it still counts (a wrong rewrite taking a log of a negative number).
+void forgive_range_limits(ref::RefTensor& got, ref::RefTensor& want, bool products, bool made_infinity) {
   if (!want.dtype.is_float()) return;
   const double smallest_normal = want.dtype.scalar == Scalar::Float32 ? std::numeric_limits<float>::min()
                                                                       : std::numeric_limits<double>::min();
   for (size_t e = 0; e < want.f.size(); ++e) {
     double &g = got.f[e], &w = want.f[e];
-    if (std::isinf(g) || std::isinf(w)) g = w = std::numeric_limits<double>::quiet_NaN();
+    if (std::isinf(g) || std::isinf(w) || (made_infinity && (std::isnan(g) || std::isnan(w))))
+      g = w = std::numeric_limits<double>::quiet_NaN();
     const bool tiny = std::abs(g) < smallest_normal && std::abs(w) < smallest_normal;
     if (tiny || (products && (g == 0 || w == 0))) g = w;
   }
@@ -172,7 +176,7 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
     auto g = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, got.buffers[k].data());
     auto w = ref::RefTensor::from_bytes(compared_dtype(s), {s.size}, want.buffers[k].data());
     ++k;
-    if (reorders) forgive_range_limits(g, w, products);
+    if (reorders) forgive_range_limits(g, w, products, got.made_infinity || want.made_infinity);
     // Passes may reorder a float reduction: the approximate class's tolerance, relative
     // to the largest operand of a sum (a sum that cancels keeps its operands' error).
     const double scale = std::max(magnitude(w), want.scale);

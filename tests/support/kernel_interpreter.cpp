@@ -199,7 +199,7 @@ class Interpreter {
     }
   }
 
-  double largest_sum_operand() const { return largest_sum_operand_; }
+  KernelRunFacts facts() const { return {largest_sum_operand_, made_infinity_}; }
 
  private:
   void bind_vars(const UOpPtr& kernel, const std::vector<int64_t>& vars) {
@@ -320,8 +320,19 @@ class Interpreter {
       x.at[x.size++] = eval(*s);
     }
     Lanes out{u.dtype, {}};
-    for (size_t l = 0; l < u.dtype.lanes; ++l) out.lane.push_back(f(x, l));
+    for (size_t l = 0; l < u.dtype.lanes; ++l) {
+      out.lane.push_back(f(x, l));
+      if (std::isinf(out.lane[l].f) && u.dtype.is_float()) note_infinity(x, l);
+    }
     return out;
+  }
+
+  // An infinity made from finite operands (an overflow, a division by 0): what is
+  // computed from it (inf * 0 = NaN) says nothing of a pass that reorders floats.
+  void note_infinity(const Sources& x, size_t l) {
+    for (size_t k = 0; k < x.size; ++k)
+      if (x[k].dtype.is_float() && !std::isfinite(x[k].lane[l].f)) return;
+    made_infinity_ = true;
   }
 
   Lanes alu(const UOp& u) {
@@ -388,7 +399,9 @@ class Interpreter {
       if (x.lane.size() != acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
       for (size_t l = 0; l < acc.lane.size(); ++l) {
         if (op == Op::ADD) note_sum_operands({acc.lane[l], x.lane[l]});
+        const bool finite = std::isfinite(acc.lane[l].f) && std::isfinite(x.lane[l].f);
         acc.lane[l] = ks::binary(op, acc.lane[l], x.lane[l]);
+        made_infinity_ |= finite && std::isinf(acc.lane[l].f) && u.dtype.is_float();
       }
     });
     return acc;
@@ -547,6 +560,7 @@ class Interpreter {
   std::vector<std::pair<const UOp*, Loop>> ranges_;  // the open loops: few, so a flat list
   uint64_t iteration_ = 0;
   double largest_sum_operand_ = 0;
+  bool made_infinity_ = false;
   MemoTable memo_;
   uint64_t memo_epoch_ = 0;
   std::unordered_map<const UOp*, Iterations> effects_run_;
@@ -561,12 +575,12 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
   Interpreter(kernel, bufs, vars, begin, end).run(*kernel);
 }
 
-double interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
-                                const std::vector<int64_t>& vars) {
+KernelRunFacts interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs,
+                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars) {
   if (!kernel) throw Error("kernel interpreter: the kernel is null");
   Interpreter interpreter(kernel, bufs, vars, 0, -1, &sizes);
   interpreter.run(*kernel);
-  return interpreter.largest_sum_operand();
+  return interpreter.facts();
 }
 
 }  // namespace loom

@@ -20,10 +20,17 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
 
 // The same, with each slot's size in elements: a load or store outside its
 // buffer is a loom::Error naming the slot and the index, never a stray access.
-// Returns the largest finite magnitude of any operand of a float sum (ADD, SUB,
-// an ADD reduce) the kernel computed, 0 if none: the scale that rounding errors
-// of its sums, and of any reordering of them, are relative to.
-double interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs, const std::vector<int64_t>& sizes,
-                                const std::vector<int64_t>& vars);
+// Returns what the kernel checker needs to judge a pass that reorders floats.
+struct KernelRunFacts {
+  // The largest finite magnitude of any operand of a float sum (ADD, SUB, an ADD
+  // reduce) the kernel computed, 0 if none: the scale that rounding errors of its
+  // sums, and of any reordering of them, are relative to.
+  double largest_sum_operand = 0;
+  // Whether a float op made an infinity from finite operands (an overflow, a
+  // division by 0, as of a sum that cancelled to 0 in this order).
+  bool made_infinity = false;
+};
+KernelRunFacts interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs,
+                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars);
 
 }  // namespace loom
