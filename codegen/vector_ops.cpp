@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 namespace loom {
 
@@ -19,9 +20,27 @@ UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes) {
 
 namespace {
 
+// pick's results within one call: a lane-wise tree is a DAG (exp's polynomial, a row's
+// reduces fused into their reader), and walking it without a memo is exponential in depth.
+struct PickKey {
+  const UOp* v;
+  std::vector<int64_t> lanes;
+  bool operator==(const PickKey&) const = default;
+};
+struct PickKeyHash {
+  size_t operator()(const PickKey& k) const {
+    size_t h = std::hash<const void*>{}(k.v);
+    for (int64_t l : k.lanes) h = h * 1000003u ^ std::hash<int64_t>{}(l);
+    return h;
+  }
+};
+using PickMemo = std::unordered_map<PickKey, UOpPtr, PickKeyHash>;
+
+UOpPtr pick_in(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo);
+
 // Lanes `lanes` of a VECTORIZE: from one source, from scalars, or whole sources in
 // their order (a register-wide accumulator's slices); null otherwise.
-UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes) {
+UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo) {
   std::vector<std::pair<size_t, int64_t>> at;  // each lane of v: its source and its lane there
   for (size_t s = 0; s < v->src.size(); ++s)
     for (int64_t l = 0; l < static_cast<int64_t>(v->src[s]->dtype.lanes); ++l) at.emplace_back(s, l);
@@ -36,7 +55,7 @@ UOpPtr pick_vectorized(const UOpPtr& v, const std::vector<int64_t>& lanes) {
     within.push_back(sl);
     picked.push_back(v->src[s]);
   }
-  if (one_source) return pick(v->src[first], within);
+  if (one_source) return pick_in(v->src[first], within, memo);
   if (scalars) return UOp::make(Op::VECTORIZE, v->dtype.base().vec(static_cast<int>(lanes.size())), picked);
   std::vector<UOpPtr> whole;  // each source's lanes 0 .. n-1, in a row
   for (size_t i = 0; i < lanes.size(); i += static_cast<size_t>(picked[i]->dtype.lanes)) {
@@ -65,24 +84,26 @@ bool lane_wise(const UOpPtr& v) {
                      [&](const UOpPtr& s) { return s->dtype.lanes == v->dtype.lanes; });
 }
 
-UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
+namespace {
+
+UOpPtr pick_uncached(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo) {
   const int n = static_cast<int>(lanes.size());
   bool identity = n == static_cast<int>(v->dtype.lanes);
   for (int i = 0; identity && i < n; ++i) identity = lanes[static_cast<size_t>(i)] == i;
   if (identity) return v;
   if (v->dtype.lanes == 1) return broadcast(v, n);  // every lane is the scalar
   if (v->op == Op::VECTORIZE)
-    if (UOpPtr p = pick_vectorized(v, lanes)) return p;
+    if (UOpPtr p = pick_vectorized(v, lanes, memo)) return p;
   if (v->op == Op::GEP) {
     const auto& inner = v->get<std::vector<int64_t>>();
     std::vector<int64_t> through;
     for (int64_t l : lanes) through.push_back(inner.at(static_cast<size_t>(l)));
-    return pick(v->src[0], through);
+    return pick_in(v->src[0], through, memo);
   }
   if (v->dtype.lanes > 1 && lane_wise(v)) {
     std::vector<UOpPtr> src, scalars;
     for (const auto& s : v->src) {
-      src.push_back(pick(s, lanes));
+      src.push_back(pick_in(s, lanes, memo));
       if (const UOpPtr x = uniform_lane(src.back())) scalars.push_back(x);
     }
     // Every picked source the same in all its lanes (a row's index, its validity): the op
@@ -92,6 +113,21 @@ UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
     return UOp::make(v->op, v->dtype.base().vec(n), std::move(src), v->arg);
   }
   return gep(v, lanes);
+}
+
+UOpPtr pick_in(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo) {
+  PickKey key{v.get(), lanes};
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  UOpPtr out = pick_uncached(v, lanes, memo);
+  memo.emplace(std::move(key), out);
+  return out;
+}
+
+}  // namespace
+
+UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
+  PickMemo memo;
+  return pick_in(v, lanes, memo);
 }
 
 UOpPtr vconst(DType dt, double v) { return broadcast(const_like(dt.base(), v), dt.lanes); }
