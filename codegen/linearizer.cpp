@@ -138,8 +138,8 @@ void Builder::close_loop() {
 // an END is placed as a unit (its loops, then its body inside them).
 void Builder::value(const UOpPtr& u) {
   if (is_placed(u)) return;
-  std::vector<std::pair<UOpPtr, size_t>> stack{
-      {u, 0}};  // node, next of 2n visits (loop-waiting, then others)
+  // node, next of its 2n source visits (those that wait for a loop, then the others)
+  std::vector<std::pair<UOpPtr, size_t>> stack{{u, 0}};
   std::unordered_set<const UOp*> seen{u.get()};
   while (!stack.empty()) {
     auto& [node, next] = stack.back();

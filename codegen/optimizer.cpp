@@ -57,11 +57,19 @@ UOpPtr find_range(const UOpPtr& kernel, int64_t id) {
   return nullptr;
 }
 
-// The REDUCE that closes `range`, if any.
-UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range) {
+// The REDUCEs that close `range` (a kernel may hold several over one range).
+std::vector<UOpPtr> reduces_of(const UOpPtr& kernel, const UOpPtr& range) {
+  std::vector<UOpPtr> out;
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::REDUCE && std::find(n->src.begin() + 1, n->src.end(), range) != n->src.end()) return n;
-  return nullptr;
+    if (n->op == Op::REDUCE && std::find(n->src.begin() + 1, n->src.end(), range) != n->src.end())
+      out.push_back(n);
+  return out;
+}
+
+// The first of them, if any.
+UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range) {
+  const std::vector<UOpPtr> reds = reduces_of(kernel, range);
+  return reds.empty() ? nullptr : reds.front();
 }
 
 // ---- where the traffic is contiguous --------------------------------------------------
@@ -184,9 +192,7 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   // Every REDUCE over the range folds the padding as its identity: one kernel may
   // hold several over the same range (a row's sum read twice, computed in place).
   std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
-  for (const auto& red : toposort(k)) {
-    if (red->op != Op::REDUCE || std::find(red->src.begin() + 1, red->src.end(), padded) == red->src.end())
-      continue;
+  for (const auto& red : reduces_of(k, padded)) {
     std::vector<UOpPtr> src = red->src;
     src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
     guarded.emplace_back(red, red->with_src(std::move(src)));
@@ -425,8 +431,8 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows);
   UOpPtr rows = find_range(k, tiled_id);
   if (tile_high) {
-    k = substitute(k, {{find_range(k, mm.rows->get<AxisArg>().id),
-                        with_kind(find_range(k, mm.rows->get<AxisArg>().id), AxisKind::Unroll)}});
+    const UOpPtr within = find_range(k, mm.rows->get<AxisArg>().id);
+    k = substitute(k, {{within, with_kind(within, AxisKind::Unroll)}});
     rows = find_range(k, tiled_id);
   } else if (tile.rows > 1) {
     const Split s = split(k, rows, tile.rows, AxisKind::Unroll);

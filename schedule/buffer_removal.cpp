@@ -35,6 +35,7 @@ int64_t buffer_size(const UOp& b) {
 // inside it reads one. Other BUFFERIZEs are read, not entered.
 struct Reads {
   std::vector<const UOp*> buffers;
+  std::vector<const UOp*> reduces;  // the REDUCEs of the value (other buffers are read, not entered)
   bool reduce_reads_buffer = false;
 };
 
@@ -46,6 +47,7 @@ Reads reads_of(const UOpPtr& value) {
     auto [u, in_reduce] = stack.back();
     stack.pop_back();
     if (!seen[in_reduce].insert(u).second) continue;
+    if (u->op == Op::REDUCE && !seen[!in_reduce].contains(u)) out.reduces.push_back(u);
     if (u->op == Op::BUFFER || u->op == Op::BUFFERIZE) {
       if (buffers.insert(u).second) out.buffers.push_back(u);
       out.reduce_reads_buffer |= in_reduce;
@@ -76,21 +78,6 @@ bool is_transcendental(Op op) {
 
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
 
-// The REDUCEs of a buffer's value (other buffers are read, not entered).
-std::vector<UOpPtr> reduces_in(const UOpPtr& value) {
-  std::vector<UOpPtr> out;
-  std::unordered_set<const UOp*> seen;
-  std::vector<UOpPtr> stack{value};
-  while (!stack.empty()) {
-    const UOpPtr u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u.get()).second || u->op == Op::BUFFER || u->op == Op::BUFFERIZE) continue;
-    if (u->op == Op::REDUCE) out.push_back(u);
-    for (const auto& s : u->src) stack.push_back(s);
-  }
-  return out;
-}
-
 // A reduce per row that the reader computes once per row: every reduce in the value,
 // read at `index`, is over the reader's outermost loop ranges (the leading ranges of
 // the buffer it fills, not a reduce's) and the read goes on along other ranges
@@ -101,14 +88,15 @@ std::vector<UOpPtr> reduces_in(const UOpPtr& value) {
 // (a matmul read elementwise) would be computed again beside its buffer; one over
 // inner ranges (a transposed reader) once per outer iteration; one over none (a
 // full sum) once per thread's chunk.
-bool reduced_once_per_row(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
+bool reduced_once_per_row(const UOpPtr& buffer, const Reads& reads, const UOpPtr& index,
+                          const StageContext& ctx) {
   // Reduces of one buffer's rows (softmax's x): a product of two buffers (a matmul,
   // whose gradient's kernels read it back) keeps its buffer.
-  if (reads_of(buffer->src[0]).buffers.size() != 1) return false;
+  if (reads.buffers.size() != 1) return false;
   const std::vector<UOpPtr> idx = index_of(index);
-  const std::vector<UOpPtr> reduces = reduces_in(buffer->src[0]);
+  const std::vector<const UOp*>& reduces = reads.reduces;
   if (reduces.empty()) return false;
-  for (const UOpPtr& red : reduces) {
+  for (const UOp* red : reduces) {
     std::unordered_set<const UOp*> rows;  // the reader's ranges the reduce depends on
     for (const UOp* r : red->ranges()) {
       size_t i = 0;
@@ -142,7 +130,7 @@ bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
   if (value->op == Op::CONTIGUOUS) return true;  // a realization point
   const Reads r = reads_of(value);
   if (r.buffers.size() > kMaxInlinedBuffers) return true;
-  if (r.reduce_reads_buffer && !reduced_once_per_row(buffer, index, ctx)) {
+  if (r.reduce_reads_buffer && !reduced_once_per_row(buffer, r, index, ctx)) {
     if (ctx.flags.pcontig <= kPcontigInlineLevel) return true;
     int64_t in = 1;
     for (const UOp* b : r.buffers) in += buffer_size(*b);
@@ -200,7 +188,7 @@ void place_ranges(const UOpPtr& root, StageContext& ctx) {
     for (size_t i = 1; i < u->src.size(); ++i)
       if (u->src[i]->op == Op::RANGE) ranges.push_back(u->src[i]);
     size_t reach = 0;
-    for (const UOpPtr& red : reduces_in(u->src[0]))
+    for (const UOp* red : reads_of(u->src[0]).reduces)
       for (size_t i = 0; i < ranges.size(); ++i)
         if (red->ranges().contains(ranges[i])) reach = std::max(reach, i + 1);
     for (size_t i = 0; i < ranges.size(); ++i)
