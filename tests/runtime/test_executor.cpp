@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -28,10 +29,16 @@ void record_slices(void* const* bufs, const int64_t*, int64_t begin, int64_t end
   }
 }
 
-// Busy for about 2 ms per slice so that every thread of the arena gets work.
-void spin_per_slice(void* const*, const int64_t*, int64_t, int64_t) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-  while (std::chrono::steady_clock::now() < until) {
+// Slices entered in the current run of wait_for_a_second_thread.
+std::atomic<int> slices_entered{0};
+
+// Each slice waits (a second at most) until another slice has started, so the
+// calling thread cannot run every slice while the worker is still waking up on a
+// loaded machine (a fixed 2 ms spin per slice sometimes lost that race).
+void wait_for_a_second_thread(void* const*, const int64_t*, int64_t, int64_t) {
+  slices_entered.fetch_add(1);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (slices_entered.load() < 2 && std::chrono::steady_clock::now() < until) {
   }
 }
 
@@ -117,12 +124,9 @@ TEST_CASE("with two threads a 1024-extent kernel runs on both") {
   KeepThreads keep;
   set_num_threads(2);
   CHECK(num_threads() == 2);
-  int distinct = 0;
-  for (int attempt = 0; attempt < 5 && distinct < 2; ++attempt) {  // the OS may starve the worker once
-    run_kernel(spin_per_slice, {}, {}, 1024);
-    distinct = last_run_distinct_threads();
-  }
-  CHECK(distinct == 2);
+  slices_entered = 0;
+  run_kernel(wait_for_a_second_thread, {}, {}, 1024);
+  CHECK(last_run_distinct_threads() == 2);
 }
 
 TEST_CASE("extent 0 or 1 is one direct call on the calling thread") {
