@@ -519,6 +519,84 @@ TEST_CASE(
     CHECK(std::abs(got[e] - one[e]) <= 1e-3f * (1 + std::abs(one[e])));
 }
 
+namespace {
+// The gradients of a two-layer linear + bias + relu network with respect to its four
+// parameters, realized together (as an optimiser's step does), their values in turn.
+std::vector<float> linear_relu_gradients(const std::vector<Tensor>& p, const Tensor& x,
+                                         const Tensor& weights) {
+  const Tensor h = (x.matmul(p[0].transpose()) + p[1]).relu();
+  const Tensor loss = ((h.matmul(p[2].transpose()) + p[3]).relu() * weights).sum();
+  std::vector<Tensor> g = gradient(loss, p);
+  loom::realize(g);
+  std::vector<float> out;
+  for (const Tensor& t : g) {
+    const std::vector<float> v = t.to_vector<float>();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE(
+    "a linear + bias + relu backward on tail shapes: tiled products with the relu masks inside, bitwise "
+    "equal for LOOM_THREADS 1 and 2, and LOOM_NOOPT's loop nests agree") {
+  // Sizes that fill no tile: 67 rows (6-row tiles), 45 and 70 columns (16-column tiles).
+  manual_seed(5);
+  auto draw = [](Shape shape) { return Tensor::randn(std::move(shape)).realize(); };
+  const std::vector<Tensor> p = {draw({70, 45}), draw({70}), draw({13, 70}), draw({13})};
+  const Tensor x = draw({67, 45}), weights = draw({67, 13});
+  FreshCaches fresh;
+  Kernels seen;
+  std::vector<float> one, two;
+  {
+    Context single{{"THREADS", 1}};
+    one = linear_relu_gradients(p, x, weights);
+  }
+  // 7 sums (and any copies into panels): the two layers forward (the second's epilogue also
+  // writing its relu-masked dY), dY w2 (the first layer's mask in its epilogue), dW2, dW1,
+  // and the bias gradients, a column sum of dY each (docs/performance.md says why they stay
+  // apart). A relu or its mask is only ever inside one of them, never a pass of its own.
+  int sums = 0, backward_products = 0;
+  for (const auto& [name, kernel] : seen.all_optimized()) {
+    const auto nodes = toposort(kernel);
+    INFO(name);
+    const bool masks = std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) {
+      return n->op == Op::CMPLT && n->src[0]->is_const() && n->src[0]->const_value() == 0;
+    });
+    const bool sum =
+        std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::REDUCE; });
+    CHECK((!masks || sum));
+    sums += sum;
+    // The backward's products sum over the batch (dW1, dW2) or the 13 outputs (dY w2); the
+    // forward's over 45 and 70. Each backward product is a register tile (rows x vectors),
+    // its tails padded or masked.
+    const auto axes = matmul_axes(seen.all_unoptimized().at(name));
+    if (!axes || (end_of(axes->reduce) != 67 && end_of(axes->reduce) != 13)) continue;
+    CHECK(ranges_of_kind(kernel, AxisKind::Unroll).size() == 2);
+    ++backward_products;
+  }
+  CHECK(sums == 7);
+  CHECK(backward_products == 3);
+  {
+    Context both{{"THREADS", 2}};
+    two = linear_relu_gradients(p, x, weights);
+  }
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  Context plain{{"NOOPT", 1}};
+  const std::vector<float> want = linear_relu_gradients(p, x, weights);
+  REQUIRE(want.size() == one.size());
+  double largest = 0;
+  for (float v : want) largest = std::max(largest, std::abs(static_cast<double>(v)));
+  CHECK(largest > 0);
+  // Float32 sums of at most 70 products, in the tiles' order against the loops': within
+  // 1e-5 of the largest gradient.
+  for (size_t e = 0; e < want.size(); ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(one[e] - want[e]) <= 1e-5 * largest);
+  }
+}
+
 TEST_CASE("log2 and log on Float32: polynomial code in full-width vectors, no libm call") {
   for (const auto& [name, f] : std::vector<std::pair<std::string, Tensor (*)(const Tensor&)>>{
            {"log2", [](const Tensor& t) { return t.log2(); }},
