@@ -391,9 +391,9 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   const UOpPtr red2 = reduce_of(s.root, s.inner);
   const UOpPtr partial =
       UOp::make(Op::REDUCE, red2->dtype, {substitute(red2->src[0], {{s.outer, blocks}}), s.inner}, red2->arg);
-  const UOpPtr zero = const_like(red2->dtype, 0);
   // The read of the previous blocks' sums depends on the block (a load free of it would
-  // be placed before the loop over blocks) and reads nothing at the first block.
+  // be placed before the loop over blocks) and reads nothing at the first block, where
+  // it yields 0 (docs/kernel-ir.md), so no select of 0 is needed.
   std::vector<UOpPtr> at = index->src;
   const UOpPtr later = const_int(DType::Int64, 0) < blocks;
   if (at.size() > 2)
@@ -401,7 +401,7 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   else
     at.push_back(later);
   const UOpPtr previous = UOp::make(Op::LOAD, red2->dtype, {index->with_src(std::move(at))});
-  const UOpPtr sum = partial + where(blocks < 1, zero, previous);
+  const UOpPtr sum = partial + previous;
   const UOpPtr done = substitute(store2->src[1], {{red2, sum}});
   const UOpPtr stored = done == sum ? sum : where(blocks < n / kc - 1, sum, done);
   std::vector<UOpPtr> src = end2->src;
@@ -449,8 +449,8 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
 
 // ---- GEMV --------------------------------------------------------------------------
 // [1, K] @ [K, N] reads all of b once for 2 FLOP per element: it runs at memory
-// speed when b streams row after row. The columns go in one-row register tiles
-// (register_tile: 8 vectors), in chunks of up to kGemvChunk columns that the
+// speed when b streams row after row. The columns go in one-row tiles of one cache
+// line (line_vectors), in chunks of up to kGemvChunk columns that the
 // threads share, and k in blocks of about kGemvRows rows (k_blocks) outside the
 // tiles of a chunk: each block reads its rows of b as kGemvRows contiguous
 // streams across the chunk, the chunk's partial sums waiting in the output (in
@@ -461,6 +461,15 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
 constexpr int64_t kGemvChunk = 2048;
 constexpr int64_t kGemvRows = 8;   // streams of b in flight: within what a core's prefetchers follow
 constexpr int64_t kMinChunks = 2;  // the chunks are what the threads share
+constexpr int64_t kCacheLineBytes = 64;
+
+// Vectors of `lanes` elements in one cache line, at least one: a one-row tile that
+// wide reads one line of each of its block's rows a step, the kGemvRows streams
+// advancing together, as OpenBLAS's sgemv_n does; 8 vectors (4 lines of a row, then
+// the next row) read b about 25% slower (docs/performance.md, GEMV).
+int64_t line_vectors(int64_t lanes, int64_t itemsize) {
+  return std::max<int64_t>(1, kCacheLineBytes / (lanes * itemsize));
+}
 
 // Tiles of `width` columns per chunk: up to kGemvChunk columns, at most `most` tiles,
 // a divisor of the `n` tiles.
@@ -470,8 +479,9 @@ int64_t gemv_chunk(int64_t n, int64_t width, int64_t most) {
   return chunk;
 }
 
-UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers) {
-  const RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
+UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
+  RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
+  if (mm.a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize));
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
   const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
@@ -502,8 +512,9 @@ UOpPtr block_all_sums(UOpPtr k) {
 // other output loops (split_reduceop's blocks of rows) go first: they are what the
 // threads share (else the chunks), each block of rows streamed whole. Without blocks
 // of k, the plain tiles with every long sum blocked.
-UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers) {
-  const RegisterTile tile = register_tile(1, *trip(cs.cols), lanes, registers);
+UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers, int64_t itemsize) {
+  RegisterTile tile = register_tile(1, *trip(cs.cols), lanes, registers);
+  tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize));
   auto [split_cols, cols_outer] = split_lanes(k, cs.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, cs.reduce->get<AxisArg>().id);
   const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
@@ -584,9 +595,9 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     if (mm) {
       k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
     } else if (gemv) {
-      k = simplify(tile_gemv(k, *gemv, width, vector_registers(bytes)));
+      k = simplify(tile_gemv(k, *gemv, width, vector_registers(bytes), bytes / width));
     } else if (column_sum) {
-      k = simplify(tile_column_sum(k, *column_sum, width, vector_registers(bytes)));
+      k = simplify(tile_column_sum(k, *column_sum, width, vector_registers(bytes), bytes / width));
     } else {
       if (width >= 2)
         for (UOpPtr lane = lane_candidate(k); lane; lane = lane_candidate(k)) k = upcast(k, lane, width);

@@ -438,7 +438,7 @@ TEST_CASE("b in panels, a kernel that reads its own output (an in-place update):
   CHECK(trip(red[0]) == 512);  // partial sums in the output would be read back as its old value
 }
 
-TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row tiles of 8 vectors") {
+TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row tiles of one cache line") {
   const auto kernel = gemv_kernel({1, 1, 4096, 4096});
   CHECK_FALSE(matmul_axes(kernel));  // no row axis: one row of a
   const auto mm = gemv_axes(kernel);
@@ -450,12 +450,28 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(loops[0]) == 4096 / 2048);  // chunks of 2048 columns: 8 KiB of each row of b
   CHECK(trip(loops[1]) == 4096 / 8);     // blocks of 8 rows of b
-  CHECK(trip(loops[2]) == 2048 / 64);    // tiles of 8 vectors within a chunk
+  CHECK(trip(loops[2]) == 2048 / 16);    // tiles of 2 vectors (64 bytes) within a chunk
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
   CHECK(trip(red[0]) == 8);
-  const auto low = lowered(kernel, 32);
-  CHECK(accumulators(low, 8) == 8);
+  // Each step of a tile reads one 64-byte line of each of the block's 8 rows of b, as
+  // OpenBLAS's sgemv_n does: 2 accumulators of 8 floats with AVX2, 1 of 16 with AVX-512.
+  CHECK(accumulators(lowered(kernel, 32), 8) == 2);
+  CHECK(accumulators(lowered(kernel, 64), 16) == 1);
+  CHECK(trip(loops_in_order(optimize_kernel(kernel, {true, 64}))[2]) == 2048 / 16);
+}
+
+TEST_CASE("GEMV with a costly a (computed again for every column tile): tiles of 8 vectors") {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto j = make_range(4096, 2), k = make_range(4096, 3, AxisKind::Reduce);
+  const UOpPtr a_value = alu(Op::EXP2, {load(a, k)});
+  const auto kernel =
+      sink({end(store(index(out, j), reduce(Op::ADD, a_value * load(b, k * 4096 + j), {k})), {j})});
+  const auto mm = gemv_axes(kernel);
+  REQUIRE(mm);
+  REQUIRE(mm->a_ops > 0);
+  CHECK(accumulators(lowered(kernel, 32), 8) == 8);
 }
 
 TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns, k without a block") {
@@ -494,11 +510,11 @@ TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8
   CHECK(trip(loops[0]) == 64);           // the blocks of rows
   CHECK(trip(loops[1]) == 4096 / 2048);  // chunks of 2048 columns
   CHECK(trip(loops[2]) == 64 / 8);       // blocks of 8 rows, outside the chunk's tiles
-  CHECK(trip(loops[3]) == 2048 / 64);    // tiles of 8 vectors
+  CHECK(trip(loops[3]) == 2048 / 16);    // tiles of one 64-byte line: 2 vectors
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
   CHECK(trip(red[0]) == 8);
-  CHECK(accumulators(lowered(column_sum_kernel(64, 64, 4096), 32), 8) == 8);
+  CHECK(accumulators(lowered(column_sum_kernel(64, 64, 4096), 32), 8) == 2);
   // One block of rows: the chunks are what the threads share.
   const auto one = loops_in_order(optimize_kernel(column_sum_kernel(0, 64, 4096), {true, 32}));
   REQUIRE(one.size() == 3);

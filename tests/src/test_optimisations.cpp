@@ -359,6 +359,38 @@ TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE(
+    "GEMV and skinny products on odd shapes agree with the reference; GEMV is bitwise equal on 1 and 2 "
+    "threads") {
+  struct Case {
+    int64_t m, k, n;
+  };
+  // [1, K] @ [K, N]: one-row tiles of one cache line, k in blocks (100 = 10 x 10) or
+  // whole (37 and 97 are prime); m = 3: the many-row tile with padded rows.
+  for (const Case c : {Case{1, 37, 53}, Case{1, 100, 300}, Case{1, 97, 24}, Case{3, 64, 33}}) {
+    INFO("[" << c.m << "," << c.k << "] @ [" << c.k << "," << c.n << "]");
+    FreshCaches fresh;
+    Tensor a = Tensor::randn({c.m, c.k}).realize(), b = Tensor::randn({c.k, c.n}).realize();
+    const Tensor y = a.matmul(b);
+    const ref::RefTensor want = test::reference(y), scale = test::reference(a.abs().matmul(b.abs()));
+    Kernels seen;
+    const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+    CHECK(ranges_of_kind(seen.only_optimized(), AxisKind::Upcast).size() == 1);  // columns in the lanes
+    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+    for (int64_t e = 0; e < want.size(); ++e) {
+      INFO("element " << e);
+      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <=
+            (c.k + 1) * std::ldexp(1.0, -24) * scale.at(e));
+    }
+  }
+  // Two chunks of 2048 columns, one per thread, each summed over k in the same order.
+  Tensor x = Tensor::randn({1, 72}).realize(), w = Tensor::randn({72, 4096}).realize();
+  const auto one = run_with_threads(1, [&] { return x.matmul(w); });
+  const auto two = run_with_threads(2, [&] { return x.matmul(w); });
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+}
+
 // The name of the one optimised kernel with a REDUCE: a packed matmul's product
 // (the other kernel is the copy of b into panels).
 std::string the_product(const std::map<std::string, UOpPtr>& optimized) {
