@@ -1,5 +1,6 @@
 #include "schedule/kernel_split.hpp"
 
+#include "ir/buffer_access.hpp"
 #include "ir/kernel_name.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
@@ -83,11 +84,11 @@ BuiltKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
   // a producer's body never enters its consumer's kernel.
   UOpPtr value = graph_rewrite(bufferize->src[0], buffer_to_param(), kb, RewriteOrder::TopDown);
   const auto& shape = bufferize->get<std::vector<int64_t>>();
-  UOpPtr store =
-      UOp::make(Op::STORE, value->dtype,
-                {UOp::make(Op::INDEX, out_param->dtype,
-                           {out_param, linear_index(bufferize->src.data() + 1, shape.size(), shape)}),
-                 value});
+  // A BUFFERIZE stores where its valid (after its ranges) holds: columns padded to whole panels.
+  const UOpPtr valid = bufferize->src.size() > shape.size() + 1 ? bufferize->src.back() : nullptr;
+  UOpPtr store = UOp::make(
+      Op::STORE, value->dtype,
+      {make_index(out_param, {linear_index(bufferize->src.data() + 1, shape.size(), shape)}, valid), value});
   std::vector<UOpPtr> end_src{store};
   for (size_t i = 1; i < bufferize->src.size(); ++i)
     if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);

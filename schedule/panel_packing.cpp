@@ -90,6 +90,7 @@ struct PanelLayout {
   std::vector<std::pair<UOpPtr, UOpPtr>> to_panel;
   std::vector<UOpPtr> ranges, read_at;
   std::vector<int64_t> shape;
+  UOpPtr valid;  // where the copy holds the side (null: everywhere); 0 elsewhere
 
   void axis(const UOpPtr& fresh, const UOpPtr& read) {
     ranges.push_back(fresh), read_at.push_back(read), shape.push_back(*trip(fresh));
@@ -103,25 +104,29 @@ struct PanelLayout {
 
 // The side read from its copy: LOAD(INDEX(BUFFERIZE(side in the copy's ranges), read_at)).
 UOpPtr copy_load(const UOpPtr& side, const PanelLayout& l) {
-  std::vector<UOpPtr> src{UOp::make(Op::CONTIGUOUS, side->dtype, {substitute_ranges(side, l.to_panel)})};
+  const UOpPtr value = where_valid(l.valid, substitute_ranges(side, l.to_panel, l.valid));
+  std::vector<UOpPtr> src{UOp::make(Op::CONTIGUOUS, side->dtype, {value})};
   src.insert(src.end(), l.ranges.begin(), l.ranges.end());
   const UOpPtr panel = UOp::make(Op::BUFFERIZE, side->dtype, std::move(src), l.shape);
   return UOp::make(Op::LOAD, side->dtype, {make_index(panel, l.read_at, nullptr)});
 }
 
-// b in column panels P[batch..., j / W, k..., j % W].
+// b in column panels P[batch..., j / W, k..., j % W], read at `read_j` (j, or j padded to
+// whole panels); the last panel's columns past n hold zeros.
 UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& outs, int64_t width,
-                int64_t& next_id) {
+                const UOpPtr& read_j, int64_t& next_id) {
   const UOpPtr& j = outs.back();
+  const int64_t n = *trip(j);
   PanelLayout l;
   for (size_t d = 0; d + 1 < outs.size(); ++d)
     if (uses(b, outs[d])) l.keep(outs[d], next_id);
-  const UOpPtr jb = make_range(*trip(j) / width, next_id++);
-  l.axis(jb, j / width);
+  const UOpPtr jb = make_range((n + width - 1) / width, next_id++);
+  l.axis(jb, read_j / width);
   for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
   const UOpPtr jl = make_range(width, next_id++);
-  l.axis(jl, j % width);
+  l.axis(jl, read_j % width);
   l.to_panel.emplace_back(j, jb * width + jl);
+  if (n % width != 0) l.valid = jb * width + jl < n;
   return copy_load(b, l);
 }
 
@@ -167,12 +172,34 @@ bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t i
   return false;
 }
 
+// Columns that do not fill the panels are padded to whole ones (the last panel's
+// copy holds zeros past n, and the product runs over the padded columns, its
+// stores and other reads guarded by j < n) when at least one panel is whole: a
+// tail alone would be padded to more than twice its width, while the tile of a
+// wider product covers whole panels anyway (masked where unpacked).
+bool packs_columns(int64_t n, int64_t width) { return n % width == 0 || n > width; }
+
+// The product `buf` with its value `value` (reading the panels at `jp`) stored over
+// `jp`, its columns j padded to whole panels: every other access at j guarded by
+// jp < n, and the store too (BUFFERIZE's valid, docs/ir.md).
+UOpPtr padded_columns(const UOpPtr& buf, const UOpPtr& value, const UOpPtr& jp) {
+  const UOpPtr& j = buf->src.back();
+  const UOpPtr inside = jp < *trip(j);
+  std::vector<UOpPtr> src = buf->src;
+  src[0] = substitute_ranges(value, {{j, jp}}, inside);
+  src.back() = jp;
+  src.push_back(inside);
+  return buf->with_src(std::move(src));
+}
+
 UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
   const StageContext& ctx = m.ctx<StageContext>();
   const std::vector<UOpPtr> outs(buf->src.begin() + 1, buf->src.end());
   const auto reduces = own(buf->src[0], Op::REDUCE);
-  if (ctx.panel_bytes <= 0 || outs.empty() || reduces.size() != 1 || !trip(outs.back())) return nullptr;
+  const bool guarded = outs.size() > buf->get<std::vector<int64_t>>().size();  // padded already
+  if (ctx.panel_bytes <= 0 || outs.empty() || guarded || reduces.size() != 1 || !trip(outs.back()))
+    return nullptr;
   const UOpPtr& red = reduces[0];
   if (red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() || red->dtype.lanes != 1 ||
       red->src.size() < 2 || red->src[0]->op != Op::MUL)
@@ -183,7 +210,8 @@ UOpPtr pack(const Match& m) {
     k *= *trip(red->src[d]);
   }
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
-  if (width < 2 || n % width != 0 || k * n * itemsize < kMinBytes) return nullptr;
+  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < kMinBytes) return nullptr;
+  const int64_t panels = (n + width - 1) / width;
   for (size_t b_src : {size_t{1}, size_t{0}}) {
     const UOpPtr &a = red->src[0]->src[1 - b_src], &b = red->src[0]->src[b_src];
     const bool reduced =
@@ -191,8 +219,10 @@ UOpPtr pack(const Match& m) {
     const UOpPtr i = reduced ? b_side(a, b, outs) : nullptr;
     if (!i || *trip(i) < kMinRows) continue;
     int64_t next_id = next_axis_id(buf);
+    const UOpPtr& j = outs.back();
+    const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
     std::vector<UOpPtr> product = red->src[0]->src;
-    product[b_src] = b_panels(b, red, outs, width, next_id);
+    product[b_src] = b_panels(b, red, outs, width, jp, next_id);
     // A costly a (attention's softmax, exp(s - max) / sum per element) is computed once,
     // by its copy, so the product gets the many-row tile; without row panels it keeps the
     // one wide tile of codegen/register_tile.cpp and b is not packed either.
@@ -202,12 +232,14 @@ UOpPtr pack(const Match& m) {
     const bool rows_ok = ctx.panel_rows > 1 && own(a, Op::REDUCE).empty();
     if (costly && !rows_ok) continue;
     const bool crowded = rows_ok && rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize);
-    if (rows_ok && ((costly && !crowded) || (crowded && (costly || n / width >= kMinPanels))))
+    if (rows_ok && ((costly && !crowded) || (crowded && (costly || panels >= kMinPanels))))
       product[1 - b_src] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
     std::vector<UOpPtr> reduce = red->src;
     reduce[0] = red->src[0]->with_src(std::move(product));
+    const UOpPtr value = substitute(buf->src[0], {{red, red->with_src(std::move(reduce))}});
+    if (jp != j) return padded_columns(buf, value, jp);
     std::vector<UOpPtr> src = buf->src;
-    src[0] = substitute(buf->src[0], {{red, red->with_src(std::move(reduce))}});
+    src[0] = value;
     return buf->with_src(std::move(src));
   }
   return nullptr;

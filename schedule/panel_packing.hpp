@@ -15,6 +15,10 @@
 // apart), a is copied too, into row panels Q[i / R, k, i % R] as tall as the tile
 // (StageContext::panel_rows), and the matmul is three kernels; a costly a (a
 // softmax's exp per element) is copied as it is read, so it is computed once.
+// Columns that do not fill whole panels (n % W != 0, n > W) are padded to whole
+// ones: P's last panel holds zeros past n, and the product runs over j padded,
+// BUFFERIZE(.., i, j', j' < n), its store and other reads at j guarded by j' < n,
+// so the tile reads every panel unmasked, as for n % W == 0.
 // docs/performance.md gives the thresholds' figures.
 #include "ir/pattern.hpp"
 

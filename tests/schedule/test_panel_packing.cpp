@@ -73,15 +73,18 @@ std::vector<UOpPtr> loads_of(const ScheduledKernel& k, const UOpPtr& buffer) {
 int64_t buffer_elements(const UOpPtr& buffer) { return buffer->get<std::vector<int64_t>>().at(1); }
 
 // Two kernels: the copy of b into panels, then the matmul reading them one
-// panel row (W floats, contiguous) per step of k.
+// panel row (W floats, contiguous) per step of k, unguarded: the last panel is
+// whole in the copy (zeros past n), so the tile's loads need no mask.
 void check_packed(const Schedule& s, int64_t batch, int64_t k, int64_t n) {
   REQUIRE(s.kernels.size() == 2);  // the panel copy is a kernel of its own
   const ScheduledKernel &copy = s.kernels[0], &mm = s.kernels[1];
+  const int64_t panels = (n + kWidth - 1) / kWidth;
   CHECK(count_op(copy.ast, Op::REDUCE) == 0);
-  CHECK(buffer_elements(copy.buffers[0]) == batch * k * n);
+  CHECK(buffer_elements(copy.buffers[0]) == batch * k * panels * kWidth);
   const auto panel_reads = loads_of(mm, copy.buffers[0]);
   REQUIRE(panel_reads.size() == 1);
   CHECK(address_stride(panel_reads[0]->src[0], only_reduce_range(mm.ast)) == kWidth);
+  CHECK_FALSE(valid_of(panel_reads[0]->src[0]));
   CHECK(loads_of(mm, input(2, {batch * k * n})).empty());  // b itself only through its panels
 }
 
@@ -112,10 +115,45 @@ TEST_CASE("a matmul whose b many rows read is two kernels: b copied into panels,
   }
 }
 
+TEST_CASE("columns that do not fill whole panels are padded to whole ones, the product's store guarded") {
+  SUBCASE("[64, 128] @ [128, 72]: five panels, the last holding 8 columns and 8 zeros") {
+    check_packed(schedule({}, 64, 128, 72), 1, 128, 72);
+  }
+  SUBCASE("batched, odd k and n: [3, 40, 301] @ [3, 301, 33]") {
+    check_packed(schedule({3}, 40, 301, 33), 3, 301, 33);
+  }
+  SUBCASE("the copy reads b where jb*W + jl < n and writes every panel row whole") {
+    const Schedule s = schedule({}, 64, 128, 72);
+    REQUIRE(s.kernels.size() == 2);
+    const ScheduledKernel& copy = s.kernels[0];
+    const UOpPtr end = copy.ast->src.at(0);
+    REQUIRE(end->src.size() == 4);  // jb, k, jl
+    CHECK(end->src[1]->src[0]->const_int() == 5);
+    CHECK_FALSE(valid_of(end->src[0]->src.at(0)));  // the padding is written: zeros
+    const auto reads = loads_of(copy, input(2, {128 * 72}));
+    REQUIRE(reads.size() == 1);
+    CHECK(valid_of(reads[0]->src[0]));  // past n: no read of b
+  }
+  SUBCASE("the product runs over whole panels, j = jo*W + ji, and stores where j < n") {
+    const Schedule s = schedule({}, 64, 128, 72);
+    REQUIRE(s.kernels.size() == 2);
+    const UOpPtr end = s.kernels[1].ast->src.at(0);
+    REQUIRE(end->src.size() == 4);  // i, jo, ji: range_split split the padded columns
+    CHECK(end->src[2]->src[0]->const_int() == 5);
+    CHECK(end->src[3]->src[0]->const_int() == kWidth);
+    const UOpPtr store_at = end->src[0]->src.at(0);
+    CHECK(address_stride(store_at, end->src[3]) == 1);
+    CHECK(address_stride(store_at, end->src[1]) == 72);  // into the [64, 72] output itself
+    CHECK(valid_of(store_at));
+  }
+}
+
 TEST_CASE("no copy where it cannot pay, or with no tile to feed: one kernel") {
   SUBCASE("fewer than 32 rows read b") { CHECK(schedule({}, 31, 128, 64).kernels.size() == 1); }
   SUBCASE("b within L1 (16 KiB)") { CHECK(schedule({}, 64, 64, 64).kernels.size() == 1); }
-  SUBCASE("columns that do not fill whole panels") { CHECK(schedule({}, 64, 128, 72).kernels.size() == 1); }
+  SUBCASE("columns narrower than one panel: padding would more than double them") {
+    CHECK(schedule({}, 64, 1024, 12).kernels.size() == 1);
+  }
   SUBCASE("one row: a GEMV reads b once") { CHECK(schedule({}, 1, 4096, 256).kernels.size() == 1); }
   SUBCASE("no register tiles (panel width 0: LOOM_NOOPT)") {
     CHECK(schedule({}, 64, 128, 64, 0).kernels.size() == 1);

@@ -333,7 +333,9 @@ TEST_CASE("exp, sigmoid and tanh on Float32: one range reduction, no libm call, 
 TEST_CASE(
     "linear + bias + relu: one kernel with a register tile, within the FMA tolerance of docs/semantics.md") {
   FreshCaches fresh;
-  const int64_t m = 37, k = 300, n = 53;  // tails in rows and columns
+  // Tails in rows and columns; 31 rows, below the 32 that b's copy into panels needs
+  // (schedule/panel_packing.cpp), so one kernel (the packed product: below).
+  const int64_t m = 31, k = 300, n = 53;
   Tensor a = Tensor::randn({m, k}).realize(), w = Tensor::randn({k, n}).realize(),
          b = Tensor::randn({n}).realize();
   const Tensor y = (a.matmul(w) + b).relu();
@@ -458,6 +460,14 @@ TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agr
   SUBCASE("batched") {
     check_matmul(Tensor::randn({2, 50, 300}).realize(), Tensor::randn({2, 300, 32}).realize(), none, 300);
   }
+  // Columns that do not fill the panels: the last one padded with zeros, the stores guarded.
+  SUBCASE("columns padded, batched: 2 x 40 x 261 @ 2 x 261 x 35") {
+    check_matmul(Tensor::randn({2, 40, 261}).realize(), Tensor::randn({2, 261, 35}).realize(), none, 261);
+  }
+  SUBCASE("columns padded (50 of 64), with bias and relu read where j < n") {
+    check_matmul(Tensor::randn({37, 200}).realize(), Tensor::randn({200, 50}).realize(),
+                 Tensor::randn({50}).realize(), 200);
+  }
   SUBCASE("a transposed (the weight gradient's x^T dy), k of 513 in blocks of 171") {
     check_matmul(Tensor::randn({513, 40}).realize().transpose(), Tensor::randn({513, 48}).realize(), none,
                  513);
@@ -476,9 +486,9 @@ TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agr
     check_matmul(Tensor::randn({2, 40, 1024}).realize(), Tensor::randn({2, 1024, 64}).realize(), none, 1024,
                  3);
   }
-  SUBCASE("a in row panels, with bias and relu") {
-    check_matmul(Tensor::randn({42, 1024}).realize(), Tensor::randn({1024, 64}).realize(),
-                 Tensor::randn({64}).realize(), 1024, 3);
+  SUBCASE("a in row panels, with bias and relu, columns padded (70 of 80)") {
+    check_matmul(Tensor::randn({42, 1024}).realize(), Tensor::randn({1024, 70}).realize(),
+                 Tensor::randn({70}).realize(), 1024, 3);
   }
 }
 
