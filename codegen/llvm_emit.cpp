@@ -133,6 +133,7 @@ class Emitter {
   unsigned piece_lanes(llvm::Type* type) const;
   Value* masked_load(const Access& a, const UOp& index);
   void masked_store(Value* v, const Access& a, const UOp& index);
+  void masked_pieces(Value* v, const Access& a, const UOp& index);
   template <class F>
   Value* guarded(Value* valid, F access, Value* otherwise);
 };
@@ -721,6 +722,23 @@ Value* Emitter::masked_load(const Access& a, const UOp& index) {
 }
 
 void Emitter::masked_store(Value* v, const Access& a, const UOp& index) {
+  // Every lane valid (all but a tail's vectors): a plain store. A masked store costs
+  // far more than a plain one on AMD's cores, and a padded product's epilogue stores
+  // each row of its tiles under a mask that is all true except in the last panel.
+  auto* whole = llvm::BasicBlock::Create(ctx_, "all_lanes", fn_);
+  auto* some = llvm::BasicBlock::Create(ctx_, "some_lanes", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "store.done", fn_);
+  b_.CreateCondBr(b_.CreateAndReduce(a.mask), whole, some);
+  b_.SetInsertPoint(whole);
+  tag_access(b_.CreateAlignedStore(v, a.ptr, a.align), index);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(some);
+  masked_pieces(v, a, index);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
+void Emitter::masked_pieces(Value* v, const Access& a, const UOp& index) {
   auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
   const unsigned lanes = vector->getNumElements(), width = piece_lanes(vector);
   for (unsigned first = 0; first < lanes; first += width) {

@@ -178,6 +178,28 @@ TEST_CASE("emit: a masked store writes only where it is valid") {
   CHECK(page.floats()[n - 1] == static_cast<float>(n + 1));
 }
 
+TEST_CASE("emit: a store masked by lane stores plainly where every lane is valid, masked at the ends") {
+  // out[i - 2] = i where 2 <= i < n + 2, in vectors: the first and last vectors straddle
+  // the guard pages (masked), those between are whole (plain stores: masked ones cost
+  // far more on AMD's cores).
+  GuardedPage page;
+  const int64_t n = static_cast<int64_t>(page.float_count());
+  auto out = global(0, DType::Float32);
+  auto i = make_range(n + 4, 0);
+  auto valid = land(i64(1) < i, i < n + 2);
+  const auto kernel =
+      optimize_kernel(sink({end(store(index(out, i - 2, valid), cast(i, DType::Float32)), {i})}));
+  const std::string ir = emit_llvm_ir(lower_reduce(expand_lanes(kernel)), "lane_store");
+  CHECK(ir.find("@llvm.vector.reduce.and") != std::string::npos);  // all lanes valid?
+  CHECK(ir.find("@llvm.masked.store") != std::string::npos);       // no: masked
+  CHECK(ir.find("store <") != std::string::npos);                  // yes: a plain vector store
+  run_all(compile_kernel(kernel, "lane_store"), kernel, {page.slot()});
+  for (int64_t k = 0; k < n; ++k) {
+    INFO("element " << k);
+    REQUIRE(page.floats()[k] == static_cast<float>(k + 2));
+  }
+}
+
 TEST_CASE("emit: a masked access wider than a SIMD register goes as register-wide pieces") {
   // count(a < pad(b)) over 5x5, b 4x4 padded by one row and column of zeros: the
   // optimiser gives the 5-wide axis 8 Float64 lanes, wider than an AVX2 register.
