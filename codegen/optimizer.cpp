@@ -479,6 +479,19 @@ int64_t gemv_chunk(int64_t n, int64_t width, int64_t most) {
   return chunk;
 }
 
+// The kernel's output loops of more than one iteration other than `cols`, outermost first.
+std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
+  std::vector<UOpPtr> out;
+  const UOpPtr& end = k->src.at(0);
+  for (size_t i = 1; i < end->src.size(); ++i)
+    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip(end->src[i]).value_or(0) > 1)
+      out.push_back(end->src[i]);
+  return out;
+}
+
+// The other output loops (a batch, or split_reduceop's parts of k, each a run of whole
+// rows of b) go first: they are what the threads share (else the chunks), each streamed
+// whole.
 UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
   RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
   if (mm.a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize));
@@ -488,7 +501,11 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64
   const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
   if (!kb || !tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
-  return drop_unit_loops(block_tiles(kb->root, tiles, gemv_chunk(n, width, n / kMinChunks), kb->blocks));
+  const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
+  k = block_tiles(kb->root, tiles, gemv_chunk(n, width, batch.empty() ? n / kMinChunks : n), kb->blocks);
+  for (auto b = batch.rbegin(); b != batch.rend(); ++b)
+    if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
+  return drop_unit_loops(k);
 }
 
 // ---- blocks of every float sum ------------------------------------------------------

@@ -55,11 +55,11 @@ std::vector<bool> real_axes(const UOpPtr& x) {
   return real;
 }
 
-// The position in `x`'s data of the element at index `last` on `x`'s last axis and 0
+// The position in `x`'s data of the element at index `at` on `x`'s axis `axis` and 0
 // on the others, if the movement ops fold to a constant there.
-std::optional<int64_t> data_position(const UOpPtr& x, int64_t last) {
+std::optional<int64_t> data_position(const UOpPtr& x, size_t axis, int64_t at) {
   std::vector<UOpPtr> idx(x->shape()->size(), const_int(DType::Int64, 0));
-  idx.back() = const_int(DType::Int64, last);
+  idx.at(axis) = const_int(DType::Int64, at);
   UOpPtr base = x;
   while (is_movement(base->op)) {
     idx = movement_source_index(base, idx).idx;
@@ -70,12 +70,16 @@ std::optional<int64_t> data_position(const UOpPtr& x, int64_t last) {
   return pos->const_int();
 }
 
-// Is `x`'s last axis of unit stride in its data (its rows contiguous)? An elementwise
-// `x` counts as its own data: its operands' layouts are not looked at.
-bool last_axis_contiguous(const UOpPtr& x) {
-  const auto first = data_position(x, 0), second = data_position(x, 1);
-  return first && second && *second - *first == 1;
+// The step in `x`'s data between neighbours along `axis`. An elementwise `x` counts as
+// its own data: its operands' layouts are not looked at.
+std::optional<int64_t> data_stride(const UOpPtr& x, size_t axis) {
+  const auto first = data_position(x, axis, 0), second = data_position(x, axis, 1);
+  if (!first || !second) return std::nullopt;
+  return *second - *first;
 }
+
+// Is `x`'s last axis of unit stride in its data (its rows contiguous)?
+bool last_axis_contiguous(const UOpPtr& x) { return data_stride(x, x->shape()->size() - 1) == 1; }
 
 // `red` over axis `a` of its input as two reduces through a contiguous buffer: the
 // axis reshaped to (parts, n / parts), the first reduce sums each run of n / parts,
@@ -159,11 +163,71 @@ UOpPtr split_strided(const Match& m) {
   return split_axis(red, a, n / rows);
 }
 
+// `red` over axis `a` as two reduces through a contiguous buffer whose parts axis comes
+// first: the axis reshaped to (parts, n / parts), the parts moved in front of every
+// other axis, the first reduce sums each run of n / parts, the second the parts.
+UOpPtr split_axis_parts_first(const UOpPtr& red, int64_t a, int64_t parts) {
+  const UOpPtr& x = red->src[0];
+  const ReduceArg& arg = red->get<ReduceArg>();
+  const Shape& in = *x->shape();
+  Shape shape(in.begin(), in.begin() + a);
+  shape.push_back(parts);
+  shape.push_back(in[a] / parts);
+  shape.insert(shape.end(), in.begin() + a + 1, in.end());
+  std::vector<int64_t> order{a};
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+    if (i != a) order.push_back(i);
+  // With the parts in front, axis i < a of x is axis i + 1, and so is a's run of
+  // n / parts (a + 1 in `shape`, where the axes after it are too).
+  std::vector<int64_t> first_axes;
+  for (int64_t b : arg.axes) first_axes.push_back(b + 1);
+  const UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, shape);
+  const UOpPtr moved = UOp::make(Op::PERMUTE, x->dtype, {shaped}, order);
+  const UOpPtr first = UOp::make(Op::REDUCE_AXIS, red->dtype, {moved}, ReduceArg{arg.op, first_axes});
+  const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
+  const UOpPtr second = UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {0}});
+  return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(*red->shape()));
+}
+
+// A GEMV ([1, K] @ [K, N]: a float sum over k of a product whose operand b steps a page
+// or more along k and is contiguous along an output axis the other operand does not
+// read, and no output axis that operand reads and b does not) in parts of
+// kStridedSumRows rows of b, the parts outermost: each part is a contiguous run of b's
+// rows that one thread streams whole, a line of each of 8 rows at a time with the
+// partial row in L1 (docs/performance.md, GEMV), where two threads splitting the
+// columns each walked half rows; the second reduce adds the K / kStridedSumRows partial
+// rows. The parts depend on K alone, so the sum's order is the same on any thread count.
+UOpPtr split_gemv(const Match& m) {
+  const UOpPtr& red = m.root();
+  const UOpPtr& x = red->src[0];
+  const ReduceArg& arg = red->get<ReduceArg>();
+  if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1 || x->op != Op::MUL ||
+      x->src.size() != 2)
+    return nullptr;
+  const Shape& in = *x->shape();
+  const size_t a = static_cast<size_t>(arg.axes[0]);
+  const int64_t n = in[a];
+  if (n % kStridedSumRows != 0 || n < 2 * kStridedSumRows || bytes_read(x) < kStridedBytes) return nullptr;
+  for (const auto& [p, q] : {std::pair{x->src[0], x->src[1]}, std::pair{x->src[1], x->src[0]}}) {
+    const std::vector<bool> ps = real_axes(p), qs = real_axes(q);
+    bool row = false, column = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      row |= i != a && ps[i] && !qs[i];
+      column |= i != a && qs[i] && !ps[i] && data_stride(q, i) == 1;
+    }
+    const auto step = data_stride(q, a);
+    if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes)
+      return split_axis_parts_first(red, static_cast<int64_t>(a), n / kStridedSumRows);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 const PatternMatcher& split_reduceop() {
   static const PatternMatcher pm("split_reduceop", {{UPat::ops({Op::REDUCE_AXIS}), split_lopsided},
-                                                    {UPat::ops({Op::REDUCE_AXIS}), split_strided}});
+                                                    {UPat::ops({Op::REDUCE_AXIS}), split_strided},
+                                                    {UPat::ops({Op::REDUCE_AXIS}), split_gemv}});
   return pm;
 }
 

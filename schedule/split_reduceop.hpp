@@ -21,6 +21,13 @@
 // (docs/pipeline.md):
 //   REDUCE_AXIS[ADD (0)](x) [4096 4096] -> RESHAPE(REDUCE_AXIS[ADD (0)](CONTIGUOUS(
 //     REDUCE_AXIS[ADD (1)](RESHAPE[(64 64 4096)](x)))))
+//
+// Its third rule splits a GEMV ([1, K] @ [K, N] with b's rows a page or more, 2 MB or
+// more of b) into parts of 64 rows of b, the parts axis moved in front, so each part is
+// a run of whole rows of b that one thread streams and its partial row is a contiguous
+// row of the buffer (docs/performance.md, GEMV):
+//   REDUCE_AXIS[ADD (2)](m) [1 4096 4096] -> RESHAPE(REDUCE_AXIS[ADD (0)](CONTIGUOUS(
+//     REDUCE_AXIS[ADD (3)](PERMUTE[(2 0 1 3)](RESHAPE[(1 4096 64 64)](m))))))
 #include "ir/pattern.hpp"
 
 namespace loom {

@@ -393,6 +393,36 @@ TEST_CASE(
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
 }
 
+TEST_CASE(
+    "a GEMV of 2 MB or more: parts of 64 rows of b that the threads share, then their sum; bitwise equal "
+    "on 1 and 2 threads") {
+  const int64_t k = 192, n = 4096;  // 3 MB of b: 3 parts
+  Tensor x = Tensor::randn({1, k}).realize(), w = Tensor::randn({k, n}).realize();
+  FreshCaches fresh;
+  Kernels seen;
+  const auto one = run_with_threads(1, [&] { return x.matmul(w); });
+  const auto kernels = seen.all_optimized();
+  REQUIRE(kernels.size() == 2);              // the parts, then the sum of the 3 partial rows
+  REQUIRE(kernels.contains("r_3_4096_64"));  // 3 parts x 4096 columns, 64 rows of b each
+  const auto parallel = ranges_of_kind(kernels.at("r_3_4096_64"), AxisKind::Parallel);
+  REQUIRE(parallel.size() == 1);
+  CHECK(end_of(parallel[0]) == 3);  // the parts, outermost, each 64 whole rows of b
+  const auto two = run_with_threads(2, [&] { return x.matmul(w); });
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  // Against float64 sums, within (k + 1) u sum |a b| (docs/semantics.md).
+  const std::vector<float> a = x.to_vector<float>(), b = w.to_vector<float>();
+  for (int64_t j = 0; j < n; j += 5) {
+    double want = 0, scale = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      const double p = double(a[size_t(i)]) * b[size_t(i * n + j)];
+      want += p, scale += std::abs(p);
+    }
+    INFO("column " << j);
+    CHECK(std::abs(one[size_t(j)] - want) <= (k + 1) * std::ldexp(1.0, -24) * scale);
+  }
+}
+
 // The name of the one optimised kernel with a REDUCE: a packed matmul's product
 // (the other kernel is the copy of b into panels).
 std::string the_product(const std::map<std::string, UOpPtr>& optimized) {
