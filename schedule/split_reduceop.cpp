@@ -81,10 +81,13 @@ std::optional<int64_t> data_stride(const UOpPtr& x, size_t axis) {
 // Is `x`'s last axis of unit stride in its data (its rows contiguous)?
 bool last_axis_contiguous(const UOpPtr& x) { return data_stride(x, x->shape()->size() - 1) == 1; }
 
+// Where the parts axis of a split goes: in place of the axis, or in front of every axis.
+enum class Parts { InPlace, First };
+
 // `red` over axis `a` of its input as two reduces through a contiguous buffer: the
 // axis reshaped to (parts, n / parts), the first reduce sums each run of n / parts,
-// the second the parts.
-UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts) {
+// the second the parts. With Parts::First the parts axis is moved in front first.
+UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts, Parts at = Parts::InPlace) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape& in = *x->shape();
@@ -92,12 +95,20 @@ UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts) {
   shape.push_back(parts);
   shape.push_back(in[a] / parts);
   shape.insert(shape.end(), in.begin() + a + 1, in.end());
+  // Axis a's run of n / parts is a + 1, and so are the axes before it with the parts in front.
   std::vector<int64_t> first_axes;
-  for (int64_t b : arg.axes) first_axes.push_back(b < a ? b : b + 1);  // axis a -> its (n/parts) part
-  const UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, shape);
+  for (int64_t b : arg.axes) first_axes.push_back(b < a && at == Parts::InPlace ? b : b + 1);
+  UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, shape);
+  if (at == Parts::First) {
+    std::vector<int64_t> order{a};
+    for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+      if (i != a) order.push_back(i);
+    shaped = UOp::make(Op::PERMUTE, x->dtype, {shaped}, order);
+  }
   const UOpPtr first = UOp::make(Op::REDUCE_AXIS, red->dtype, {shaped}, ReduceArg{arg.op, first_axes});
   const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
-  const UOpPtr second = UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {a}});
+  const UOpPtr second =
+      UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {at == Parts::First ? 0 : a}});
   return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(*red->shape()));
 }
 
@@ -163,32 +174,6 @@ UOpPtr split_strided(const Match& m) {
   return split_axis(red, a, n / rows);
 }
 
-// `red` over axis `a` as two reduces through a contiguous buffer whose parts axis comes
-// first: the axis reshaped to (parts, n / parts), the parts moved in front of every
-// other axis, the first reduce sums each run of n / parts, the second the parts.
-UOpPtr split_axis_parts_first(const UOpPtr& red, int64_t a, int64_t parts) {
-  const UOpPtr& x = red->src[0];
-  const ReduceArg& arg = red->get<ReduceArg>();
-  const Shape& in = *x->shape();
-  Shape shape(in.begin(), in.begin() + a);
-  shape.push_back(parts);
-  shape.push_back(in[a] / parts);
-  shape.insert(shape.end(), in.begin() + a + 1, in.end());
-  std::vector<int64_t> order{a};
-  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
-    if (i != a) order.push_back(i);
-  // With the parts in front, axis i < a of x is axis i + 1, and so is a's run of
-  // n / parts (a + 1 in `shape`, where the axes after it are too).
-  std::vector<int64_t> first_axes;
-  for (int64_t b : arg.axes) first_axes.push_back(b + 1);
-  const UOpPtr shaped = UOp::make(Op::RESHAPE, x->dtype, {x}, shape);
-  const UOpPtr moved = UOp::make(Op::PERMUTE, x->dtype, {shaped}, order);
-  const UOpPtr first = UOp::make(Op::REDUCE_AXIS, red->dtype, {moved}, ReduceArg{arg.op, first_axes});
-  const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
-  const UOpPtr second = UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {0}});
-  return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(*red->shape()));
-}
-
 // A GEMV ([1, K] @ [K, N]: a float sum over k of a product whose operand b steps a page
 // or more along k and is contiguous along an output axis the other operand does not
 // read, and no output axis that operand reads and b does not) in parts of
@@ -217,7 +202,7 @@ UOpPtr split_gemv(const Match& m) {
     }
     const auto step = data_stride(q, a);
     if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes)
-      return split_axis_parts_first(red, static_cast<int64_t>(a), n / kStridedSumRows);
+      return split_axis(red, static_cast<int64_t>(a), n / kStridedSumRows, Parts::First);
   }
   return nullptr;
 }

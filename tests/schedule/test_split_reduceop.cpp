@@ -5,6 +5,9 @@
 #include "stage_testing.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <string>
 
 using namespace loom;
 using loom::testing::apply_stage;
@@ -168,22 +171,37 @@ TEST_CASE(
   CHECK(apply_stage(split_reduceop(), scaled_rows, Flags{}, false) != parse_text(scaled_rows));
 }
 
+namespace {
+
+// [m, k] @ [k, n] as the tensor front end writes it, up to the product %m (the reduce
+// over its last axis k is the caller's): a's rows broadcast over b's columns times b^T.
+std::string product_text(int64_t m, int64_t k, int64_t n) {
+  const std::string b_side =
+      m == 1 ? "%m = MUL f32 %ae, %bk\n"
+             : fmt::format("%be = EXPAND f32 %bk [({} {} {})]\n%m = MUL f32 %ae, %be\n", m, n, k);
+  return fmt::format(R"(
+%a = BUFFER f32 [(1 {})]
+%av = RESHAPE f32 %a [({} 1 {})]
+%ae = EXPAND f32 %av [({} {} {})]
+%b = BUFFER f32 [(2 {})]
+%bv = RESHAPE f32 %b [({} {})]
+%bt = PERMUTE f32 %bv [(1 0)]
+%bk = RESHAPE f32 %bt [(1 {} {})]
+)",
+                     m * k, m, k, m, n, k, k * n, k, n, n, k) +
+         b_side;
+}
+
+const char* kSumOverK = "%s = REDUCE_AXIS f32 %m [reduce ADD (2)]\n";
+
+}  // namespace
+
 TEST_CASE(
     "a GEMV [1,4096]@[4096,4096]: parts of 64 rows of b in front, then the sum of the 64 partial rows") {
-  const std::string product = R"(
-%a = BUFFER f32 [(1 4096)]
-%av = RESHAPE f32 %a [(1 1 4096)]
-%ae = EXPAND f32 %av [(1 4096 4096)]
-%b = BUFFER f32 [(2 16777216)]
-%bv = RESHAPE f32 %b [(4096 4096)]
-%bt = PERMUTE f32 %bv [(1 0)]
-%bk = RESHAPE f32 %bt [(1 4096 4096)]
-%m = MUL f32 %ae, %bk
-)";
+  const std::string product = product_text(1, 4096, 4096);
   // Each part is 64 whole rows of b (1 MB, contiguous) and its partial row a contiguous
   // row of the buffer, so the threads share the parts; 64 x 4096 partial sums (1 MB) to add.
-  const UOpPtr after =
-      apply_stage(split_reduceop(), product + "%s = REDUCE_AXIS f32 %m [reduce ADD (2)]\n", Flags{}, false);
+  const UOpPtr after = apply_stage(split_reduceop(), product + kSumOverK, Flags{}, false);
   CHECK(after == parse_text(product + R"(
 %parts = RESHAPE f32 %m [(1 4096 64 64)]
 %moved = PERMUTE f32 %parts [(2 0 1 3)]
@@ -195,22 +213,14 @@ TEST_CASE(
 }
 
 TEST_CASE("GEMV guards: a matmul, b contiguous along k, a small b, k not a multiple of 64 are not split") {
-  // [2, 4096] @ [4096, 4096]: a row axis a reads and b does not (the register tile's)
-  const char* matmul = R"(
-%a = BUFFER f32 [(1 8192)]
-%av = RESHAPE f32 %a [(2 1 4096)]
-%ae = EXPAND f32 %av [(2 4096 4096)]
-%b = BUFFER f32 [(2 16777216)]
-%bv = RESHAPE f32 %b [(4096 4096)]
-%bt = PERMUTE f32 %bv [(1 0)]
-%bk = RESHAPE f32 %bt [(1 4096 4096)]
-%be = EXPAND f32 %bk [(2 4096 4096)]
-%m = MUL f32 %ae, %be
-%s = REDUCE_AXIS f32 %m [reduce ADD (2)]
-)";
-  CHECK(apply_stage(split_reduceop(), matmul, Flags{}, false) == parse_text(matmul));
+  const auto unchanged = [](const std::string& text) {
+    return apply_stage(split_reduceop(), text, Flags{}, false) == parse_text(text);
+  };
+  CHECK(unchanged(product_text(2, 4096, 4096) + kSumOverK));  // a row axis a reads, b not: the tile's
+  CHECK(unchanged(product_text(1, 256, 1024) + kSumOverK));   // 1 MB of b: from the cores' caches
+  CHECK(unchanged(product_text(1, 4100, 4096) + kSumOverK));  // no parts of 64 rows
   // [1, 4096] @ w^T with w [4096, 4096]: each row of w is read contiguously along k
-  const char* rows = R"(
+  CHECK(unchanged(R"(
 %a = BUFFER f32 [(1 4096)]
 %av = RESHAPE f32 %a [(1 4096)]
 %ae = EXPAND f32 %av [(4096 4096)]
@@ -218,32 +228,5 @@ TEST_CASE("GEMV guards: a matmul, b contiguous along k, a small b, k not a multi
 %wv = RESHAPE f32 %w [(4096 4096)]
 %m = MUL f32 %ae, %wv
 %s = REDUCE_AXIS f32 %m [reduce ADD (1)]
-)";
-  CHECK(apply_stage(split_reduceop(), rows, Flags{}, false) == parse_text(rows));
-  // [1, 256] @ [256, 1024]: 1 MB of b, from the cores' caches
-  const char* small = R"(
-%a = BUFFER f32 [(1 256)]
-%av = RESHAPE f32 %a [(1 1 256)]
-%ae = EXPAND f32 %av [(1 1024 256)]
-%b = BUFFER f32 [(2 262144)]
-%bv = RESHAPE f32 %b [(256 1024)]
-%bt = PERMUTE f32 %bv [(1 0)]
-%bk = RESHAPE f32 %bt [(1 1024 256)]
-%m = MUL f32 %ae, %bk
-%s = REDUCE_AXIS f32 %m [reduce ADD (2)]
-)";
-  CHECK(apply_stage(split_reduceop(), small, Flags{}, false) == parse_text(small));
-  // k = 4100: no parts of 64 rows
-  const char* odd = R"(
-%a = BUFFER f32 [(1 4100)]
-%av = RESHAPE f32 %a [(1 1 4100)]
-%ae = EXPAND f32 %av [(1 4096 4100)]
-%b = BUFFER f32 [(2 16793600)]
-%bv = RESHAPE f32 %b [(4100 4096)]
-%bt = PERMUTE f32 %bv [(1 0)]
-%bk = RESHAPE f32 %bt [(1 4096 4100)]
-%m = MUL f32 %ae, %bk
-%s = REDUCE_AXIS f32 %m [reduce ADD (2)]
-)";
-  CHECK(apply_stage(split_reduceop(), odd, Flags{}, false) == parse_text(odd));
+)"));
 }
