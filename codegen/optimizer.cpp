@@ -410,6 +410,18 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   return KBlocks{s.root->with_src({end2->with_src(std::move(src))}), blocks};
 }
 
+// Columns the schedule padded to whole panels (schedule/panel_packing.hpp): the store,
+// and the read of the previous blocks' sums of k, are masked by lane (j < n). Those
+// masked reads cost more than the blocks save: 512 x 507 @ 507 x 516 at one thread ran
+// at 55 to 78 GFLOP/s in three blocks of 169, 80 to 93 in one (docs/performance.md). So
+// such a product sums k in one block up to kMaskedWholeK.
+constexpr int64_t kMaskedWholeK = 1024;
+
+bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
+  const UOpPtr valid = valid_of(kernel->src.at(0)->src.at(0)->src.at(0));
+  return valid && reaches(valid, cols);
+}
+
 // The register tile of codegen/register_tile.hpp: columns -> (outer * vectors +
 // unrolled) * lanes + lane, rows -> outer * rows + unrolled, the column blocks
 // the outer loop (each thread keeps its block of b's columns in cache while
@@ -417,6 +429,7 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
 // blocks of rows and of k instead.
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
   const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers, mm.a_ops);
+  const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= kMaskedWholeK;
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
@@ -425,7 +438,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   const bool tile_high = panels && mm.row_panels && tile.rows > 1 && *trip(mm.rows) == tile.rows;
   const UOpPtr& tiled = tile_high ? mm.row_panels : mm.rows;
   const int64_t tiles = tile_high ? *trip(tiled) : (*trip(tiled) + tile.rows - 1) / tile.rows;
-  const int64_t kc = panels ? std::min(*trip(mm.reduce), kBlock) : 0;
+  const int64_t kc = panels ? (whole_k ? *trip(mm.reduce) : std::min(*trip(mm.reduce), kBlock)) : 0;
   const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize) : 1;
   const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows);
@@ -440,7 +453,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   }
   if (panels) {
     const UOpPtr reduce = find_range(k, mm.reduce->get<AxisArg>().id);
-    const auto kb = k_blocks(k, reduce, divisor_near(*trip(reduce), kBlock));
+    const auto kb = whole_k ? std::nullopt : k_blocks(k, reduce, divisor_near(*trip(reduce), kBlock));
     return drop_unit_loops(block_tiles(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
   }
   if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);

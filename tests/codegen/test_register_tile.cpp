@@ -411,6 +411,8 @@ TEST_CASE(
       check_values(shape, bytes, false, Form::Packed);
     }
   check_values({1, 7, 350, 45}, host_vector_bytes(), true, Form::Packed);  // the bias read where j < n
+  // columns padded, k past 1024 in blocks of 220: their sums read back under the lane mask
+  check_values({1, 2, 1100, 20}, host_vector_bytes(), false, Form::Packed);
 }
 
 TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, the store guarded by lane") {
@@ -420,6 +422,16 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   const auto mm = matmul_axes(kernel);
   REQUIRE(mm);
   REQUIRE(mm->panels.size() == 1);
+  // k in one block: the previous blocks' sums would be read under the lane mask, which
+  // costs more than the blocks save (codegen/optimizer.cpp's kMaskedWholeK)
+  const auto opt = optimize_kernel(kernel, {true, 32});
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
+  REQUIRE(loops.size() == 3);  // blocks of rows (the threads'), panels, row tiles
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(loops[1]) == 64);
+  CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
+  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 1100, 1010}), {true, 32})).at(1)) ==
+        1100 / 220);  // a longer k keeps its blocks
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
   const UOpPtr k = of_kind(low, AxisKind::Reduce).at(0);
