@@ -98,6 +98,31 @@ void register_kernels() {
       c[lo] = total;
     });
   });
+  // Not in STREAM either: GEMV's reads in plain C++, the array as [4096, 4096] rows of b
+  // times a vector (b's first 4096 floats). Each slice is 64 whole rows (as split_reduceop's
+  // parts of a GEMV), read in blocks of 8 rows, each step one 64-byte line of each of the
+  // 8 rows, the slice's partial row (c at the slice's start) in L1; what loom's GEMV
+  // kernel does (docs/performance.md, GEMV). Bytes: the array once.
+  add("stream_gemv", [](benchmark::State& s) {
+    stream(s, 1, [](float* a, float* b, float* c, int64_t lo, int64_t hi) {
+      using Quad = float __attribute__((vector_size(16)));
+      constexpr int64_t n = 4096, rows = 8, line = 16;
+      float* y = c + lo;
+      std::memset(y, 0, n * sizeof(float));
+      for (int64_t r = lo / n; r + rows <= hi / n; r += rows)
+        for (int64_t j = 0; j < n; j += line) {
+          Quad acc[line / 4];
+          std::memcpy(acc, y + j, sizeof acc);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int q = 0; q < line / 4; ++q) {
+              Quad v;
+              std::memcpy(&v, a + (r + i) * n + j + 4 * q, sizeof v);
+              acc[q] += v * b[r + i];
+            }
+          std::memcpy(y + j, acc, sizeof acc);
+        }
+    });
+  });
   add("stream_triad", [](benchmark::State& s) {
     stream(s, 3, [](float* a, float* b, float* c, int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + 3.0f * c[i];
