@@ -472,7 +472,11 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
 // 8 KiB of a row of float32: 2048 ran 13% faster than 1024 (one page per row and block)
 // in CPU time, LOOM_THREADS=1, [1,4096]@[4096,4096], docs/performance.md
 constexpr int64_t kGemvChunk = 2048;
-constexpr int64_t kGemvRows = 8;   // streams of b in flight: within what a core's prefetchers follow
+constexpr int64_t kGemvRows = 8;  // streams of b in flight: within what a core's prefetchers follow
+// Columns per chunk when other loops (the parts of k) are what the threads share: a
+// whole row of [4096, 4096]'s b, 16 KiB of float32 partial sums, half of L1d; 10% more
+// bytes per CPU-second than 2048 in parts of 64 rows (docs/performance.md, GEMV).
+constexpr int64_t kGemvRowChunk = 4096;
 constexpr int64_t kMinChunks = 2;  // the chunks are what the threads share
 constexpr int64_t kCacheLineBytes = 64;
 
@@ -484,10 +488,10 @@ int64_t line_vectors(int64_t lanes, int64_t itemsize) {
   return std::max<int64_t>(1, kCacheLineBytes / (lanes * itemsize));
 }
 
-// Tiles of `width` columns per chunk: up to kGemvChunk columns, at most `most` tiles,
+// Tiles of `width` columns per chunk: up to `columns` columns, at most `most` tiles,
 // a divisor of the `n` tiles.
-int64_t gemv_chunk(int64_t n, int64_t width, int64_t most) {
-  int64_t chunk = std::clamp<int64_t>(kGemvChunk / width, 1, std::max<int64_t>(1, most));
+int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns = kGemvChunk) {
+  int64_t chunk = std::clamp<int64_t>(columns / width, 1, std::max<int64_t>(1, most));
   while (n % chunk != 0) --chunk;
   return chunk;
 }
@@ -515,7 +519,9 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64
   if (!kb || !tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
-  k = block_tiles(kb->root, tiles, gemv_chunk(n, width, batch.empty() ? n / kMinChunks : n), kb->blocks);
+  const int64_t chunk =
+      batch.empty() ? gemv_chunk(n, width, n / kMinChunks) : gemv_chunk(n, width, n, kGemvRowChunk);
+  k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto b = batch.rbegin(); b != batch.rend(); ++b)
     if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
   return drop_unit_loops(k);

@@ -504,6 +504,22 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   CHECK(trip(loops_in_order(optimize_kernel(kernel, {true, 64}))[2]) == 2048 / 16);
 }
 
+TEST_CASE(
+    "GEMV in parts (split_reduceop's, or a batch): the parts first, shared by the threads, whole rows") {
+  const auto opt = optimize_kernel(gemv_kernel({64, 1, 64, 4096}), {true, 32});
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
+  REQUIRE(loops.size() == 3);
+  CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(loops[0]) == 64);         // the parts, each 64 rows of b
+  CHECK(trip(loops[1]) == 64 / 8);     // blocks of 8 rows: no chunks, each block 8 whole rows
+  CHECK(trip(loops[2]) == 4096 / 16);  // tiles of one 64-byte line
+  // Rows of 8192 columns: chunks of 4096 (16 KiB of partial sums), inside the parts.
+  const std::vector<UOpPtr> wide = loops_in_order(optimize_kernel(gemv_kernel({4, 1, 64, 8192}), {true, 32}));
+  REQUIRE(wide.size() == 4);
+  CHECK(trip(wide[0]) == 4);
+  CHECK(trip(wide[1]) == 2);
+}
+
 TEST_CASE("GEMV with a costly a (computed again for every column tile): tiles of 8 vectors") {
   const auto f32 = DType::Float32;
   auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
