@@ -165,30 +165,32 @@ TEST_CASE("emit: a masked (padded) load never touches memory where it is invalid
   CHECK(o[static_cast<size_t>(n) + 3] == 0.0f);
 }
 
-TEST_CASE("emit: a masked store writes only where it is valid") {
-  // out[i - 2] = i where 2 <= i < n + 2: the invalid stores would hit the guard pages.
-  GuardedPage page;
-  const int64_t n = static_cast<int64_t>(page.float_count());
+namespace {
+// out[i - 2] = i where 2 <= i < n + 2: the invalid stores would hit the guard pages.
+UOpPtr shifted_store(int64_t n) {
   auto out = global(0, DType::Float32);
   auto i = make_range(n + 4, 0);
   auto valid = land(i64(1) < i, i < n + 2);
-  const auto kernel = sink({end(store(index(out, i - 2, valid), cast(i, DType::Float32)), {i})});
+  return sink({end(store(index(out, i - 2, valid), cast(i, DType::Float32)), {i})});
+}
+}  // namespace
+
+TEST_CASE("emit: a masked store writes only where it is valid") {
+  GuardedPage page;
+  const int64_t n = static_cast<int64_t>(page.float_count());
+  const auto kernel = shifted_store(n);
   run_all(compile_kernel(kernel, "masked_store"), kernel, {page.slot()});
   CHECK(page.floats()[0] == 2.0f);
   CHECK(page.floats()[n - 1] == static_cast<float>(n + 1));
 }
 
 TEST_CASE("emit: a store masked by lane stores plainly where every lane is valid, masked at the ends") {
-  // out[i - 2] = i where 2 <= i < n + 2, in vectors: the first and last vectors straddle
-  // the guard pages (masked), those between are whole (plain stores: masked ones cost
-  // far more on AMD's cores).
+  // The shifted store in vectors: the first and last vectors straddle the guard pages
+  // (masked), those between are whole (plain stores: masked ones cost far more on AMD's
+  // cores).
   GuardedPage page;
   const int64_t n = static_cast<int64_t>(page.float_count());
-  auto out = global(0, DType::Float32);
-  auto i = make_range(n + 4, 0);
-  auto valid = land(i64(1) < i, i < n + 2);
-  const auto kernel =
-      optimize_kernel(sink({end(store(index(out, i - 2, valid), cast(i, DType::Float32)), {i})}));
+  const auto kernel = optimize_kernel(shifted_store(n));
   const std::string ir = emit_llvm_ir(lower_reduce(expand_lanes(kernel)), "lane_store");
   CHECK(ir.find("@llvm.vector.reduce.and") != std::string::npos);  // all lanes valid?
   CHECK(ir.find("@llvm.masked.store") != std::string::npos);       // no: masked
