@@ -558,7 +558,9 @@ UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers,
   if (!kb || !tiles) return block_all_sums(drop_unit_loops(split_cols));
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
-  k = block_tiles(kb->root, tiles, gemv_chunk(n, width, cs.panels.empty() ? n / kMinChunks : n), kb->blocks);
+  const int64_t chunk =
+      cs.panels.empty() ? gemv_chunk(n, width, n / kMinChunks) : gemv_chunk(n, width, n, kGemvRowChunk);
+  k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
     if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);
   return drop_unit_loops(k);
