@@ -413,9 +413,10 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
 // Columns the schedule padded to whole panels (schedule/panel_packing.hpp): the store,
 // and the read of the previous blocks' sums of k, are masked by lane (j < n). Those
 // masked reads cost more than the blocks save: 512 x 507 @ 507 x 516 at one thread ran
-// at 55 to 78 GFLOP/s in three blocks of 169, 80 to 93 in one (docs/performance.md). So
-// such a product sums k in one block up to kMaskedWholeK.
-constexpr int64_t kMaskedWholeK = 1024;
+// at 55 to 78 GFLOP/s in three blocks of 169, 80 to 93 in one; 2040^3 71 against 88
+// (docs/performance.md). So such a product sums k in one block while a panel's k x 16
+// floats stay within half of the 512 KiB L2 (256 KiB: k up to 4096), as a's row blocks do.
+constexpr int64_t kMaskedWholeK = 4096;
 
 bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
   const UOpPtr valid = valid_of(kernel->src.at(0)->src.at(0)->src.at(0));

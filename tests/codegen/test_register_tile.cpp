@@ -411,8 +411,8 @@ TEST_CASE(
       check_values(shape, bytes, false, Form::Packed);
     }
   check_values({1, 7, 350, 45}, host_vector_bytes(), true, Form::Packed);  // the bias read where j < n
-  // columns padded, k past 1024 in blocks of 220: their sums read back under the lane mask
-  check_values({1, 2, 1100, 20}, host_vector_bytes(), false, Form::Packed);
+  // columns padded, k past 4096 in blocks of 205: their sums read back under the lane mask
+  check_values({1, 2, 4100, 20}, host_vector_bytes(), false, Form::Packed);
 }
 
 TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, the store guarded by lane") {
@@ -430,8 +430,8 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(loops[1]) == 64);
   CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
-  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 1100, 1010}), {true, 32})).at(1)) ==
-        1100 / 220);  // a longer k keeps its blocks
+  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, 32})).at(1)) ==
+        4100 / 205);  // a k past 4096 keeps its blocks
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
   const UOpPtr k = of_kind(low, AxisKind::Reduce).at(0);
