@@ -439,7 +439,10 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   const bool tile_high = panels && mm.row_panels && tile.rows > 1 && *trip(mm.rows) == tile.rows;
   const UOpPtr& tiled = tile_high ? mm.row_panels : mm.rows;
   const int64_t tiles = tile_high ? *trip(tiled) : (*trip(tiled) + tile.rows - 1) / tile.rows;
-  const int64_t kc = panels ? (whole_k ? *trip(mm.reduce) : std::min(*trip(mm.reduce), kBlock)) : 0;
+  // The k a tile sums at a time, which a's row blocks are sized for: a k with no divisor
+  // in [kBlock / 2, kBlock] (a prime 1021) is one block, and a's rows span all of it.
+  const int64_t k_len = *trip(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
+  const int64_t kc = panels ? (divisor ? divisor : k_len) : 0;
   const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize) : 1;
   const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows);
@@ -454,7 +457,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   }
   if (panels) {
     const UOpPtr reduce = find_range(k, mm.reduce->get<AxisArg>().id);
-    const auto kb = whole_k ? std::nullopt : k_blocks(k, reduce, divisor_near(*trip(reduce), kBlock));
+    const auto kb = divisor ? k_blocks(k, reduce, divisor) : std::nullopt;
     return drop_unit_loops(block_tiles(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
   }
   if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);

@@ -377,6 +377,18 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   check_inner_loads(low, of_kind(low, AxisKind::Reduce).at(0));
 }
 
+TEST_CASE("b in panels, a prime k: one block of k, and a's row blocks sized for all of it") {
+  // 2039 has no divisor in [128, 256]: the tiles sum it whole, so a block's rows span
+  // 2039 floats each, not the 256 of a block of k (1020 x 2039 @ 2039 x 1024 at one
+  // thread: 68 -> 91 to 95 GFLOP/s)
+  const auto opt = optimize_kernel(packed_kernel({1, 1020, 2039, 1024}), {true, 32});
+  const std::vector<UOpPtr> loops = loops_in_order(opt);
+  REQUIRE(loops.size() == 3);  // blocks of rows, panels, row tiles
+  CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 2039);
+  CHECK(trip(loops[2]) == row_block(1020 / 6, 6, 2039, 4));
+  CHECK(trip(loops[2]) != row_block(1020 / 6, 6, 256, 4));
+}
+
 TEST_CASE("b in panels: the tile's epilogue works a row of registers at a time, rows tested as scalars") {
   // 1022 rows: the last tile's padded rows are stored under their row's validity. Blocks
   // of k: each tile adds the previous block's partial sums, then the bias and relu.
