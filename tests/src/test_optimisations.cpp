@@ -115,6 +115,17 @@ std::vector<float> run_with_threads(int threads, const std::function<Tensor()>& 
   return program().to_vector<float>();
 }
 
+// Every element of a sum of k products within docs/semantics.md's bound for any
+// order of the sum: (k + 1) u times the sum of the terms' magnitudes (`scale`).
+void check_within_sum_bound(const std::vector<float>& got, const ref::RefTensor& want,
+                            const ref::RefTensor& scale, int64_t k) {
+  REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+  for (int64_t e = 0; e < want.size(); ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= (k + 1) * std::ldexp(1.0, -24) * scale.at(e));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("add [4096,4096]: upcast to the native lanes, vector loads and stores in loom's own IR") {
@@ -346,11 +357,7 @@ TEST_CASE(
   const UOpPtr opt = seen.only_optimized();                  // bias and relu fused: one kernel
   CHECK(ranges_of_kind(opt, AxisKind::Unroll).size() == 2);  // rows, column vectors
   CHECK(ranges_of_kind(opt, AxisKind::Upcast).size() == 1);
-  REQUIRE(static_cast<int64_t>(got.size()) == m * n);
-  for (int64_t e = 0; e < m * n; ++e) {
-    INFO("element " << e);
-    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= (k + 1) * std::ldexp(1.0, -24) * scale.at(e));
-  }
+  check_within_sum_bound(got, want, scale, k);
 }
 
 TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
@@ -378,12 +385,7 @@ TEST_CASE(
     Kernels seen;
     const std::vector<float> got = Tensor(y).realize().to_vector<float>();
     CHECK(ranges_of_kind(seen.only_optimized(), AxisKind::Upcast).size() == 1);  // columns in the lanes
-    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-    for (int64_t e = 0; e < want.size(); ++e) {
-      INFO("element " << e);
-      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <=
-            (c.k + 1) * std::ldexp(1.0, -24) * scale.at(e));
-    }
+    check_within_sum_bound(got, want, scale, c.k);
   }
   // Two chunks of 2048 columns, one per thread, each summed over k in the same order.
   Tensor x = Tensor::randn({1, 72}).realize(), w = Tensor::randn({72, 4096}).realize();
@@ -475,11 +477,7 @@ void check_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, int64_t 
   CHECK(seen.all().size() == kernels);  // the panel copies, then the product with its epilogue
   const UOpPtr product = seen.all_optimized().at(the_product(seen.all_optimized()));
   CHECK(ranges_of_kind(product, AxisKind::Unroll).size() == 2);  // a register tile
-  REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-  for (int64_t e = 0; e < want.size(); ++e) {
-    INFO("element " << e);
-    CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= (k + 1) * std::ldexp(1.0, -24) * scale.at(e));
-  }
+  check_within_sum_bound(got, want, scale, k);
 }
 
 TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agree with the reference") {
