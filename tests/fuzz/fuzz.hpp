@@ -56,6 +56,10 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
 struct GenerateOptions {
   int max_steps = 8;           // ops per program
   int64_t max_elements = 512;  // per tensor
+  // When positive, a share of the matmul steps multiply fresh operands big enough for
+  // panel packing (32 rows or more, b over 32 KiB, columns not filling whole panels
+  // too): values up to this many elements, where max_elements keeps the rest small.
+  int64_t packed_matmul_elements = 0;
   // A gradient program (`# @grad`): Float64 values, operands kept away from
   // poles, and output 0 a random scalar loss of the last values.
   bool gradient = false;

@@ -144,7 +144,8 @@ class Generator {
   }
 
   Value make_value(Tensor t) {
-    if (numel(t.shape()) > options_.max_elements || t.ndim() > 5) throw Skip{};
+    const int64_t limit = std::max(options_.max_elements, options_.packed_matmul_elements);
+    if (numel(t.shape()) > limit || t.ndim() > 5) throw Skip{};
     return {t, !graph_is_approximate({t})};
   }
 
@@ -488,6 +489,7 @@ class Generator {
   }
 
   Value matmul_step(const Value& x) {
+    if (options_.packed_matmul_elements > 0 && chance(0.5)) return packed_matmul_step(x);
     const Tensor& t = x.t;
     if (t.ndim() == 0 || t.dtype().is_bool()) throw Skip{};
     const int64_t k = t.shape().back();
@@ -503,6 +505,25 @@ class Generator {
     }
     note("matmul");
     return make_value(t.matmul(input(chance(0.7) ? t.dtype() : random_dtype(), b)));
+  }
+
+  // A product of fresh float operands past panel packing's thresholds (32 rows, 32 KiB
+  // of b: schedule/panel_packing.cpp), sometimes batched, sometimes plus x's sum: odd
+  // row, column and k counts, columns past whole panels.
+  Value packed_matmul_step(const Value& x) {
+    const DType dt = gradient_ || chance(0.3) ? DType::Float64 : DType::Float32;
+    const int64_t rows = between(32, 70), k = between(64, 130), batch = chance(0.25) ? 2 : 1;
+    const int64_t fewest = 8192 / k + 1;  // b over 32 KiB in Float32
+    const int64_t cols = between(fewest, fewest + 24);
+    if (batch * std::max(rows, k) * cols > options_.packed_matmul_elements ||
+        batch * rows * k > options_.packed_matmul_elements)
+      throw Skip{};
+    const Shape a_shape = batch > 1 ? Shape{batch, rows, k} : Shape{rows, k};
+    const Shape b_shape = batch > 1 ? Shape{batch, k, cols} : Shape{k, cols};
+    Tensor product = input(dt, a_shape).matmul(input(dt, b_shape));
+    if (!x.t.dtype().is_bool() && chance(0.5)) product = product + x.t.sum().cast(dt);
+    note("packed_matmul");
+    return make_value(product);
   }
 
   Value gather_step(const Value& x) {

@@ -1,6 +1,6 @@
 // loom-fuzz: the differential fuzzer from the shell (docs/fuzzing.md).
 //   loom-fuzz --seed S --count N [--out DIR] [--steps K] [--bounds-share N] [--gradient-share N]
-//             [--stop] [--verbose]
+//             [--packed-matmuls] [--stop] [--verbose]
 //   loom-fuzz --replay FILE [--bounds]
 #include "fuzz/fuzz.hpp"
 #include "ir/planted_fault.hpp"
@@ -20,14 +20,16 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   loom-fuzz [--seed S] [--count N] [--out DIR] [--steps K] [--bounds-share N]
-            [--gradient-share N] [--no-kernel-check] [--stop] [--verbose] [--coverage]
-            [--plant-fault | --plant-gradient-fault]
+            [--gradient-share N] [--packed-matmuls] [--no-kernel-check] [--stop]
+            [--verbose] [--coverage] [--plant-fault | --plant-gradient-fault]
       runs programs S, S+1, ..., S+N-1 (default: --seed 1 --count 100) against the
       reference interpreter; each failure is shrunk and written to DIR (default
       ./loom-fuzz-failures) as a replay file. --bounds-share N runs every N-th program
       with LOOM_CHECK_BOUNDS=1 (default 8, 0: never); --gradient-share N makes every
       N-th program a gradient program, its loss's gradient checked against finite
-      differences (default 4, 0: never). Exit status 1 if any failed.
+      differences (default 4, 0: never). --packed-matmuls makes half the matmul steps
+      products big enough for panel packing (up to 16384 elements a value; slower).
+      Exit status 1 if any failed.
       --plant-fault switches on a deliberately wrong simplifier rule (float x - c
       becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite;
       --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth).
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
         options.replay_dir = next();
       else if (a == "--steps")
         options.generate.max_steps = std::stoi(next());
+      else if (a == "--packed-matmuls")
+        options.generate.packed_matmul_elements = 16384;
       else if (a == "--bounds-share")
         options.bounds_share = std::stoi(next());
       else if (a == "--gradient-share")

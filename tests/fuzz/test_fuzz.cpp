@@ -42,6 +42,22 @@ struct PlantFault {
 };
 }  // namespace
 
+TEST_CASE("fuzzed programs with products big enough for panel packing agree with the reference interpreter") {
+  // Products of 32+ rows and 32+ KiB of b take panel packing (columns padded to whole
+  // panels where they do not fill them); the kernel checker is off here because
+  // interpreting such a kernel after every pass takes seconds (loom-fuzz
+  // --packed-matmuls runs it).
+  fuzz::RunOptions options;
+  options.generate.packed_matmul_elements = 16384;
+  options.check.kernel_checker = false;
+  const fuzz::RunResult r = fuzz::run(kCiSeed, 60, options);
+  for (size_t i = 0; i < r.failures.size(); ++i)
+    FAIL_CHECK("program " << r.failures[i].first << ": " << r.failures[i].second.kind << ": "
+                          << r.failures[i].second.message);
+  const auto packed = r.coverage.api_ops.find("packed_matmul");
+  CHECK((packed != r.coverage.api_ops.end() && packed->second >= 2));
+}
+
 TEST_CASE(
     "the CI budget of fuzzed programs from a fixed seed agree with the reference interpreter, pass by pass") {
   fuzz::RunOptions options;
