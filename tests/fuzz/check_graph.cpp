@@ -15,8 +15,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 namespace loom::fuzz {
 
@@ -27,13 +29,29 @@ struct Expected {
   Tolerance tolerance;  // its scale: the largest finite float magnitude upstream
 };
 
+// Did the float MUL `node` make an infinity from two finite operands (an overflow)?
+// Its sources' values are in `seen` (tensor-level MUL sources share its shape).
+bool product_overflowed(const UOpPtr& node, const ref::RefTensor& v,
+                        const std::unordered_map<const UOp*, ref::RefTensor>& seen) {
+  if (node->op != Op::MUL || !v.dtype.is_float() || node->src.size() != 2) return false;
+  const auto a = seen.find(node->src[0].get()), b = seen.find(node->src[1].get());
+  if (a == seen.end() || b == seen.end() || a->second.f.size() != v.f.size() || b->second.f.size() != v.f.size())
+    return false;
+  for (size_t e = 0; e < v.f.size(); ++e)
+    if (std::isinf(v.f[e]) && std::isfinite(a->second.f[e]) && std::isfinite(b->second.f[e])) return true;
+  return false;
+}
+
 Expected reference(const Tensor& t) {
   Expected e;
   const UOpPtr& root = t.node()->uop;
+  std::unordered_map<const UOp*, ref::RefTensor> seen;  // float values, for product_overflowed
   e.value = ref::evaluate(
       root, [](const UOpPtr& b) -> const void* { return detail::buffer_data(b); }, {},
-      [&](const UOpPtr&, const ref::RefTensor& v) {
+      [&](const UOpPtr& node, const ref::RefTensor& v) {
         e.tolerance.scale = std::max(e.tolerance.scale, magnitude(v));
+        e.tolerance.product_overflowed |= product_overflowed(node, v, seen);
+        if (v.dtype.is_float()) seen.emplace(node.get(), v);
       });
   e.tolerance.approximate = is_approximate(root);
   e.tolerance.precision = tolerance_dtype(root);

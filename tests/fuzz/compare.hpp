@@ -8,7 +8,11 @@
 //   upstream, fuzz/op_class.hpp tolerance_dtype), where scale is the largest finite
 //   magnitude the reference saw anywhere upstream of the value: rounding errors
 //   scale with the operands, so a difference of two large numbers near 0 may
-//   keep an error relative to them. NaN and inf must still match exactly.
+//   keep an error relative to them. NaN and inf must still match exactly, but
+//   where a product of finite operands overflowed upstream, NaN and ±inf are not
+//   told apart: a fused multiply-add does not round the product, so a sum that is
+//   already infinite absorbs it where the unfused sum makes inf - inf
+//   (docs/semantics.md).
 #include <loom/dtype.hpp>
 
 #include <string>
@@ -30,6 +34,7 @@ struct Tolerance {
   bool approximate = false;
   DType precision = DType::Float64;
   double scale = 0;
+  bool product_overflowed = false;  // a MUL of finite operands made an infinity upstream
 };
 
 // "" when they agree, else a message naming the first element that differs.
