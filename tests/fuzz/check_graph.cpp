@@ -35,7 +35,8 @@ bool product_overflowed(const UOpPtr& node, const ref::RefTensor& v,
                         const std::unordered_map<const UOp*, ref::RefTensor>& seen) {
   if (node->op != Op::MUL || !v.dtype.is_float() || node->src.size() != 2) return false;
   const auto a = seen.find(node->src[0].get()), b = seen.find(node->src[1].get());
-  if (a == seen.end() || b == seen.end() || a->second.f.size() != v.f.size() || b->second.f.size() != v.f.size())
+  if (a == seen.end() || b == seen.end() || a->second.f.size() != v.f.size() ||
+      b->second.f.size() != v.f.size())
     return false;
   for (size_t e = 0; e < v.f.size(); ++e)
     if (std::isinf(v.f[e]) && std::isfinite(a->second.f[e]) && std::isfinite(b->second.f[e])) return true;
