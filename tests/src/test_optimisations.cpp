@@ -115,6 +115,15 @@ std::vector<float> run_with_threads(int threads, const std::function<Tensor()>& 
   return program().to_vector<float>();
 }
 
+// Realizes `program` with LOOM_THREADS 1 and 2, checks the results are bitwise
+// equal, and returns them.
+std::vector<float> same_bits_on_1_and_2_threads(const std::function<Tensor()>& program) {
+  const auto one = run_with_threads(1, program), two = run_with_threads(2, program);
+  REQUIRE(one.size() == two.size());
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  return one;
+}
+
 // Every element of a sum of k products within docs/semantics.md's bound for any
 // order of the sum: (k + 1) u times the sum of the terms' magnitudes (`scale`).
 void check_within_sum_bound(const std::vector<float>& got, const ref::RefTensor& want,
@@ -276,9 +285,7 @@ TEST_CASE("results are bitwise equal for LOOM_THREADS 1 and 2") {
   };
   for (size_t i = 0; i < programs.size(); ++i) {
     CAPTURE(i);
-    const auto one = run_with_threads(1, programs[i]), two = run_with_threads(2, programs[i]);
-    REQUIRE(one.size() == two.size());
-    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+    same_bits_on_1_and_2_threads(programs[i]);
   }
 }
 
@@ -362,10 +369,7 @@ TEST_CASE(
 
 TEST_CASE("a tiled matmul is bitwise equal for LOOM_THREADS 1 and 2") {
   Tensor a = Tensor::randn({515, 300}).realize(), b = Tensor::randn({300, 517}).realize();
-  const auto one = run_with_threads(1, [&] { return a.matmul(b); });
-  const auto two = run_with_threads(2, [&] { return a.matmul(b); });
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  same_bits_on_1_and_2_threads([&] { return a.matmul(b); });
 }
 
 TEST_CASE(
@@ -389,10 +393,7 @@ TEST_CASE(
   }
   // Two chunks of 2048 columns, one per thread, each summed over k in the same order.
   Tensor x = Tensor::randn({1, 72}).realize(), w = Tensor::randn({72, 4096}).realize();
-  const auto one = run_with_threads(1, [&] { return x.matmul(w); });
-  const auto two = run_with_threads(2, [&] { return x.matmul(w); });
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  same_bits_on_1_and_2_threads([&] { return x.matmul(w); });
 }
 
 TEST_CASE(
@@ -577,23 +578,14 @@ TEST_CASE(
 TEST_CASE(
     "a packed matmul is bitwise equal for LOOM_THREADS 1 and 2, and LOOM_NOOPT keeps one plain kernel") {
   Tensor a = Tensor::randn({515, 700}).realize(), b = Tensor::randn({700, 512}).realize();
-  const auto one = run_with_threads(1, [&] { return a.matmul(b); });
-  const auto two = run_with_threads(2, [&] { return a.matmul(b); });
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  const std::vector<float> one = same_bits_on_1_and_2_threads([&] { return a.matmul(b); });
   {  // a in row panels too (k = 1024)
     Tensor x = Tensor::randn({515, 1024}).realize(), w = Tensor::randn({1024, 64}).realize();
-    const auto x1 = run_with_threads(1, [&] { return x.matmul(w); });
-    const auto x2 = run_with_threads(2, [&] { return x.matmul(w); });
-    REQUIRE(x1.size() == x2.size());
-    CHECK(std::memcmp(x1.data(), x2.data(), x1.size() * sizeof(float)) == 0);
+    same_bits_on_1_and_2_threads([&] { return x.matmul(w); });
   }
   {  // rows a multiple of the row panels' height: the panels are the tiles the threads share
     Tensor x = Tensor::randn({516, 1024}).realize(), w = Tensor::randn({1024, 64}).realize();
-    const auto x1 = run_with_threads(1, [&] { return x.matmul(w); });
-    const auto x2 = run_with_threads(2, [&] { return x.matmul(w); });
-    REQUIRE(x1.size() == x2.size());
-    CHECK(std::memcmp(x1.data(), x2.data(), x1.size() * sizeof(float)) == 0);
+    const std::vector<float> x1 = same_bits_on_1_and_2_threads([&] { return x.matmul(w); });
     Context plain{{"NOOPT", 1}};
     const std::vector<float> want = x.matmul(w).realize().to_vector<float>();
     REQUIRE(want.size() == x1.size());
