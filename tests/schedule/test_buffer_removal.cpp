@@ -12,6 +12,21 @@ using namespace loom;
 using loom::testing::apply_stage;
 using loom::testing::expect;
 
+namespace {
+// x [4, 8] read at row r0 and column k, the reduce range: the start of most graphs below.
+const std::string kXAtRowK = R"(
+%n = CONST i64 [4]
+%m = CONST i64 [8]
+%r0 = RANGE i64 %n [axis 0 loop]
+%k = RANGE i64 %m [axis 1 reduce]
+%x = BUFFER f32 [(1 32)]
+%row = MUL i64 %r0, %m
+%i = ADD i64 %row, %k
+%ix = INDEX f32* %x, %i
+%lx = LOAD f32 %ix
+)";
+}  // namespace
+
 TEST_CASE("a cheap proposed buffer read at another index is inlined: the index is substituted") {
   const UOpPtr after = apply_stage(buffer_removal(), R"(
 %n = CONST i64 [4]
@@ -51,17 +66,7 @@ TEST_CASE("a cheap proposed buffer read at another index is inlined: the index i
 
 namespace {
 // s = x.sum(1) over x [4, 8], proposed as a buffer and read flipped: s[3 - r7].
-const char* kFlippedSum = R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%s = REDUCE f32 %lx, %k [reduce ADD ()]
+const std::string kFlippedSum = kXAtRowK + R"(%s = REDUCE f32 %lx, %k [reduce ADD ()]
 %b = BUFFERIZE f32 %s, %r0 [(4)]
 %r7 = RANGE i64 %n [axis 7 loop]
 %three = CONST i64 [3]
@@ -242,33 +247,13 @@ TEST_CASE("a buffer of no elements reads as 0: its reader's valid never holds") 
 
 TEST_CASE("a buffer read at exactly its own ranges is its value, even with a reduce inside") {
   // What the identity fold sees: the reader runs inside the buffer's own loop r0.
-  CHECK(apply_stage(buffer_removal(), R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%s = REDUCE f32 %lx, %k [reduce ADD ()]
+  CHECK(apply_stage(buffer_removal(), kXAtRowK + R"(%s = REDUCE f32 %lx, %k [reduce ADD ()]
 %b = BUFFERIZE f32 %s, %r0 [(4)]
 %ib = INDEX f32* %b, %r0
 %lb = LOAD f32 %ib
 %out = CONTIGUOUS f32 %lb
 %root = BUFFERIZE f32 %out, %r0 [(4)]
-)") == expect(R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%s = REDUCE f32 %lx, %k [reduce ADD ()]
+)") == expect(kXAtRowK + R"(%s = REDUCE f32 %lx, %k [reduce ADD ()]
 %out = CONTIGUOUS f32 %s
 %root = BUFFERIZE f32 %out, %r0 [(4)]
 )"));
@@ -276,17 +261,7 @@ TEST_CASE("a buffer read at exactly its own ranges is its value, even with a red
 
 TEST_CASE("a copy of a buffer is that buffer: a nested BUFFERIZE flattens into its reader") {
   // b2 copies b1 at its own ranges; reading b2 flipped reads b1 flipped.
-  const UOpPtr after = apply_stage(buffer_removal(), R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%s = REDUCE f32 %lx, %k [reduce ADD ()]
+  const UOpPtr after = apply_stage(buffer_removal(), kXAtRowK + R"(%s = REDUCE f32 %lx, %k [reduce ADD ()]
 %b1 = BUFFERIZE f32 %s, %r0 [(4)]
 %r2 = RANGE i64 %n [axis 2 loop]
 %i1 = INDEX f32* %b1, %r2
@@ -300,17 +275,7 @@ TEST_CASE("a copy of a buffer is that buffer: a nested BUFFERIZE flattens into i
 %out = CONTIGUOUS f32 %l2
 %root = BUFFERIZE f32 %out, %r7 [(4)]
 )");
-  CHECK(after == expect(R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%s = REDUCE f32 %lx, %k [reduce ADD ()]
+  CHECK(after == expect(kXAtRowK + R"(%s = REDUCE f32 %lx, %k [reduce ADD ()]
 %b1 = BUFFERIZE f32 %s, %r0 [(4)]
 %r7 = RANGE i64 %n [axis 7 loop]
 %three = CONST i64 [3]
@@ -333,17 +298,7 @@ constexpr const char* kMinusMax = R"(%r8 = RANGE i64 %m [axis 8 loop]
 %d = SUB f32 %ly, %lb)";
 std::string row_max_read(const std::string& reader_ranges, const std::string& reader_shape,
                          const std::string& value = kMinusMax) {
-  return fmt::format(R"(
-%n = CONST i64 [4]
-%m = CONST i64 [8]
-%r0 = RANGE i64 %n [axis 0 loop]
-%k = RANGE i64 %m [axis 1 reduce]
-%x = BUFFER f32 [(1 32)]
-%row = MUL i64 %r0, %m
-%i = ADD i64 %row, %k
-%ix = INDEX f32* %x, %i
-%lx = LOAD f32 %ix
-%mx = REDUCE f32 %lx, %k [reduce MAX ()]
+  return fmt::format(fmt::runtime(kXAtRowK + R"(%mx = REDUCE f32 %lx, %k [reduce MAX ()]
 %b = BUFFERIZE f32 %mx, %r0 [(4)]
 %r7 = RANGE i64 %n [axis 7 loop]
 %ib = INDEX f32* %b, %r7
@@ -351,7 +306,7 @@ std::string row_max_read(const std::string& reader_ranges, const std::string& re
 {}
 %out = CONTIGUOUS f32 %d
 %root = BUFFERIZE f32 %out, {} [({})]
-)",
+)"),
                      value, reader_ranges, reader_shape);
 }
 
