@@ -13,6 +13,7 @@
 #include <loom/context.hpp>
 #include <loom/debug.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -543,6 +544,47 @@ TEST_CASE("padded products of 50 and 49 columns (both padded to 64) are kernels 
       scale += std::abs(double(av[i * 260 + k]) * bv[k * 50 + 49]);
     }
     CHECK(std::abs(y50[i * 50 + 49] - last) <= 261 * std::ldexp(1.0, -24) * scale);
+  }
+}
+
+// The outputs a kernel's loops compute, padding included: the product of its END's ranges.
+int64_t outputs_computed(const UOpPtr& kernel) {
+  int64_t n = 1;
+  for (const auto& r : toposort(kernel))
+    if (r->op == Op::END)
+      for (size_t i = 1; i < r->src.size(); ++i) n *= end_of(r->src[i]);
+  return n;
+}
+
+TEST_CASE(
+    "the matmul sweep's 504 and 516 are scheduled as their neighbours: b in panels, the 6-row tile summing "
+    "k whole, an even count of row blocks, at most 10% padding") {
+  // bench/compare once timed 504 and 516 at 1.5 times their neighbours' time per FLOP, under
+  // load, and no run after did (docs/performance.md, the sweep): the schedule is the same.
+  for (const int64_t n : {503, 504, 505, 515, 516, 517}) {
+    INFO("n = " << n);
+    FreshCaches fresh;
+    const Tensor a = Tensor::randn({n, n}).realize(), b = Tensor::randn({n, n}).realize();
+    Kernels seen;
+    a.matmul(b).realize();
+    const auto kernels = seen.all_optimized();
+    CHECK(kernels.size() == 2);  // b's copy into panels (a's rows 2 KiB apart stay), the product
+    const UOpPtr product = kernels.at(the_product(kernels));
+    std::vector<int64_t> tile;
+    for (const auto& r : ranges_of_kind(product, AxisKind::Unroll)) tile.push_back(end_of(r));
+    std::sort(tile.begin(), tile.end());
+    CHECK(tile == std::vector<int64_t>{2, 6});  // 6 rows x 2 vectors
+    const auto upcast = ranges_of_kind(product, AxisKind::Upcast);
+    REQUIRE(upcast.size() == 1);
+    CHECK(end_of(upcast[0]) == native_f32_lanes());
+    const auto reduce = ranges_of_kind(product, AxisKind::Reduce);
+    REQUIRE(reduce.size() == 1);
+    CHECK(end_of(reduce[0]) == n);  // columns padded to whole panels: k in one block
+    const auto parallel = ranges_of_kind(product, AxisKind::Parallel);
+    REQUIRE(parallel.size() == 1);
+    CHECK(end_of(parallel[0]) % 2 == 0);  // blocks of rows, as many for each of two threads
+    CHECK(outputs_computed(product) >= n * n);
+    CHECK(outputs_computed(product) * 10 <= n * n * 11);
   }
 }
 
