@@ -7,6 +7,8 @@
 #include "ir/planted_fault.hpp"
 #include "ir/symbolic.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <queue>
@@ -29,7 +31,7 @@ UOpPtr linear_index(const UOpPtr* idx, size_t n, const Shape& shape) {
   return lin;
 }
 
-// Slots of one kernel: 0 is its output, then each buffer it reads, in order of
+// Slots of one kernel: its outputs first, then each buffer it reads, in order of
 // first appearance.
 struct KernelBuilder {
   const std::unordered_map<const UOp*, UOpPtr>& buffer_of;  // BUFFERIZE -> its BUFFER
@@ -76,10 +78,8 @@ struct BuiltKernel {
   UOpPtr unsimplified;
 };
 
-BuiltKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
-                         const std::unordered_map<const UOp*, UOpPtr>& buffer_of) {
-  KernelBuilder kb{buffer_of, {}};
-  UOpPtr out_param = kb.param(out);
+// The effect storing `bufferize`'s value into `out_param`: END(STORE ...) over its ranges.
+UOpPtr store_effect(const UOpPtr& bufferize, const UOpPtr& out_param, KernelBuilder& kb) {
   // Top-down, so an INDEX is rewritten before its BUFFERIZE source is visited:
   // a producer's body never enters its consumer's kernel.
   UOpPtr value = graph_rewrite(bufferize->src[0], buffer_to_param(), kb, RewriteOrder::TopDown);
@@ -92,9 +92,19 @@ BuiltKernel build_kernel(const UOpPtr& bufferize, const UOpPtr& out,
   std::vector<UOpPtr> end_src{store};
   for (size_t i = 1; i < bufferize->src.size(); ++i)
     if (bufferize->src[i]->op == Op::RANGE) end_src.push_back(bufferize->src[i]);
-  UOpPtr effect = end_src.size() > 1 ? UOp::make(Op::END, value->dtype, std::move(end_src)) : store;
-  const UOpPtr built = renumber_ranges(UOp::make(Op::SINK, DType::Bool, {effect}));
-  return {{simplify(built), std::move(kb.slots), ""}, built};
+  return end_src.size() > 1 ? UOp::make(Op::END, value->dtype, std::move(end_src)) : store;
+}
+
+// One kernel storing each of `group` (BUFFERIZEs sharing output ranges, schedule/
+// multi_output.hpp) into `outs`: SINK(END(STORE out0 ...), END(STORE out1 ...), ...).
+BuiltKernel build_kernel(const std::vector<UOpPtr>& group, const std::vector<UOpPtr>& outs,
+                         const std::unordered_map<const UOp*, UOpPtr>& buffer_of) {
+  KernelBuilder kb{buffer_of, {}};
+  std::vector<UOpPtr> out_params, effects;
+  for (const auto& out : outs) out_params.push_back(kb.param(out));
+  for (size_t i = 0; i < group.size(); ++i) effects.push_back(store_effect(group[i], out_params[i], kb));
+  const UOpPtr built = renumber_ranges(UOp::make(Op::SINK, DType::Bool, std::move(effects)));
+  return {{simplify(built), std::move(kb.slots), "", outs.size()}, built};
 }
 
 }  // namespace
@@ -111,13 +121,15 @@ UOpPtr renumber_ranges(const UOpPtr& kernel) {
 }
 
 bool reads_output_only_in_place(const UOpPtr& kernel) {
-  UOpPtr stored;
+  std::unordered_map<int64_t, UOpPtr> stored;  // output slot -> the address its store writes
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::STORE) stored = n->src[0];
-  for (const auto& n : toposort(kernel))
-    if (n->op == Op::LOAD && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL &&
-        n->src[0]->src[0]->arg_int() == 0 && n->src[0]->src[1] != stored->src[1])
-      return false;
+    if (n->op == Op::STORE && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL)
+      stored[n->src[0]->src[0]->arg_int()] = n->src[0]->src[1];
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::LOAD || n->src[0]->src[0]->op != Op::DEFINE_GLOBAL) continue;
+    const auto it = stored.find(n->src[0]->src[0]->arg_int());
+    if (it != stored.end() && n->src[0]->src[1] != it->second) return false;
+  }
   return true;
 }
 
@@ -143,25 +155,46 @@ DirectReads direct_reads(const UOpPtr& bufferize) {
   return out;
 }
 
-// The kernels (one per BUFFERIZE, in toposort order) and what must run before
-// each: the kernels it reads, and for an in-place write every other kernel
-// that reads the old value of the buffer it overwrites.
+// The kernels (one per group of BUFFERIZEs that share output ranges, in toposort
+// order of their first) and what must run before each: the kernels it reads, and
+// for an in-place write every other kernel that reads the old value of the buffer
+// it overwrites.
 struct KernelOrder {
-  std::vector<UOpPtr> kernels;
+  std::vector<std::vector<UOpPtr>> kernels;  // each kernel's BUFFERIZEs, the one of most ranges first
   std::unordered_map<const UOp*, size_t> index;
   std::vector<DirectReads> reads;
   std::vector<std::vector<size_t>> before;
 
   explicit KernelOrder(const UOpPtr& sink) {
+    std::unordered_map<const UOp*, size_t> kernel_of_range;
     for (const auto& n : toposort(sink))
-      if (n->op == Op::BUFFERIZE) {
-        index.emplace(n.get(), kernels.size());
-        kernels.push_back(n);
-        reads.push_back(direct_reads(n));
-      }
+      if (n->op == Op::BUFFERIZE) add(n, kernel_of_range);
+    for (auto& group : kernels)
+      std::stable_sort(group.begin(), group.end(),
+                       [](const UOpPtr& a, const UOpPtr& b) { return a->src.size() > b->src.size(); });
     before.resize(kernels.size());
     for (size_t k = 0; k < kernels.size(); ++k)
-      for (const UOp* dep : reads[k].kernels) before[k].push_back(index.at(dep));
+      for (const UOp* dep : reads[k].kernels) {
+        if (index.at(dep) == k)
+          throw Error(
+              fmt::format("kernel_split: a kernel of {} outputs reads one of them", kernels[k].size()));
+        before[k].push_back(index.at(dep));
+      }
+  }
+
+  // `n` joins the kernel of a BUFFERIZE it shares a RANGE with, or starts one.
+  void add(const UOpPtr& n, std::unordered_map<const UOp*, size_t>& kernel_of_range) {
+    size_t k = kernels.size();
+    for (size_t i = 1; i < n->src.size(); ++i)
+      if (const auto it = kernel_of_range.find(n->src[i].get()); it != kernel_of_range.end()) k = it->second;
+    if (k == kernels.size()) kernels.emplace_back(), reads.emplace_back();
+    for (size_t i = 1; i < n->src.size(); ++i)
+      if (n->src[i]->op == Op::RANGE) kernel_of_range[n->src[i].get()] = k;
+    kernels[k].push_back(n);
+    index.emplace(n.get(), k);
+    const DirectReads r = direct_reads(n);
+    reads[k].kernels.insert(reads[k].kernels.end(), r.kernels.begin(), r.kernels.end());
+    reads[k].buffers.insert(reads[k].buffers.end(), r.buffers.begin(), r.buffers.end());
   }
 
   // Must `later` run after `earlier` (through any chain of edges)?
@@ -224,29 +257,35 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
     if (into[i] && graph.order_readers_before(graph.index.at(sink->src[i].get()), into[i]))
       requested[sink->src[i].get()] = into[i];
 
-  std::vector<BuiltKernel> built;
+  // Built in the order they run: a kernel's BUFFERIZEs read buffers of kernels before it,
+  // which a kernel of several outputs may come after in toposort order.
+  const std::vector<size_t> order = graph.order();
+  std::vector<BuiltKernel> built(graph.kernels.size());
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
-  for (const auto& n : graph.kernels) {
-    if (auto it = requested.find(n.get()); it != requested.end()) {
-      buffer_of[n.get()] = it->second;
-      BuiltKernel k = build_kernel(n, it->second, buffer_of);
-      if (reads_output_only_in_place(k.kernel.ast)) {
-        built.push_back(std::move(k));
-        continue;
-      }
+  for (size_t k : order) {
+    const auto& group = graph.kernels[k];
+    if (auto it = requested.find(group[0].get()); group.size() == 1 && it != requested.end()) {
+      buffer_of[group[0].get()] = it->second;
+      built[k] = build_kernel(group, {it->second}, buffer_of);
+      if (reads_output_only_in_place(built[k].kernel.ast)) continue;
     }
-    const int64_t size = numel(n->get<std::vector<int64_t>>());
-    UOpPtr out = make_buffer(n->dtype, size);
-    buffer_of[n.get()] = out;
-    built.push_back(build_kernel(n, out, buffer_of));
+    std::vector<UOpPtr> outs;
+    for (const auto& n : group) {
+      outs.push_back(make_buffer(n->dtype, numel(n->get<std::vector<int64_t>>())));
+      buffer_of[n.get()] = outs.back();
+    }
+    built[k] = build_kernel(group, outs, buffer_of);
   }
   Schedule schedule;
   std::vector<UOpPtr> unsimplified;
-  for (size_t k : graph.order()) {
+  for (size_t k : order) {
     // A kernel writing no element has nothing to do; its buffer still exists.
     // Simplifying its empty ranges away can leave a store whose address ignores
     // a loop it sits in, which codegen would refuse.
-    if (numel(graph.kernels[k]->get<std::vector<int64_t>>()) == 0) continue;
+    const auto& group = graph.kernels[k];
+    if (std::all_of(group.begin(), group.end(),
+                    [](const UOpPtr& n) { return numel(n->get<std::vector<int64_t>>()) == 0; }))
+      continue;
     schedule.kernels.push_back(std::move(built[k].kernel));
     unsimplified.push_back(built[k].unsimplified);
   }

@@ -6,6 +6,8 @@
 //   After:   SINK(END(STORE(INDEX(DEFINE_GLOBAL[0], r0*4 + r1), LOAD(INDEX(DEFINE_GLOBAL[1], r1*6 + r0))),
 //   r0, r1))
 //            with slot 0 -> a new BUFFER, slot 1 -> BUFFER#7
+// BUFFERIZEs that share a RANGE (schedule/multi_output.hpp) become one kernel, an
+// END per output, their buffers the first slots.
 #include "schedule/schedule.hpp"
 
 #include <functional>
@@ -28,8 +30,8 @@ using KernelPasses = std::function<UOpPtr(const UOpPtr& ast, std::vector<KernelP
 Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
                        const std::vector<UOpPtr>& into = {}, const KernelPasses& passes = {});
 
-// True if every load from slot 0 reads the element the kernel stores (so the
-// output may be the same buffer as that input).
+// True if every load from an output slot reads the element the kernel stores
+// there (so the output may be the same buffer as that input).
 bool reads_output_only_in_place(const UOpPtr& kernel);
 
 // Range ids renumbered 0, 1, ... in toposort order, so equal computations give

@@ -16,9 +16,10 @@ namespace loom {
 using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
 
 struct ScheduledKernel {
-  UOpPtr ast;                   // SINK of END(STORE ...) with DEFINE_GLOBAL slots
-  std::vector<UOpPtr> buffers;  // slot -> tensor-level BUFFER node; slot 0 is the output
+  UOpPtr ast;                   // SINK of END(STORE ...)s with DEFINE_GLOBAL slots
+  std::vector<UOpPtr> buffers;  // slot -> tensor-level BUFFER node: [0, outputs) stored, then those read
   std::string name;             // unique within the schedule, given at kernel split (ir/kernel_name.hpp)
+  size_t outputs = 1;           // buffers the kernel stores (docs/kernel-ir.md, several outputs)
 };
 
 struct Schedule {

@@ -413,7 +413,7 @@ std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors)
   const detail::Plan plan = detail::plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
   std::vector<ScheduledKernelInfo> out;
   for (const auto& k : plan.kernels) {
-    ScheduledKernelInfo info{k.name, {}};
+    ScheduledKernelInfo info{k.name, {}, k.outputs};
     for (uint32_t slot : k.args) {
       if (slot < plan.inputs) {
         const UOpPtr& b = sig.buffer(slot);

@@ -25,7 +25,7 @@ void share_dead_buffers(Plan& plan) {
       const uint32_t t = plan.kernels[k].args[slot];
       if (t < plan.inputs) continue;
       const size_t j = t - plan.inputs;
-      if (slot == 0 && first[j] == kNever) first[j] = k;
+      if (slot < plan.kernels[k].outputs && first[j] == kNever) first[j] = k;
       last[j] = k;
     }
   for (size_t j = 0; j < n; ++j) plan.memory[j] = {static_cast<uint32_t>(j), bytes_of(plan.allocations[j])};

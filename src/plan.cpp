@@ -50,7 +50,7 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   const ScheduleOptions options{matmul_panel_bytes(*flags()), matmul_panel_rows(*flags())};
   Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
   for (auto& k : schedule.kernels) {
-    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, 1};
+    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
     plan.kernels.push_back(std::move(pk));
   }

@@ -16,6 +16,7 @@ struct PlanKernel {
   UOpPtr ast;                   // the kernel as scheduled: the kernel cache's key
   std::string name;             // unique within the plan (ir/kernel_name.hpp)
   std::vector<uint32_t> args;   // argument slot -> buffer table index
+  size_t outputs = 1;           // args[0, outputs) are the buffers the kernel stores
   int64_t parallel_extent = 1;  // set once the kernel is compiled; runs reuse it
 };
 

@@ -32,7 +32,7 @@ Counters counters();
 void reset_counters();
 
 // One kernel of a schedule: its name (as LOOM_DEBUG prints it) and the buffers
-// it binds, slot 0 its output, then each buffer it reads.
+// it binds, its `outputs` outputs first, then each buffer it reads.
 struct ScheduledBuffer {
   DType dtype;
   int64_t numel;
@@ -40,6 +40,7 @@ struct ScheduledBuffer {
 struct ScheduledKernelInfo {
   std::string name;
   std::vector<ScheduledBuffer> buffers;
+  size_t outputs = 1;  // buffers[0, outputs) are the ones the kernel stores
 };
 // The kernels realizing `tensors` together would run, in order, without
 // running, compiling or allocating anything: the tensors stay lazy. Shows
