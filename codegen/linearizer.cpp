@@ -63,6 +63,7 @@ class Builder {
   }
 
   void effect(const UOpPtr& u);
+  void kernel_effects(const UOpPtr& sink);
   std::vector<LinearInst> flatten() const;
 
  private:
@@ -212,6 +213,27 @@ void Builder::effect(const UOpPtr& u) {
   }
 }
 
+// The kernel's effects in order. Consecutive ENDs share the loops of their common
+// leading ranges (a kernel of several outputs, docs/kernel-ir.md): those stay open
+// from one END's body to the next, so the values placed in them are computed once.
+void Builder::kernel_effects(const UOpPtr& sink) {
+  std::vector<UOpPtr> open;  // the ranges the previous END left open, outermost first
+  for (const auto& u : sink->src) {
+    size_t keep = 0;
+    while (u->op == Op::END && keep < open.size() && keep + 1 < u->src.size() &&
+           u->src[keep + 1] == open[keep])
+      ++keep;
+    for (; open.size() > keep; open.pop_back()) close_loop();
+    if (u->op != Op::END) {
+      effect(u);
+      continue;
+    }
+    for (size_t i = keep + 1; i < u->src.size(); ++i) open_loop(u->src[i]), open.push_back(u->src[i]);
+    effect(u->src.at(0));
+  }
+  for (; !open.empty(); open.pop_back()) close_loop();
+}
+
 void Builder::flatten_into(const Block& b, int depth, std::vector<LinearInst>& out) const {
   for (const Item& item : b.items) {
     out.push_back({item.kind, item.uop, depth});
@@ -292,7 +314,7 @@ LinearKernel linearize(const UOpPtr& kernel) {
     throw Error(fmt::format("linearize: a kernel is a SINK of effects, got {}",
                             kernel ? op_name(kernel->op) : "null"));
   Builder builder(kernel);
-  for (const auto& effect : kernel->src) builder.effect(effect);
+  builder.kernel_effects(kernel);
   return LinearKernel{kernel, builder.flatten()};
 }
 

@@ -9,6 +9,8 @@
 // not once per inner one. Effects a value waits for (AFTER's STORE and END
 // sources: lower_reduce's accumulator updates) are placed the same way, so the
 // linearizer knows nothing of reductions; a REDUCE must be lowered first.
+// Consecutive ENDs of the kernel's SINK share the loops of their common leading
+// ranges (a kernel of several outputs, docs/kernel-ir.md).
 #include "ir/uop.hpp"
 
 #include <string>

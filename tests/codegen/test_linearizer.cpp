@@ -188,19 +188,41 @@ TEST_CASE("linearize: an epilogue's own values come after the reduce loop, not h
   CHECK(position(lk, LinearKind::Value, test) > position(lk, LinearKind::LoopEnd, k));
 }
 
-TEST_CASE("linearize: two ENDs over one range each get their own loop") {
+TEST_CASE("linearize: two ENDs that list the same range first share its loop (a kernel of two outputs)") {
   auto a = global(0, DType::Int32), b = global(1, DType::Int32);
   auto i = make_range(8, 0);
   auto twice = cast(i, DType::Int32) * 2;
   const auto lk =
       linearize(sink({end(store(index(a, i), twice), {i}), end(store(index(b, i), twice + 1), {i})}));
-  int loops = 0, computed = 0;
+  int loops = 0, computed = 0, stores_in_loop = 0;
   for (const auto& inst : lk.insts) {
     loops += inst.kind == LinearKind::LoopBegin;
     computed += inst.kind == LinearKind::Value && inst.uop == twice;
+    stores_in_loop += inst.kind == LinearKind::Store && inst.depth == 1;
   }
-  CHECK(loops == 2);
-  CHECK(computed == 2);  // once inside each loop: the first loop's value is gone after it
+  CHECK(loops == 1);
+  CHECK(computed == 1);  // once, for both stores
+  CHECK(stores_in_loop == 2);
+}
+
+TEST_CASE("linearize: ENDs sharing a leading range run their other loops one after the other inside it") {
+  auto a = global(0, DType::Int32), b = global(1, DType::Int32);
+  auto i = make_range(8, 0), j = make_range(4, 1), k = make_range(4, 2), l = make_range(8, 3);
+  auto row = cast(i, DType::Int32) * 3;
+  const auto lk = linearize(
+      sink({end(store(index(a, i * 4 + j), row + cast(j, DType::Int32)), {i, j}),
+            end(store(index(b, i * 4 + k), row), {i, k}), end(store(index(b, l * 4), row + 1), {l, i})}));
+  int loops = 0, computed = 0;
+  for (const auto& inst : lk.insts) {
+    loops += inst.kind == LinearKind::LoopBegin;
+    computed += inst.kind == LinearKind::Value && inst.uop == row;
+  }
+  CHECK(loops == 5);     // i {j, k}, then l {i}: the third END does not start with i
+  CHECK(computed == 2);  // once in the shared i loop, once in the third END's
+  CHECK(depth(lk, LinearKind::LoopBegin, j) == 1);
+  CHECK(depth(lk, LinearKind::LoopBegin, k) == 1);
+  CHECK(position(lk, LinearKind::LoopEnd, j) < position(lk, LinearKind::LoopBegin, k));
+  CHECK(position(lk, LinearKind::LoopEnd, k) < position(lk, LinearKind::LoopBegin, l));
 }
 
 TEST_CASE("linearize: kernels the contract does not allow are errors") {
