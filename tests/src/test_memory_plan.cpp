@@ -11,7 +11,7 @@ using namespace loom;
 using namespace loom::detail;
 
 namespace {
-// A plan over no inputs: kernel k writes args[k][0] and reads the rest; all
+// A plan over no inputs: kernel k writes args[k][0] (its one output) and reads the rest; all
 // allocations hold `size` floats.
 Plan chain(const std::vector<std::vector<uint32_t>>& kernels, size_t allocations,
            std::vector<uint32_t> results, int64_t size = 256) {
@@ -42,6 +42,24 @@ TEST_CASE("a buffer read later, or a result, is never given away") {
   // Without the late read of t0 and with t1 no result, t3 reuses t0 or t1's block.
   const Plan freer = chain({{0}, {1, 0}, {2, 1}, {3, 2}}, 4, {3});
   CHECK(freer.memory[3].owner != 3);
+}
+
+TEST_CASE("every output of a kernel of two outputs is a first write, and frees its block once read") {
+  // k1 writes t1 and t2 (reading t0), k2 reads both and writes t3 (in t0's block), k3 writes
+  // t4 and t5 reading t3: the blocks of t1 and t2, both dead after k2.
+  Plan plan;
+  plan.allocations.assign(6, {DType::Float32, 256});
+  plan.kernels = {{nullptr, "k", {0}, 1},
+                  {nullptr, "k", {1, 2, 0}, 2},
+                  {nullptr, "k", {3, 1, 2}, 1},
+                  {nullptr, "k", {4, 5, 3}, 2}};
+  plan.results = {{4, std::nullopt}, {5, std::nullopt}};
+  share_dead_buffers(plan);
+  CHECK(plan.memory[1].owner == 1);
+  CHECK(plan.memory[2].owner == 2);  // t0 is read by the kernel writing t2: not dead there
+  CHECK(plan.memory[3].owner == 0);
+  CHECK(std::min(plan.memory[4].owner, plan.memory[5].owner) == 1);
+  CHECK(std::max(plan.memory[4].owner, plan.memory[5].owner) == 2);
 }
 
 TEST_CASE("only a block of the same size class is reused") {
