@@ -313,11 +313,17 @@ UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, 
   std::vector<const UOp*> stored;
   for (const auto& n : toposort(k))
     if (n->op == Op::STORE) stored.push_back(n->src.at(0).get());
+  // The loads only a side END makes (a column sum beside the tile) are guarded like the
+  // stores: its rows are then lanes of one contiguous run, a vector load, where clamped
+  // ones are a gather of one load a row.
+  const auto main_nodes = toposort(k->src.at(0));
+  std::unordered_set<const UOp*> main;
+  for (const auto& n : main_nodes) main.insert(n.get());
   std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
   for (const auto& n : toposort(k)) {
     if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(n, padded)) continue;
     std::vector<UOpPtr> src = n->src;
-    if (std::find(stored.begin(), stored.end(), n.get()) != stored.end())
+    if (std::find(stored.begin(), stored.end(), n.get()) != stored.end() || !main.contains(n.get()))
       src.resize(3), src[2] = n->src.size() > 2 ? land(n->src[2], padded < old_end) : padded < old_end;
     else
       src[1] = substitute(src[1], {{padded, clamped}});
@@ -326,13 +332,61 @@ UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, 
   return substitute(k, fixed);
 }
 
-// The kernel's one END lists `first` before its other ranges.
+// ---- several outputs -----------------------------------------------------------------
+// A kernel of several outputs (docs/kernel-ir.md) is tiled by its first END, the main
+// one; the others ride along (codegen/register_tile.hpp): every split or padding of a
+// range substitutes it in the whole kernel, so they follow the main END's ranges.
+
+// `kernel` with its main END (its first effect) replaced by `end`.
+UOpPtr with_main_end(const UOpPtr& kernel, UOpPtr end) {
+  std::vector<UOpPtr> src = kernel->src;
+  src.at(0) = std::move(end);
+  return kernel->with_src(std::move(src));
+}
+
+// A side END lists the ranges it shares with the main END in the main END's order,
+// first; those past the longest common prefix become fresh ranges of its own. The
+// linearizer shares the prefix's loops between the two (codegen/linearizer.hpp), and
+// the rest are loops the side END runs alone within them, before or after the main
+// END's inner loops (a column sum over a block of rows, outside the panels' loop).
+UOpPtr align_side_ends(const UOpPtr& kernel) {
+  const UOpPtr& main = kernel->src.at(0);
+  if (main->op != Op::END) return kernel;
+  std::vector<UOpPtr> effects{main};
+  int64_t next_id = next_axis_id(kernel);
+  for (size_t e = 1; e < kernel->src.size(); ++e) {
+    const UOpPtr& side = kernel->src[e];
+    if (side->op != Op::END) {
+      effects.push_back(side);
+      continue;
+    }
+    std::vector<UOpPtr> shared, own;
+    for (size_t i = 1; i < main->src.size(); ++i)
+      if (std::find(side->src.begin() + 1, side->src.end(), main->src[i]) != side->src.end())
+        shared.push_back(main->src[i]);
+    for (size_t i = 1; i < side->src.size(); ++i)
+      if (std::find(shared.begin(), shared.end(), side->src[i]) == shared.end()) own.push_back(side->src[i]);
+    size_t prefix = 0;
+    while (prefix < shared.size() && shared[prefix] == main->src[prefix + 1]) ++prefix;
+    std::vector<std::pair<UOpPtr, UOpPtr>> fresh;
+    for (size_t i = prefix; i < shared.size(); ++i)
+      fresh.emplace_back(shared[i], UOp::make(Op::RANGE, shared[i]->dtype, shared[i]->src,
+                                              AxisArg{next_id++, kind(shared[i])}));
+    std::vector<UOpPtr> src{side->src[0]};
+    src.insert(src.end(), shared.begin(), shared.end());
+    src.insert(src.end(), own.begin(), own.end());
+    effects.push_back(substitute(side->with_src(std::move(src)), fresh));
+  }
+  return kernel->with_src(std::move(effects));
+}
+
+// The kernel's main END lists `first` before its other ranges.
 UOpPtr loop_first(const UOpPtr& kernel, const UOpPtr& first) {
   const UOpPtr& end = kernel->src.at(0);
   std::vector<UOpPtr> src{end->src[0], first};
   for (size_t i = 1; i < end->src.size(); ++i)
     if (end->src[i] != first) src.push_back(end->src[i]);
-  return kernel->with_src({end->with_src(std::move(src))});
+  return with_main_end(kernel, end->with_src(std::move(src)));
 }
 
 // Loops of one iteration left by the splits become their only value, so the
@@ -340,11 +394,18 @@ UOpPtr loop_first(const UOpPtr& kernel, const UOpPtr& first) {
 UOpPtr drop_unit_loops(UOpPtr k) {
   for (const auto& r : ranges_of(k))
     if (kind(r) == AxisKind::Loop && trip(r) == 1) k = substitute(k, {{r, const_int(DType::Int64, 0)}});
-  const UOpPtr& end = k->src.at(0);
-  std::vector<UOpPtr> src{end->src[0]};
-  for (size_t i = 1; i < end->src.size(); ++i)
-    if (end->src[i]->op == Op::RANGE) src.push_back(end->src[i]);
-  return k->with_src({end->with_src(std::move(src))});
+  std::vector<UOpPtr> effects;
+  for (const auto& end : k->src) {
+    if (end->op != Op::END) {
+      effects.push_back(end);
+      continue;
+    }
+    std::vector<UOpPtr> src{end->src[0]};
+    for (size_t i = 1; i < end->src.size(); ++i)
+      if (end->src[i]->op == Op::RANGE) src.push_back(end->src[i]);
+    effects.push_back(end->with_src(std::move(src)));
+  }
+  return k->with_src(std::move(effects));
 }
 
 // The tiles of `tiles` in blocks of `block`, the loop over blocks first, then
@@ -364,7 +425,7 @@ UOpPtr block_tiles(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& b
   src.insert(src.end(), loops.begin(), loops.end());
   src.push_back(s.inner);
   src.insert(src.end(), lanes.begin(), lanes.end());
-  return s.root->with_src({end->with_src(std::move(src))});
+  return with_main_end(s.root, end->with_src(std::move(src)));
 }
 
 // The largest divisor of n in [most / 2, most], or 0.
@@ -421,7 +482,7 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   std::vector<UOpPtr> src = end2->src;
   src[0] = store2->with_src({index, stored});
   src.push_back(blocks);
-  return KBlocks{s.root->with_src({end2->with_src(std::move(src))}), blocks};
+  return KBlocks{with_main_end(s.root, end2->with_src(std::move(src))), blocks};
 }
 
 // Columns the schedule padded to whole panels (schedule/panel_packing.hpp): the store,
@@ -479,7 +540,8 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
     const auto kb = divisor ? k_blocks(k, reduce, divisor) : std::nullopt;
     return drop_unit_loops(block_tiles(kb ? kb->root : k, rows, block, kb ? kb->blocks : nullptr));
   }
-  if (const UOpPtr outer = find_range(k, cols_outer)) k = loop_first(k, outer);
+  // A side END shares the rows, not the columns: the rows stay outermost, for the threads.
+  if (const UOpPtr outer = find_range(k, cols_outer); outer && k->src.size() == 1) k = loop_first(k, outer);
   return drop_unit_loops(k);
 }
 
@@ -590,20 +652,23 @@ UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers,
 }
 
 // ---- threads ------------------------------------------------------------------------
-// The range to run across threads: the outermost loop of the kernel's one END,
-// if it has a constant trip count worth splitting. A kernel with several
-// effects keeps running on one thread: an effect outside the parallel loop
-// would run once per task.
+// The range to run across threads: the outermost loop of the kernel's ENDs, if
+// every END has it first (the loop several outputs share) and it has a constant trip
+// count worth splitting. A kernel with an effect outside it keeps running on one
+// thread: that effect would run once per task.
 UOpPtr parallel_candidate(const UOpPtr& kernel) {
-  if (kernel->op != Op::SINK || kernel->src.size() != 1) return nullptr;
-  const UOpPtr& end = kernel->src[0];
-  if (end->op != Op::END || end->src.size() < 2) return nullptr;
-  const UOpPtr& range = end->src[1];
+  if (kernel->op != Op::SINK || kernel->src.empty()) return nullptr;
+  const UOpPtr& first = kernel->src[0];
+  if (first->op != Op::END || first->src.size() < 2) return nullptr;
+  const UOpPtr& range = first->src[1];
   if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
   if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
-  // Threads must write disjoint elements: a loop its store does not move along (the
-  // blocks of k whose partial sums wait in the output) runs in order on one thread.
-  if (end->src[0]->op == Op::STORE && !reaches(end->src[0]->src.at(0), range)) return nullptr;
+  for (const auto& end : kernel->src) {
+    if (end->op != Op::END || end->src.size() < 2 || end->src[1] != range) return nullptr;
+    // Threads must write disjoint elements: a loop its store does not move along (the
+    // blocks of k whose partial sums wait in the output) runs in order on one thread.
+    if (end->src[0]->op == Op::STORE && !reaches(end->src[0]->src.at(0), range)) return nullptr;
+  }
   return range;
 }
 
@@ -651,8 +716,10 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const int bytes = options.vector_bytes > 0 ? options.vector_bytes : host_vector_bytes();
     const int width = bytes / widest_element(k);
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
-    const auto gemv = width >= 2 && !mm ? gemv_axes(k) : std::nullopt;
-    const auto column_sum = width >= 2 && !mm && !gemv ? column_sum_axes(k) : std::nullopt;
+    // The GEMV and column-sum tiles order one END's loops: a kernel of several takes the plain path.
+    const bool one_end = k->src.size() == 1;
+    const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
+    const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
     if (mm) {
       k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
     } else if (gemv) {
@@ -664,6 +731,7 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
         for (UOpPtr lane = lane_candidate(k); lane; lane = lane_candidate(k)) k = upcast(k, lane, width);
       k = simplify(block_all_sums(k));
     }
+    if (k->src.size() > 1) k = align_side_ends(k);
   }
   if (const UOpPtr range = parallel_candidate(k))
     k = substitute(k, {{range, with_kind(range, AxisKind::Parallel)}});

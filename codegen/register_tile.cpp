@@ -96,6 +96,17 @@ int64_t float_ops(const UOpPtr& value) {
 
 }  // namespace
 
+bool side_ends_ride_along(const UOpPtr& kernel) {
+  const UOpPtr& main = kernel->src.at(0);
+  for (size_t e = 1; e < kernel->src.size(); ++e) {
+    const UOpPtr& side = kernel->src[e];
+    if (side->op != Op::END || main->op != Op::END || side->src.size() < 2) return false;
+    for (size_t i = 1; i < side->src.size(); ++i)
+      if (std::find(main->src.begin() + 1, main->src.end(), side->src[i]) == main->src.end()) return false;
+  }
+  return true;
+}
+
 namespace {
 
 // A kernel of one END over one STORE of one float ADD REDUCE over ranges of
@@ -107,11 +118,11 @@ struct FloatSum {
 };
 
 std::optional<FloatSum> float_sum(const UOpPtr& kernel) {
-  if (kernel->op != Op::SINK || kernel->src.size() != 1) return std::nullopt;
+  if (kernel->op != Op::SINK || kernel->src.empty() || !side_ends_ride_along(kernel)) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
   if (end->op != Op::END || end->src.at(0)->op != Op::STORE) return std::nullopt;
   UOpPtr red;
-  for (const auto& n : toposort(kernel)) {
+  for (const auto& n : toposort(end)) {
     if (n->op != Op::REDUCE) continue;
     if (red) return std::nullopt;  // one reduce only
     red = n;
@@ -119,8 +130,11 @@ std::optional<FloatSum> float_sum(const UOpPtr& kernel) {
   if (!red || red->src.size() < 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
       red->dtype.lanes != 1)
     return std::nullopt;
-  for (size_t i = 1; i < red->src.size(); ++i)
+  for (size_t i = 1; i < red->src.size(); ++i) {
     if (!trip(red->src[i])) return std::nullopt;
+    for (size_t e = 1; e < kernel->src.size(); ++e)
+      if (reaches(kernel->src[e], red->src[i])) return std::nullopt;  // a side END sums over its own ranges
+  }
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < end->src.size(); ++i) {
     const UOpPtr& r = end->src[i];

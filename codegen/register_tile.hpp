@@ -25,9 +25,15 @@ struct MatmulAxes {
                       // (a in row panels with m a multiple of their height: i = row_panels * R + rows)
 };
 
-// The axes of a kernel of the form above, if it is one: one END over one
+// A kernel of several outputs (docs/kernel-ir.md) is matched by its first END, the
+// main one. True when every other END rides along with it: lists only output ranges
+// of the main END, and reads none of its reduce ranges (a column sum beside a matmul,
+// schedule/multi_output.hpp). A kernel of one END is trivially so.
+bool side_ends_ride_along(const UOpPtr& kernel);
+
+// The axes of a kernel of the form above, if it is one: a main END over one
 // STORE, one float ADD REDUCE (over one or more ranges), whose value is a product of two
-// sides that each read memory; constant trip counts.
+// sides that each read memory; constant trip counts; other ENDs riding along.
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
 // The same form with one row of a: no output range that a uses and b does not
 // ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null.
