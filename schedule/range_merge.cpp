@@ -3,6 +3,7 @@
 #include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/range_flatten.hpp"
+#include "schedule/stage.hpp"
 
 namespace loom {
 
@@ -45,6 +46,9 @@ UOpPtr try_merge(const UOpPtr& u, const UOpPtr& r0, const UOpPtr& r1, size_t div
   return count_divmod(out) <= divmods ? out : nullptr;
 }
 
+// A loop two ENDs share (a kernel of several outputs) stays as it is in both.
+bool shared(const Match& m, const UOpPtr& r) { return m.ctx<StageContext>().shared_loops.contains(r.get()); }
+
 UOpPtr merge_ranges(const Match& m) {
   UOpPtr u = m.root();
   bool merged_any = false;
@@ -54,6 +58,7 @@ UOpPtr merge_ranges(const Match& m) {
     for (size_t i = 1; i < n && !again; ++i)
       for (size_t j = i + 1; j < n && !again; ++j) {
         if (u->op == Op::END && j != i + 1) break;  // END: adjacent loops only
+        if (u->op == Op::END && (shared(m, u->src[i]) || shared(m, u->src[j]))) continue;
         if (UOpPtr v = try_merge(u, u->src[i], u->src[j], divmods)) {
           u = v;
           again = merged_any = true;

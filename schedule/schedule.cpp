@@ -25,7 +25,10 @@ Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory
   }
   if (pass_observed())
     notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
-  const UOpPtr staged_buffers = buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows);
+  std::vector<bool> in_place(into.size());
+  for (size_t i = 0; i < into.size(); ++i) in_place[i] = into[i] != nullptr;
+  const UOpPtr staged_buffers =
+      buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows, in_place);
   ProfileSpan span("stage", "kernel_split");
   return split_kernels(
       staged_buffers, make_buffer, into,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace loom {
@@ -40,6 +41,10 @@ struct StageContext {
   // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
   std::unordered_map<const UOp*, RangePlace> range_places = {};
   std::vector<UOpPtr> held = {};
+  // multi_output: per root of the graph, whether it is written in place (an assign).
+  std::vector<bool> in_place_roots = {};
+  // range_merge: the loops more than one END of the kernel lists (several outputs).
+  std::unordered_set<const UOp*> shared_loops = {};
 };
 
 // Told what a group made of the graph: (group, before, after).

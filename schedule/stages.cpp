@@ -4,6 +4,7 @@
 #include "schedule/buffer_removal.hpp"
 #include "schedule/dead_axis.hpp"
 #include "schedule/load_collapse.hpp"
+#include "schedule/multi_output.hpp"
 #include "schedule/panel_packing.hpp"
 #include "schedule/range_flatten.hpp"
 #include "schedule/range_merge.hpp"
@@ -13,6 +14,8 @@
 #include "schedule/scatter_reduce.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
+
+#include <algorithm>
 
 namespace loom {
 
@@ -47,8 +50,10 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
   return out->src;
 }
 
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows) {
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows,
+                     const std::vector<bool>& in_place_roots) {
   StageContext ctx{flags, {}, panel_bytes, panel_rows};
+  ctx.in_place_roots = in_place_roots;
   place_ranges(sink, ctx);
   const UOpPtr out = run_stages("buffer_stages",
                                 {kIndexSimplifier,
@@ -60,7 +65,10 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   // Apart: its copies are realization points no other stage of the group may undo.
   const UOpPtr packed =
       run_stages("panel_packing", {{"panel_packing", panel_packing}}, out, ctx, notify_graph_stage);
-  return graph_rewrite(packed, drop_realize_markers());
+  // After packing: the product's value is final, and its reads are what the sum must share.
+  const UOpPtr fused =
+      run_stages("multi_output", {{"multi_output", multi_output}}, packed, ctx, notify_graph_stage);
+  return graph_rewrite(fused, drop_realize_markers());
 }
 
 UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {
@@ -74,6 +82,11 @@ UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<Kerne
   k = run_stages("load_collapse", {{"load_collapse", load_collapse}}, k, ctx, record);
   k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, record);
   k = run_stages("range_simplify", {kSimplifier, flatten}, k, ctx, record);
+  for (const auto& r : ranges_of(k))
+    if (std::count_if(k->src.begin(), k->src.end(), [&](const UOpPtr& e) {
+          return e->op == Op::END && std::find(e->src.begin() + 1, e->src.end(), r) != e->src.end();
+        }) > 1)
+      ctx.shared_loops.insert(r.get());
   k = run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, record);
   const UOpPtr renumbered = renumber_ranges(k);  // equal kernels hash-cons whatever ids the stages chose
   if (renumbered != k) ran.back().after = renumbered;

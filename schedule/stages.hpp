@@ -3,7 +3,8 @@
 // grouped into fixpoints.
 //  - on the tensor graph, before rangeify: split_reduceop;
 //  - on rangeify's graph, one fixpoint with the simplifier: reduce_collapse,
-//    reduce_unparented, dead_axis and buffer_removal; then panel_packing;
+//    reduce_unparented, dead_axis and buffer_removal; then panel_packing; then
+//    multi_output;
 //  - per kernel, before the optimiser: load_collapse, then range_split with
 //    range_flatten, then the simplifier with range_flatten, then range_merge.
 #include "ir/flags.hpp"
@@ -19,8 +20,10 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 
 // The stages on rangeify's SINK of BUFFERIZEs, then panel_packing (with
 // column panels of `panel_bytes`, 0: none, and row panels of `panel_rows`, 0:
-// none), and then the realization markers dropped: what kernel_split takes.
-UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0, int64_t panel_rows = 0);
+// none), then multi_output (which leaves the roots `in_place_roots` marks alone),
+// and then the realization markers dropped: what kernel_split takes.
+UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0, int64_t panel_rows = 0,
+                     const std::vector<bool>& in_place_roots = {});
 
 // The per-kernel stages on one kernel's AST (docs/kernel-ir.md), its ranges
 // renumbered after; each group's run is appended to `ran` (kernel_split

@@ -681,10 +681,11 @@ TEST_CASE(
     Context single{{"THREADS", 1}};
     one = linear_relu_gradients(p, x, weights);
   }
-  // 7 sums (and any copies into panels): the two layers forward (the second's epilogue also
-  // writing its relu-masked dY), dY w2 (the first layer's mask in its epilogue), dW2, dW1,
-  // and the bias gradients, a column sum of dY each (docs/performance.md says why they stay
-  // apart). A relu or its mask is only ever inside one of them, never a pass of its own.
+  // 5 sums (and any copies into panels): the two layers forward (the second's epilogue also
+  // writing its relu-masked dY), dY w2 (the first layer's mask in its epilogue), and dW2 and
+  // dW1, each storing its bias gradient too, the column sum of the dY it reads
+  // (schedule/multi_output.hpp). A relu or its mask is only ever inside one of them, never a
+  // pass of its own.
   int sums = 0, backward_products = 0;
   for (const auto& [name, kernel] : seen.all_optimized()) {
     const auto nodes = toposort(kernel);
@@ -698,13 +699,13 @@ TEST_CASE(
     sums += sum;
     // The backward's products sum over the batch (dW1, dW2) or the 13 outputs (dY w2); the
     // forward's over 45 and 70. Each backward product is a register tile (rows x vectors),
-    // its tails padded or masked.
+    // its tails padded or masked (its END, the first: a bias gradient beside it has its own).
     const auto axes = matmul_axes(seen.all_unoptimized().at(name));
     if (!axes || (end_of(axes->reduce) != 67 && end_of(axes->reduce) != 13)) continue;
-    CHECK(ranges_of_kind(kernel, AxisKind::Unroll).size() == 2);
+    CHECK(ranges_of_kind(kernel->src[0], AxisKind::Unroll).size() == 2);
     ++backward_products;
   }
-  CHECK(sums == 7);
+  CHECK(sums == 5);
   CHECK(backward_products == 3);
   {
     Context both{{"THREADS", 2}};
@@ -791,4 +792,96 @@ TEST_CASE("pow on Float32: no libm call, vector code (Float64 inside, for the ac
             count_of(ir, "call <" + std::to_string(lanes) + " x double> @llvm.fmuladd"));
   CHECK(count_of(ir, "store " + vector_type(lanes)) >= 1);
   CHECK(std::abs(y.to_vector<float>()[999] - std::pow(1.5, 2.25)) <= 1.2e-7 * std::pow(1.5, 2.25));
+}
+
+namespace {
+// The weight and bias gradients of a linear + bias + relu layer (nn::Linear's weight
+// [out, in]): dW = dY^T x and db = dY.sum(0), dY the relu-masked `weights`.
+std::vector<Tensor> linear_gradients(const Tensor& x, const Tensor& w, const Tensor& b,
+                                     const Tensor& weights) {
+  const Tensor loss = ((x.matmul(w.transpose()) + b).relu() * weights).sum();
+  return gradient(loss, {w, b});
+}
+
+// max |t| over the elements of a realized tensor.
+double largest(const Tensor& t) {
+  double m = 0;
+  for (float v : t.to_vector<float>()) m = std::max(m, std::abs(static_cast<double>(v)));
+  return m;
+}
+
+// dW and db of an [m, in] batch for `out` outputs: db is stored by dW's kernel (two
+// STOREs, the column sum's REDUCE beside the product's), one kernel fewer than with
+// LOOM_DISABLE=multi_output, within the float sum bound of the reference, bitwise equal on
+// 1 and 2 threads, and as LOOM_NOOPT's plain loops give.
+void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out) {
+  auto draw = [](Shape shape) { return Tensor::randn(std::move(shape)).realize(); };
+  const Tensor x = draw({m, in}), w = draw({out, in}), b = draw({out}), weights = draw({m, out});
+  size_t apart = 0;
+  {
+    Context off{{"DISABLE", "multi_output"}};
+    apart = schedule_of(linear_gradients(x, w, b, weights)).size();
+  }
+  const auto planned = schedule_of(linear_gradients(x, w, b, weights));
+  CHECK(planned.size() == apart - 1);
+  CHECK(std::count_if(planned.begin(), planned.end(), [](const auto& k) { return k.outputs == 2; }) == 1);
+  FreshCaches fresh;
+  Kernels seen;
+  auto both = [&](int threads) {  // dW's elements, then db's
+    Context ctx{{"THREADS", threads}};
+    std::vector<Tensor> g = linear_gradients(x, w, b, weights);
+    loom::realize(g);
+    std::vector<float> v = g[0].to_vector<float>(), v1 = g[1].to_vector<float>();
+    v.insert(v.end(), v1.begin(), v1.end());
+    return v;
+  };
+  const std::vector<float> got = both(1), two = both(2);
+  REQUIRE(got.size() == two.size());
+  CHECK(std::memcmp(got.data(), two.data(), got.size() * sizeof(float)) == 0);
+  int fused = 0;
+  for (const auto& [name, kernel] : seen.all_optimized()) {
+    if (kernel->src.size() != 2) continue;
+    INFO(name);
+    ++fused;
+    const auto nodes = toposort(kernel);
+    CHECK(std::count_if(nodes.begin(), nodes.end(), [](const UOpPtr& u) { return u->op == Op::STORE; }) == 2);
+    std::vector<UOpPtr> reduces;
+    std::copy_if(nodes.begin(), nodes.end(), std::back_inserter(reduces),
+                 [](const UOpPtr& u) { return u->op == Op::REDUCE; });
+    CHECK(std::count_if(reduces.begin(), reduces.end(),
+                        [](const UOpPtr& r) { return r->src[0]->op == Op::MUL; }) >= 1);
+    CHECK(std::any_of(reduces.begin(), reduces.end(),
+                      [&](const UOpPtr& r) { return reaches(kernel->src[1], r); }));
+    CHECK(ranges_of_kind(kernel, AxisKind::Unroll).size() >= 2);  // the product's register tile
+  }
+  CHECK(fused == 1);
+  // Each term of a sum is at most max|dY| max|x| (dW) or max|dY| (db) in magnitude; m of them.
+  const double u = std::ldexp(1.0, -24), dy = largest(weights);
+  const ref::RefTensor dw = test::reference(linear_gradients(x, w, b, weights)[0]);
+  const ref::RefTensor db = test::reference(linear_gradients(x, w, b, weights)[1]);
+  REQUIRE(static_cast<int64_t>(got.size()) == dw.size() + db.size());
+  for (int64_t e = 0; e < dw.size(); ++e) {
+    INFO("dW element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(e)] - dw.at(e)) <= (m + 1) * u * m * dy * largest(x));
+  }
+  for (int64_t e = 0; e < db.size(); ++e) {
+    INFO("db element " << e);
+    CHECK(std::abs(got[static_cast<size_t>(dw.size() + e)] - db.at(e)) <= (m + 1) * u * m * dy);
+  }
+  Context plain{{"NOOPT", 1}};
+  const std::vector<float> loops = both(2);
+  REQUIRE(loops.size() == got.size());
+  for (size_t e = 0; e < got.size(); ++e) {
+    INFO("element " << e);
+    CHECK(std::abs(got[e] - loops[e]) <= 2 * (m + 1) * u * m * dy * std::max(1.0, largest(x)));
+  }
+}
+}  // namespace
+
+TEST_CASE("the bias gradient is stored by the weight gradient's kernel: one pass over dY") {
+  // x packed into panels, its 130 columns padded to whole ones; 70 rows of dW, no whole
+  // number of 6-row tiles.
+  SUBCASE("packed, columns and rows with tails") { check_fused_bias_gradient(64, 130, 70); }
+  SUBCASE("k of 600 in blocks of 200") { check_fused_bias_gradient(600, 130, 40); }
+  SUBCASE("a small batch: the plain tile") { check_fused_bias_gradient(5, 45, 70); }
 }

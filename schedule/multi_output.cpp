@@ -1,0 +1,148 @@
+#include "schedule/multi_output.hpp"
+
+#include "schedule/stage.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace loom {
+
+namespace {
+
+using Subs = std::vector<std::pair<UOpPtr, UOpPtr>>;
+
+std::optional<int64_t> trip(const UOpPtr& range) {
+  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
+  return range->src[0]->const_int();
+}
+
+// The nodes a BUFFERIZE's value computes itself: not those of the buffers it reads.
+std::vector<UOpPtr> own_nodes(const UOpPtr& buf) {
+  std::vector<UOpPtr> out, stack{buf->src[0]};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOpPtr u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    out.push_back(u);
+    if (u->op != Op::BUFFERIZE) stack.insert(stack.end(), u->src.begin(), u->src.end());
+  }
+  return out;
+}
+
+// The value's one REDUCE, if it is a float ADD over one range of constant extent.
+UOpPtr one_float_sum(const UOpPtr& buf) {
+  UOpPtr red;
+  for (const auto& u : own_nodes(buf)) {
+    if (u->op != Op::REDUCE) continue;
+    if (red) return nullptr;
+    red = u;
+  }
+  if (!red || red->src.size() != 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
+      red->dtype.lanes != 1 || trip(red->src[1]).value_or(0) <= 0)
+    return nullptr;
+  return red;
+}
+
+// The loads' addresses: INDEX nodes of a BUFFER or BUFFERIZE.
+std::vector<UOpPtr> reads(const UOpPtr& buf) {
+  std::vector<UOpPtr> out;
+  for (const auto& u : own_nodes(buf))
+    if (u->op == Op::INDEX && (u->src[0]->op == Op::BUFFER || u->src[0]->op == Op::BUFFERIZE))
+      out.push_back(u);
+  return out;
+}
+
+// The output ranges of `buf` not used by its valid (padded columns), or none if one is
+// not a RANGE of positive constant extent.
+std::vector<UOpPtr> output_ranges(const UOpPtr& buf) {
+  const size_t n = buf->get<std::vector<int64_t>>().size();
+  const UOpPtr valid = buf->src.size() > n + 1 ? buf->src.back() : nullptr;
+  std::vector<UOpPtr> out;
+  for (size_t i = 1; i <= n; ++i) {
+    if (trip(buf->src[i]).value_or(0) <= 0) return {};
+    if (!valid || !reaches(valid, buf->src[i])) out.push_back(buf->src[i]);
+  }
+  return out;
+}
+
+// The pair of a product and a column sum the rule needs.
+struct Candidate {
+  UOpPtr buf, red;
+  std::vector<UOpPtr> outs;
+};
+
+// S's reads, with `subs` put for its ranges, are all among P's.
+bool reads_shared(const Candidate& s, const Candidate& p, const Subs& subs) {
+  const std::vector<UOpPtr> s_reads = reads(s.buf), p_reads = reads(p.buf);
+  Subs all = subs;
+  all.emplace_back(s.red->src[1], p.red->src[1]);
+  return !s_reads.empty() && std::all_of(s_reads.begin(), s_reads.end(), [&](const UOpPtr& i) {
+    return std::find(p_reads.begin(), p_reads.end(), substitute(i, all)) != p_reads.end();
+  });
+}
+
+// A one-to-one map of S's output ranges (from the i-th) onto P's of equal extents under
+// which S reads only what P reads; appended to `subs`.
+bool map_ranges(const Candidate& s, const Candidate& p, size_t i, Subs& subs) {
+  if (i == s.outs.size()) return reads_shared(s, p, subs);
+  for (const auto& r : p.outs) {
+    const bool taken = std::any_of(subs.begin(), subs.end(), [&](const auto& m) { return m.second == r; });
+    if (taken || trip(r) != trip(s.outs[i])) continue;
+    subs.emplace_back(s.outs[i], r);
+    if (map_ranges(s, p, i + 1, subs)) return true;
+    subs.pop_back();
+  }
+  return false;
+}
+
+// BUFFERIZEs that may take part: not written in place, sharing no range with another
+// (fused already), their value one float sum over one range.
+std::vector<Candidate> candidates(const UOpPtr& sink, const StageContext& ctx) {
+  std::vector<UOpPtr> bufs;
+  std::unordered_map<const UOp*, int> listed;  // RANGE -> BUFFERIZEs listing it
+  for (const auto& u : toposort(sink))
+    if (u->op == Op::BUFFERIZE) {
+      bufs.push_back(u);
+      for (size_t i = 1; i < u->src.size(); ++i) ++listed[u->src[i].get()];
+    }
+  std::vector<Candidate> out;
+  for (const auto& b : bufs) {
+    bool in_place = false, shared = false;
+    for (size_t i = 0; i < sink->src.size() && i < ctx.in_place_roots.size(); ++i)
+      in_place |= ctx.in_place_roots[i] && sink->src[i] == b;
+    for (size_t i = 1; i < b->src.size(); ++i) shared |= listed[b->src[i].get()] > 1;
+    const UOpPtr red = one_float_sum(b);
+    if (!in_place && !shared && red) out.push_back({b, red, output_ranges(b)});
+  }
+  return out;
+}
+
+UOpPtr fuse_column_sum(const Match& m) {
+  const UOpPtr& sink = m.root();
+  const std::vector<Candidate> all = candidates(sink, m.ctx<StageContext>());
+  for (const Candidate& p : all) {
+    if (p.red->src[0]->op != Op::MUL || p.outs.empty()) continue;
+    for (const Candidate& s : all) {
+      const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
+      if (s.buf == p.buf || s.outs.size() != s_ranges || s.buf->src.size() != s_ranges + 1) continue;
+      if (trip(s.red->src[1]) != trip(p.red->src[1]) || reaches(p.buf, s.buf) || reaches(s.buf, p.buf))
+        continue;
+      Subs subs;
+      if (map_ranges(s, p, 0, subs)) return substitute(sink, {{s.buf, substitute(s.buf, subs)}});
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const PatternMatcher& multi_output() {
+  static const PatternMatcher pm("multi_output", {{UPat::ops({Op::SINK}), fuse_column_sum}});
+  return pm;
+}
+
+}  // namespace loom
