@@ -9,7 +9,9 @@
 //             accumulator, so its error stays bounded as it grows;
 //   parallel  the outermost output range runs across threads;
 //   tiles     a matmul-like kernel (codegen/register_tile.hpp) gets a register
-//             tile instead: rows unrolled, columns unrolled x upcast.
+//             tile instead: rows unrolled, columns unrolled x upcast;
+//   outputs   a kernel of several outputs is tiled by its first END, the others
+//             following its splits, each in its threads' loop (docs/kernel-ir.md).
 //
 // docs/performance.md explains the choices with the kernels of the benchmarks.
 #include "codegen/codegen.hpp"
@@ -38,6 +40,8 @@ constexpr int kAccumulators = 4;
 // A float sum adds at most this many values into one accumulator before the partial
 // sum moves to the next level: ~u*sqrt(kBlock) relative error per level (u = 2^-24).
 constexpr int64_t kBlock = 256;
+// Lanes a UOp's vector dtype holds at most (codegen/register_tile.cpp's kMaxLanes).
+constexpr int64_t kMaxVectorLanes = 255;
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
@@ -344,12 +348,43 @@ UOpPtr with_main_end(const UOpPtr& kernel, UOpPtr end) {
   return kernel->with_src(std::move(src));
 }
 
+// A side END's own loops (past the prefix it shares) become one range t of their
+// product, padded to whole vectors and split into a loop, `unroll` vectors and `width`
+// lanes: its sum over a block of rows then runs as independent vector accumulators
+// over contiguous runs of a row, as a column sum does, not as one chain of dependent
+// adds a tile's rows wide. Its ranges are its own, so it is padded and split alone.
+UOpPtr widen_side_lanes(const UOpPtr& side, size_t prefix, Lanes lanes, int64_t& next_id) {
+  int64_t total = 1;
+  for (size_t i = prefix + 1; i < side->src.size(); ++i) {
+    if (!trip(side->src[i])) return side;
+    total *= *trip(side->src[i]);
+  }
+  const UOpPtr t = make_range(total, next_id++);
+  std::vector<std::pair<UOpPtr, UOpPtr>> flat;
+  for (size_t i = side->src.size(), stride = 1; i-- > prefix + 1;
+       stride *= static_cast<size_t>(*trip(side->src[i])))
+    flat.emplace_back(side->src[i], (t / static_cast<int64_t>(stride)) % *trip(side->src[i]));
+  std::vector<UOpPtr> src(side->src.begin(), side->src.begin() + static_cast<std::ptrdiff_t>(prefix) + 1);
+  src.push_back(t);
+  lanes.unroll = std::clamp<int64_t>((total + lanes.upcast - 1) / lanes.upcast, 1, lanes.unroll);
+  const int64_t step = lanes.upcast * lanes.unroll;
+  UOpPtr k = UOp::make(Op::SINK, DType::Bool, {simplify(substitute(side->with_src(std::move(src)), flat))});
+  k = pad_range(k, t, (total + step - 1) / step * step);
+  const UOpPtr padded = k->src[0]->src.back();
+  const SplitRanges s = split_ranges(k, {RangeSplit{padded, step, AxisKind::Unroll}}, next_id);
+  const SplitRanges v =
+      split_ranges(s.root, {RangeSplit{s.parts[0].second, lanes.upcast, AxisKind::Upcast}}, next_id + 2);
+  next_id += 4;
+  return v.root->src[0];
+}
+
 // A side END lists the ranges it shares with the main END in the main END's order,
 // first; those past the longest common prefix become fresh ranges of its own. The
 // linearizer shares the prefix's loops between the two (codegen/linearizer.hpp), and
 // the rest are loops the side END runs alone within them, before or after the main
-// END's inner loops (a column sum over a block of rows, outside the panels' loop).
-UOpPtr align_side_ends(const UOpPtr& kernel) {
+// END's inner loops (a column sum over a block of rows, outside the panels' loop), given
+// `lanes` (width and most vectors) when the main END is a register tile.
+UOpPtr align_side_ends(const UOpPtr& kernel, std::optional<Lanes> lanes) {
   const UOpPtr& main = kernel->src.at(0);
   if (main->op != Op::END) return kernel;
   std::vector<UOpPtr> effects{main};
@@ -375,7 +410,8 @@ UOpPtr align_side_ends(const UOpPtr& kernel) {
     std::vector<UOpPtr> src{side->src[0]};
     src.insert(src.end(), shared.begin(), shared.end());
     src.insert(src.end(), own.begin(), own.end());
-    effects.push_back(substitute(side->with_src(std::move(src)), fresh));
+    const UOpPtr aligned = substitute(side->with_src(std::move(src)), fresh);
+    effects.push_back(fresh.empty() || !lanes ? aligned : widen_side_lanes(aligned, prefix, *lanes, next_id));
   }
   return kernel->with_src(std::move(effects));
 }
@@ -731,7 +767,11 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
         for (UOpPtr lane = lane_candidate(k); lane; lane = lane_candidate(k)) k = upcast(k, lane, width);
       k = simplify(block_all_sums(k));
     }
-    if (k->src.size() > 1) k = align_side_ends(k);
+    // A side END beside a tile takes vectors of half the registers, within what a UOp's vector holds.
+    const int64_t side_vectors =
+        std::min<int64_t>(kMaxVectorLanes, vector_registers(bytes) * width / 2) / width;
+    if (k->src.size() > 1)
+      k = simplify(align_side_ends(k, mm ? std::optional<Lanes>(Lanes{width, side_vectors}) : std::nullopt));
   }
   if (const UOpPtr range = parallel_candidate(k))
     k = substitute(k, {{range, with_kind(range, AxisKind::Parallel)}});

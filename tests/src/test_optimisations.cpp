@@ -814,7 +814,7 @@ double largest(const Tensor& t) {
 // STOREs, the column sum's REDUCE beside the product's), one kernel fewer than with
 // LOOM_DISABLE=multi_output, within the float sum bound of the reference, bitwise equal on
 // 1 and 2 threads, and as LOOM_NOOPT's plain loops give.
-void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out) {
+void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out, bool db_in_vectors) {
   auto draw = [](Shape shape) { return Tensor::randn(std::move(shape)).realize(); };
   const Tensor x = draw({m, in}), w = draw({out, in}), b = draw({out}), weights = draw({m, out});
   size_t apart = 0;
@@ -852,7 +852,14 @@ void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out) {
                         [](const UOpPtr& r) { return r->src[0]->op == Op::MUL; }) >= 1);
     CHECK(std::any_of(reduces.begin(), reduces.end(),
                       [&](const UOpPtr& r) { return reaches(kernel->src[1], r); }));
-    CHECK(ranges_of_kind(kernel, AxisKind::Unroll).size() >= 2);  // the product's register tile
+    CHECK(ranges_of_kind(kernel->src[0], AxisKind::Unroll).size() == 2);  // the product's register tile
+    // Its first loop, the threads' share, is db's too; beside a tile in blocks of rows db sums
+    // a block's rows in vectors as wide as the tile's (several accumulators, not one chain).
+    CHECK(kernel->src[1]->src.at(1) == kernel->src[0]->src.at(1));
+    const auto side_lanes = ranges_of_kind(kernel->src[1], AxisKind::Upcast);
+    const auto tile_lanes = ranges_of_kind(kernel->src[0], AxisKind::Upcast);
+    REQUIRE(tile_lanes.size() == 1);
+    if (db_in_vectors) CHECK((side_lanes.size() == 1 && end_of(side_lanes[0]) == end_of(tile_lanes[0])));
   }
   CHECK(fused == 1);
   // Each term of a sum is at most max|dY| max|x| (dW) or max|dY| (db) in magnitude; m of them.
@@ -881,7 +888,7 @@ void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out) {
 TEST_CASE("the bias gradient is stored by the weight gradient's kernel: one pass over dY") {
   // x packed into panels, its 130 columns padded to whole ones; 70 rows of dW, no whole
   // number of 6-row tiles.
-  SUBCASE("packed, columns and rows with tails") { check_fused_bias_gradient(64, 130, 70); }
-  SUBCASE("k of 600 in blocks of 200") { check_fused_bias_gradient(600, 130, 40); }
-  SUBCASE("a small batch: the plain tile") { check_fused_bias_gradient(5, 45, 70); }
+  SUBCASE("packed, columns and rows with tails") { check_fused_bias_gradient(64, 130, 70, true); }
+  SUBCASE("k of 600 in blocks of 200") { check_fused_bias_gradient(600, 130, 40, true); }
+  SUBCASE("a small batch: the plain tile, db in its rows") { check_fused_bias_gradient(5, 45, 70, false); }
 }
