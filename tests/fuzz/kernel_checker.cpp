@@ -216,6 +216,10 @@ void KernelChecker::observe(PassLevel level, std::string_view pass, std::string_
                             const UOpPtr& before, const UOpPtr& after) {
   std::lock_guard lock(mu_);
   if (coverage_) ++coverage_->stages[std::string(pass)];
+  // A schedule-wide stage runs on every program: how often it changed the graph is what
+  // says the programs reach it (multi_output, panel_packing).
+  if (coverage_ && level == PassLevel::Graph && before != after)
+    ++coverage_->stages[std::string(pass) + " changed"];
   if (level != PassLevel::Kernel || !check_ || failure_) return;
   if (before == after) {
     if (coverage_) ++coverage_->kernel_checks["unchanged"];
