@@ -407,9 +407,8 @@ class Generator {
   static int64_t reduced_count(const Tensor& t, const std::vector<int>& axes) {
     int64_t n = 1;
     for (int64_t d = 0; d < t.ndim(); ++d) {
-      const bool reduced = axes.empty() || std::any_of(axes.begin(), axes.end(), [&](int a) {
-                             return a == d || a + t.ndim() == d;
-                           });
+      const bool reduced = axes.empty() || std::any_of(axes.begin(), axes.end(),
+                                                       [&](int a) { return a == d || a + t.ndim() == d; });
       if (reduced) n *= t.shape()[static_cast<size_t>(d)];
     }
     return n;
@@ -504,7 +503,16 @@ class Generator {
              wide ? wide : between(1, 4)};
     }
     note("matmul");
+    row_sums_of(t);
     return make_value(t.matmul(input(chance(0.7) ? t.dtype() : random_dtype(), b)));
+  }
+
+  // Sometimes a's row sums are an output too: a sum whose loads the product makes, which
+  // schedule/multi_output.hpp stores from the product's kernel (outputs() appends them).
+  void row_sums_of(const Tensor& a) {
+    if (gradient_ || a.ndim() == 0 || !a.dtype().is_float() || !chance(0.3)) return;
+    note("matmul_row_sums");
+    row_sums_.push_back(a.sum(-1));
   }
 
   // A product of fresh float operands past panel packing's thresholds (32 rows, 32 KiB
@@ -520,7 +528,9 @@ class Generator {
       throw Skip{};
     const Shape a_shape = batch > 1 ? Shape{batch, rows, k} : Shape{rows, k};
     const Shape b_shape = batch > 1 ? Shape{batch, k, cols} : Shape{k, cols};
-    Tensor product = input(dt, a_shape).matmul(input(dt, b_shape));
+    const Tensor a = input(dt, a_shape);
+    row_sums_of(a);
+    Tensor product = a.matmul(input(dt, b_shape));
     if (!x.t.dtype().is_bool() && chance(0.5)) product = product + x.t.sum().cast(dt);
     note("packed_matmul");
     return make_value(product);
@@ -558,6 +568,7 @@ class Generator {
     const int64_t extra = between(0, 2);
     for (int64_t i = 0; i < extra; ++i) out.push_back(pick(values_).t);
     for (const auto& t : assigned_targets_) out.push_back(t);
+    out.insert(out.end(), row_sums_.begin(), row_sums_.end());
     std::vector<Tensor> unique;
     for (const auto& t : out)
       if (std::none_of(unique.begin(), unique.end(), [&](const Tensor& u) { return u.node() == t.node(); }))
@@ -596,7 +607,7 @@ class Generator {
   bool gradient_;
   Coverage* coverage_;
   std::vector<Value> values_;
-  std::vector<Tensor> inputs_, assigned_targets_;
+  std::vector<Tensor> inputs_, assigned_targets_, row_sums_;
   int assigned_ = 0;
 };
 
