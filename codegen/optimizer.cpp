@@ -289,13 +289,13 @@ UOpPtr upcast(UOpPtr k, const UOpPtr& range, int width) {
 }
 
 // ---- register tiles -------------------------------------------------------------------
-// The kernel's one END with every use of `padded` in what it stores clamped: its
-// padded iterations are the last real one again.
+// The kernel's main END (its first) with every use of `padded` in what it stores
+// clamped: its padded iterations are the last real one again.
 UOpPtr repeat_last_iteration(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& clamped) {
-  const UOpPtr& end = kernel->src.at(0);
-  std::vector<UOpPtr> src = end->src;
+  std::vector<UOpPtr> effects = kernel->src, src = effects.at(0)->src;
   src[0] = substitute(src[0], {{padded, clamped}});
-  return kernel->with_src({end->with_src(std::move(src))});
+  effects[0] = effects[0]->with_src(std::move(src));
+  return kernel->with_src(std::move(effects));
 }
 
 // An output range padded to `end` without masking its loads: every load reads
@@ -305,15 +305,17 @@ UOpPtr repeat_last_iteration(const UOpPtr& kernel, const UOpPtr& padded, const U
 // stores are clamped too: a padded row computes the last real row again, from the
 // same loads in the same order, and stores the same value there again, so the
 // epilogue tests no row (docs/performance.md: a padded product lost 3 to 8% to the
-// tests). Only for a kernel of one END that reads nothing it stores.
+// tests). Only for a kernel that reads nothing it stores, and then for its main END
+// alone: the other ENDs of a kernel of several outputs are guarded as below.
 UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, bool repeat_last = false) {
   const int64_t old_end = *trip(range);
   if (end == old_end) return kernel;
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
   const UOpPtr clamped = where(padded < old_end, padded, const_int(DType::Int64, old_end - 1));
-  const UOpPtr k = substitute(kernel, {{range, padded}});
-  if (repeat_last) return repeat_last_iteration(k, padded, clamped);
+  const UOpPtr k0 = substitute(kernel, {{range, padded}});
+  const UOpPtr k = repeat_last ? repeat_last_iteration(k0, padded, clamped) : k0;
+  if (repeat_last && k->src.size() == 1) return k;
   std::vector<const UOp*> stored;
   for (const auto& n : toposort(k))
     if (n->op == Op::STORE) stored.push_back(n->src.at(0).get());
@@ -326,6 +328,7 @@ UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, 
   std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
   for (const auto& n : toposort(k)) {
     if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(n, padded)) continue;
+    if (repeat_last && main.contains(n.get())) continue;  // clamped already, stores included
     std::vector<UOpPtr> src = n->src;
     if (std::find(stored.begin(), stored.end(), n.get()) != stored.end() || !main.contains(n.get()))
       src.resize(3), src[2] = n->src.size() > 2 ? land(n->src[2], padded < old_end) : padded < old_end;
@@ -558,8 +561,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
   // Padded rows store the last real row again, unless blocks of k read partial sums back.
   const UOpPtr& store = split_cols->src.at(0)->src.at(0);
-  const bool repeat_last = !(panels && divisor) && split_cols->src.size() == 1 &&
-                           !loads_output(split_cols, store->src.at(0)->src.at(0));
+  const bool repeat_last = !(panels && divisor) && !loads_output(split_cols, store->src.at(0)->src.at(0));
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows,
                        repeat_last);
   UOpPtr rows = find_range(k, tiled_id);
