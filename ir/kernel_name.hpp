@@ -8,7 +8,9 @@
 //
 // Sizes come from the kernel as scheduled: output ranges first, then reduce
 // ranges, each group in axis-id order; a symbolic size prints as its variable's
-// name. A scalar kernel is `E_1`.
+// name. A scalar kernel is `E_1`. A kernel of several outputs lists every END's
+// ranges: `r_512_25_32_256_256` is a weight gradient's [512, 25 x 32] over a batch of
+// 256 and its bias gradient's own sum over the 256 (docs/kernel-ir.md).
 #include "ir/uop.hpp"
 
 #include <string>
