@@ -266,10 +266,12 @@ bool is_float_sum(const UOpPtr& red) {
   return red && red->get<ReduceArg>().op == Op::ADD && red->dtype.is_float();
 }
 
-// The largest factor of kAccumulators that divides `n`.
-int64_t unroll_for(int64_t n) {
+// Accumulators for `n` vectors of `width` lanes: the largest factor of kAccumulators
+// that divides n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512
+// take 2, not 4).
+int64_t unroll_for(int64_t n, int64_t width) {
   int64_t a = kAccumulators;
-  while (a > 1 && n % a != 0) a /= 2;
+  while (a > 1 && (n % a != 0 || a * width > kMaxVectorLanes)) a /= 2;
   return a;
 }
 
@@ -282,7 +284,7 @@ UOpPtr upcast(UOpPtr k, const UOpPtr& range, int width) {
   bool reduces = false;
   for (const auto& u : toposort(k)) reduces |= u->op == Op::REDUCE;
   const int64_t rounded = (n + width - 1) / width;
-  const Lanes lanes{width, reduces ? unroll_for(rounded) : 1};
+  const Lanes lanes{width, reduces ? unroll_for(rounded, width) : 1};
   auto [out, outer_id] = split_lanes(k, range, lanes);
   if (reduced && is_float_sum(red)) out = block_sum(out, outer_id);
   return out;

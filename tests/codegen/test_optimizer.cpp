@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 
 using namespace loom;
@@ -201,4 +202,29 @@ TEST_CASE("parallel_extent: evaluates a symbolic bound with the ABI's variable v
   const auto kernel = sink({end(store(index(out, i), i), {i})});
   CHECK(parallel_extent(kernel, {5, 7}) == 19);  // vars sorted by name: m = 5, n = 7
   CHECK_THROWS_WITH_AS(parallel_extent(kernel, {5}), doctest::Contains("2 variables but 1 values"), Error);
+}
+
+TEST_CASE("optimize_kernel: a byte max over a row gets no more lanes and accumulators than a vector holds") {
+  // 64 UInt8 lanes in an AVX-512 register, times the 4 accumulators of a float sum, are
+  // 256 lanes: one more than a UOp's vector dtype holds. The accumulators give way.
+  auto u8 = DType::UInt8;
+  auto out = global(0, u8), in = global(1, u8);
+  auto i = make_range(4, 0), k = make_range(1024, 1, AxisKind::Reduce);
+  const auto kernel = sink({end(store(index(out, i), reduce(Op::MAX, load(in, i * 1024 + k), {k})), {i})});
+  const auto opt = optimize_kernel(kernel, OptimizerOptions{.vector_bytes = 64});
+  const auto upcast = ranges_of_kind(opt, AxisKind::Upcast), unroll = ranges_of_kind(opt, AxisKind::Unroll);
+  REQUIRE(upcast.size() == 1);
+  REQUIRE(unroll.size() == 1);
+  CHECK(trip(upcast[0]) == 64);
+  CHECK(trip(unroll[0]) == 2);
+  std::vector<uint8_t> x(4 * 1024);
+  for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<uint8_t>((n * 37) % 251);
+  x[2 * 1024 + 999] = 255;  // row 2's max, in the last unrolled vector
+  Aligned<uint8_t> o(4), xs(x);
+  run_all(compile_kernel(opt, "byte_max_rows"), opt, {o, xs});
+  for (size_t r = 0; r < 4; ++r) {
+    INFO("row " << r);
+    CHECK(o[r] == *std::max_element(x.begin() + r * 1024, x.begin() + (r + 1) * 1024));
+  }
+  check_same_results(kernel, opt, {o, xs});
 }
