@@ -2,6 +2,8 @@
 
 #include "ir/symbolic.hpp"
 
+#include <unordered_set>
+
 namespace loom {
 
 size_t index_arity(const UOpPtr& buffer) {
@@ -47,6 +49,19 @@ std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) 
   const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
   if (!step->is_const()) return std::nullopt;
   return step->const_int();
+}
+
+std::vector<UOpPtr> own_nodes(const UOpPtr& value) {
+  std::vector<UOpPtr> out, stack{value};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOpPtr u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    out.push_back(u);
+    if (u->op != Op::BUFFERIZE) stack.insert(stack.end(), u->src.begin(), u->src.end());
+  }
+  return out;
 }
 
 }  // namespace loom

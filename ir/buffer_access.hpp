@@ -30,4 +30,9 @@ UOpPtr linear_address(const UOpPtr& index);
 // (0: the address does not use it).
 std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range);
 
+// The nodes `value` computes itself, not those of the buffers it reads: the walk
+// stops at each BUFFERIZE (listed, its value not), so a kernel's body without the
+// kernels before it.
+std::vector<UOpPtr> own_nodes(const UOpPtr& value);
+
 }  // namespace loom

@@ -1,11 +1,11 @@
 #include "schedule/multi_output.hpp"
 
+#include "ir/buffer_access.hpp"
 #include "schedule/stage.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace loom {
@@ -19,24 +19,10 @@ std::optional<int64_t> trip(const UOpPtr& range) {
   return range->src[0]->const_int();
 }
 
-// The nodes a BUFFERIZE's value computes itself: not those of the buffers it reads.
-std::vector<UOpPtr> own_nodes(const UOpPtr& buf) {
-  std::vector<UOpPtr> out, stack{buf->src[0]};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOpPtr u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u.get()).second) continue;
-    out.push_back(u);
-    if (u->op != Op::BUFFERIZE) stack.insert(stack.end(), u->src.begin(), u->src.end());
-  }
-  return out;
-}
-
 // The value's one REDUCE, if it is a float ADD over one range of constant extent.
 UOpPtr one_float_sum(const UOpPtr& buf) {
   UOpPtr red;
-  for (const auto& u : own_nodes(buf)) {
+  for (const auto& u : own_nodes(buf->src[0])) {
     if (u->op != Op::REDUCE) continue;
     if (red) return nullptr;
     red = u;
@@ -50,7 +36,7 @@ UOpPtr one_float_sum(const UOpPtr& buf) {
 // The loads' addresses: INDEX nodes of a BUFFER or BUFFERIZE.
 std::vector<UOpPtr> reads(const UOpPtr& buf) {
   std::vector<UOpPtr> out;
-  for (const auto& u : own_nodes(buf))
+  for (const auto& u : own_nodes(buf->src[0]))
     if (u->op == Op::INDEX && (u->src[0]->op == Op::BUFFER || u->src[0]->op == Op::BUFFERIZE))
       out.push_back(u);
   return out;

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
-#include <unordered_set>
 #include <vector>
 
 namespace loom {
@@ -40,20 +39,6 @@ constexpr int64_t kFreeWays = 4;
 std::optional<int64_t> trip(const UOpPtr& range) {
   if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
   return range->src[0]->const_int();
-}
-
-// The nodes `value` computes itself: not those of the buffers it reads.
-std::vector<UOpPtr> own_nodes(const UOpPtr& value) {
-  std::vector<UOpPtr> out, stack{value};
-  std::unordered_set<const UOp*> seen;
-  while (!stack.empty()) {
-    const UOpPtr u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u.get()).second) continue;
-    out.push_back(u);
-    if (u->op != Op::BUFFERIZE) stack.insert(stack.end(), u->src.begin(), u->src.end());
-  }
-  return out;
 }
 
 std::vector<UOpPtr> own(const UOpPtr& value, Op op) {
