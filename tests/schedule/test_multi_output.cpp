@@ -12,13 +12,16 @@ using loom::testing::apply_stage;
 using loom::testing::expect;
 
 namespace {
-// dW[n, k] = sum_m dY[m, n] * x[m, k] for dY [8, 4] and x [8, 5]: the weight gradient.
-const std::string kWeightGradient = R"(
+// dY [8, 4] and x [8, 5].
+const std::string kOperands = R"(
 %m = CONST i64 [8]
 %n = CONST i64 [4]
 %k = CONST i64 [5]
 %dy = BUFFER f32 [(1 32)]
 %x = BUFFER f32 [(2 40)]
+)";
+// dY[m, n] and x[m, k], over the weight gradient's ranges.
+const std::string kProductReads = R"(
 %rm = RANGE i64 %m [axis 0 reduce]
 %rn = RANGE i64 %n [axis 1 loop]
 %rk = RANGE i64 %k [axis 2 loop]
@@ -30,6 +33,9 @@ const std::string kWeightGradient = R"(
 %ixv = ADD i64 %xrow, %rk
 %ixx = INDEX f32* %x, %ixv
 %lx = LOAD f32 %ixx
+)";
+// dW[n, k] = sum_m dY[m, n] * x[m, k]: the weight gradient.
+const std::string kWeightGradient = kOperands + kProductReads + R"(
 %prod = MUL f32 %ldy, %lx
 %dw = REDUCE f32 %prod, %rm [reduce ADD ()]
 %cw = CONTIGUOUS f32 %dw
@@ -37,7 +43,7 @@ const std::string kWeightGradient = R"(
 )";
 
 // db[n2] = sum_m2 `source`[m2, n2], over ranges of its own; `n2` names its output range.
-std::string column_sum(const std::string& source, const std::string& n2) {
+std::string column_sum_body(const std::string& source, const std::string& n2) {
   return std::string("\n%rm2 = RANGE i64 %m [axis 3 reduce]\n") +
          (n2 == "%rn2" ? "%rn2 = RANGE i64 %n [axis 4 loop]\n" : "") + R"(%row2 = MUL i64 %rm2, %n
 %i2 = ADD i64 %row2, )" +
@@ -49,8 +55,12 @@ std::string column_sum(const std::string& source, const std::string& n2) {
 %cb = CONTIGUOUS f32 %db
 %bb = BUFFERIZE f32 %cb, )" +
          n2 + R"( [(4)]
-%root = SINK bool %bw, %bb
 )";
+}
+
+// The column sum beside the weight gradient, both roots of the graph.
+std::string column_sum(const std::string& source, const std::string& n2) {
+  return column_sum_body(source, n2) + "%root = SINK bool %bw, %bb\n";
 }
 }  // namespace
 
@@ -66,32 +76,7 @@ TEST_CASE("a column sum of another buffer than the product reads stays a kernel 
 
 TEST_CASE("a column sum the product reads (or that reads the product) is not fused: one needs the other") {
   // dW[n, k] = sum_m dY[m, n] * (x[m, k] + db[n]): the product reads the sum's buffer.
-  const std::string reads_sum = R"(
-%m = CONST i64 [8]
-%n = CONST i64 [4]
-%k = CONST i64 [5]
-%dy = BUFFER f32 [(1 32)]
-%x = BUFFER f32 [(2 40)]
-%rm2 = RANGE i64 %m [axis 3 reduce]
-%rn2 = RANGE i64 %n [axis 4 loop]
-%row2 = MUL i64 %rm2, %n
-%i2 = ADD i64 %row2, %rn2
-%ix2 = INDEX f32* %dy, %i2
-%l2 = LOAD f32 %ix2
-%db = REDUCE f32 %l2, %rm2 [reduce ADD ()]
-%cb = CONTIGUOUS f32 %db
-%bb = BUFFERIZE f32 %cb, %rn2 [(4)]
-%rm = RANGE i64 %m [axis 0 reduce]
-%rn = RANGE i64 %n [axis 1 loop]
-%rk = RANGE i64 %k [axis 2 loop]
-%dyrow = MUL i64 %rm, %n
-%idy = ADD i64 %dyrow, %rn
-%ixdy = INDEX f32* %dy, %idy
-%ldy = LOAD f32 %ixdy
-%xrow = MUL i64 %rm, %k
-%ixv = ADD i64 %xrow, %rk
-%ixx = INDEX f32* %x, %ixv
-%lx = LOAD f32 %ixx
+  const std::string reads_sum = kOperands + column_sum_body("%dy", "%rn2") + kProductReads + R"(
 %ixb = INDEX f32* %bb, %rn
 %lb = LOAD f32 %ixb
 %xb = ADD f32 %lx, %lb
