@@ -42,9 +42,11 @@ const std::string kWeightGradient = kOperands + kProductReads + R"(
 %bw = BUFFERIZE f32 %cw, %rn, %rk [(4 5)]
 )";
 
-// db[n2] = sum_m2 `source`[m2, n2], over ranges of its own; `n2` names its output range.
-std::string column_sum_body(const std::string& source, const std::string& n2) {
-  return std::string("\n%rm2 = RANGE i64 %m [axis 3 reduce]\n") +
+// db[n2] = sum_m2 `source`[m2, n2], over ranges of its own; `n2` names its output range,
+// `extent` the reduce range's end.
+std::string column_sum_body(const std::string& source, const std::string& n2,
+                            const std::string& extent = "%m") {
+  return "\n%rm2 = RANGE i64 " + extent + " [axis 3 reduce]\n" +
          (n2 == "%rn2" ? "%rn2 = RANGE i64 %n [axis 4 loop]\n" : "") + R"(%row2 = MUL i64 %rm2, %n
 %i2 = ADD i64 %row2, )" +
          n2 + R"(
@@ -59,8 +61,8 @@ std::string column_sum_body(const std::string& source, const std::string& n2) {
 }
 
 // The column sum beside the weight gradient, both roots of the graph.
-std::string column_sum(const std::string& source, const std::string& n2) {
-  return column_sum_body(source, n2) + "%root = SINK bool %bw, %bb\n";
+std::string column_sum(const std::string& source, const std::string& n2, const std::string& extent = "%m") {
+  return column_sum_body(source, n2, extent) + "%root = SINK bool %bw, %bb\n";
 }
 }  // namespace
 
@@ -90,19 +92,7 @@ TEST_CASE("a column sum the product reads (or that reads the product) is not fus
 }
 
 TEST_CASE("a sum over another extent than the product's, or written in place, is not fused") {
-  const std::string shorter = kWeightGradient + R"(
-%six = CONST i64 [6]
-%rm2 = RANGE i64 %six [axis 3 reduce]
-%rn2 = RANGE i64 %n [axis 4 loop]
-%row2 = MUL i64 %rm2, %n
-%i2 = ADD i64 %row2, %rn2
-%ix2 = INDEX f32* %dy, %i2
-%l2 = LOAD f32 %ix2
-%db = REDUCE f32 %l2, %rm2 [reduce ADD ()]
-%cb = CONTIGUOUS f32 %db
-%bb = BUFFERIZE f32 %cb, %rn2 [(4)]
-%root = SINK bool %bw, %bb
-)";
+  const std::string shorter = kWeightGradient + "%six = CONST i64 [6]\n" + column_sum("%dy", "%rn2", "%six");
   CHECK(apply_stage(multi_output(), shorter) == expect(shorter));
   const std::string fusable = kWeightGradient + column_sum("%dy", "%rn2");
   for (const std::vector<bool>& in_place : {std::vector<bool>{true, false}, std::vector<bool>{false, true}}) {
