@@ -2,6 +2,7 @@
 // Device memory on the CPU: 64-byte aligned (2 MiB-aligned on transparent huge
 // pages from 2 MiB up), reference counted, recycled by size class. Freed (returned to the pool) when no
 // tensor or kernel launch holds it.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,12 @@ class Buffer {
   static std::shared_ptr<Buffer> allocate(size_t bytes, Fill fill = Fill::Zeros);
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // An assign wrote the tensor that held this memory into another buffer (copy
+  // on write, something else still read this one): whatever reads it now reads
+  // an old value. Set by the engine; a loom::Capture recording that reads the
+  // memory in place of the tensor can then no longer replay.
+  void retire() { retired_.store(true, std::memory_order_relaxed); }
+  bool retired() const { return retired_.load(std::memory_order_relaxed); }
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -25,6 +32,7 @@ class Buffer {
   Buffer(void* data, size_t bytes, size_t capacity) : data_(data), bytes_(bytes), capacity_(capacity) {}
   void* data_;
   size_t bytes_, capacity_;
+  std::atomic<bool> retired_{false};
 };
 
 // The machine's physical memory in bytes: no buffer, and no schedule's

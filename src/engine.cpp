@@ -155,12 +155,26 @@ void check_fits_in_memory(const Plan& plan) {
                     total, big->size, to_string(big->dtype), limit));
 }
 
+// An assign whose result went to a fresh buffer leaves its target's memory to
+// the old readers: marked retired (runtime/buffer.hpp), as loom::Capture checks.
+void retire_if_written_past(const UOpPtr& pending, const UOpPtr& result) {
+  if (pending->op != Op::ASSIGN || !is_buffer_view(pending->src[0])) return;
+  const UOpPtr& target = pending->src[0]->op == Op::BUFFER ? pending->src[0] : pending->src[0]->src[0];
+  const UOpPtr& written = result->op == Op::BUFFER ? result : result->src[0];
+  if (written->storage() != target->storage() && target->storage())
+    static_cast<Buffer*>(target->storage().get())->retire();
+}
+
 // Runs the plan over a table bound to it and points each pending node at its result.
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
-  for (size_t i = 0; i < pending.size(); ++i) pending[i]->uop = plan_result(plan, table, i);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    UOpPtr result = plan_result(plan, table, i);
+    retire_if_written_past(pending[i]->uop, result);
+    pending[i]->uop = std::move(result);
+  }
 }
 
 }  // namespace

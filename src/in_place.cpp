@@ -99,4 +99,18 @@ std::vector<std::shared_ptr<TensorNode>> assigns_reached(
   return out;
 }
 
+std::vector<std::shared_ptr<TensorNode>> assigns_into(const std::vector<const void*>& memory) {
+  if (memory.empty()) return {};
+  const auto live = PendingAssigns::get().live();
+  std::vector<std::shared_ptr<TensorNode>> out;
+  for (const auto& [assign, holder] : live) {
+    if (holder->uop != assign || !is_buffer_view(assign->src[0])) continue;
+    const UOpPtr& target = buffer_of_view(assign->src[0]);
+    if (std::find(memory.begin(), memory.end(), target->storage().get()) != memory.end() &&
+        std::find(out.begin(), out.end(), holder) == out.end())
+      out.push_back(holder);
+  }
+  return out;
+}
+
 }  // namespace loom::detail

@@ -31,4 +31,8 @@ void note_assign(const std::shared_ptr<TensorNode>& holder);
 std::vector<std::shared_ptr<TensorNode>> assigns_reached(
     const GraphSignature& graph, const std::vector<std::shared_ptr<TensorNode>>& pending);
 
+// The live tensors holding an assign not yet realized into one of `memory`
+// (buffers' storage): loom::Capture realizes them before a replay reads it.
+std::vector<std::shared_ptr<TensorNode>> assigns_into(const std::vector<const void*>& memory);
+
 }  // namespace loom::detail
