@@ -5,12 +5,15 @@
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
+#include "src/in_place.hpp"
 #include "src/step_recording.hpp"
 
 #include <loom/debug.hpp>
 #include <loom/error.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -85,8 +88,18 @@ using detail::TensorNode;
 // Per argument: its dtype, the first argument sharing its buffer, its rank and extents.
 using Signature = std::vector<int64_t>;
 
+// How a recorded tensor viewed its buffer: the BUFFER itself, or a reshape of
+// it to `reshape`. Shapes only: a Program holds no buffer it does not own.
+struct ViewShape {
+  std::optional<Shape> reshape;
+  explicit ViewShape(const UOpPtr& view) {
+    if (view->op != Op::BUFFER) reshape = view->get<Shape>();
+  }
+};
+
 // A recording turned into a program over a table of buffers:
-// [arguments | outputs, fresh on each replay | kept: persistent buffers, and scratch every replay reuses].
+// [arguments | states | fresh: outputs each replay writes anew | kept: memory the call made, scratch every
+// replay reuses, and memory of tensors the call only read].
 struct Program {
   struct Kernel {
     std::shared_ptr<const CompiledKernel> kernel;  // holds the code even if the cache evicts it
@@ -96,21 +109,34 @@ struct Program {
   };
   struct Output {
     uint32_t slot;
-    UOpPtr recorded;  // the recorded result: a BUFFER, or a reshape of one
+    ViewShape recorded;  // the recorded result's
   };
-  // A tensor whose assign copied (something else still read its old buffer):
-  // each replay reads its current buffer and points it at a fresh one.
+  // A tensor the call assigned (a parameter, an optimiser's moment, a running
+  // mean), bound by identity: each replay reads the buffer the tensor holds
+  // then, wherever other calls moved it. In place (out_slot is its own slot):
+  // the kernels write that buffer, as the recorded assign did, after copying it
+  // to a new one when something else still reads it (as the assign would).
+  // Otherwise the assign copied: the kernels write the out slot, a fresh
+  // buffer the tensor then points at.
   struct State {
     std::weak_ptr<TensorNode> node;
-    UOpPtr fallback;  // the recorded buffer, read if the tensor has died
+    ViewShape recorded;  // the node's after the recorded call
     uint32_t out_slot;
-    UOpPtr recorded;  // the node's recorded BUFFER, or reshape of one
+    DType dtype;  // the recorded buffer's dtype and size: a buffer bound later must have them
+    int64_t size;
+    // An argument the call assigned into and copied: the tensor bound is the
+    // one passed at that position, not the recorded one. -1 for none.
+    int64_t argument = -1;
   };
   // A tensor the call computed afresh: each replay points it at its new value.
+  // When it was the gradient of a state (a parameter) and a call of another
+  // signature has since given that parameter another gradient, the replay
+  // gives it a new one instead, as backward() does after zero_grad().
   struct Computed {
     std::weak_ptr<TensorNode> node;
     uint32_t slot;
-    UOpPtr recorded;
+    ViewShape recorded;
+    std::weak_ptr<TensorNode> grad_of;
   };
   size_t inputs = 0;
   std::vector<State> states;  // slots [inputs, first_fresh())
@@ -124,7 +150,17 @@ struct Program {
     UOpPtr spare;
   };
   std::vector<Fresh> fresh;
-  std::vector<UOpPtr> kept;
+  // `held`: memory the recorded call made (scratch it allocated, data it
+  // uploaded), which the replays own. Else `borrowed`: a buffer of a tensor
+  // the call only read, held weakly so that it never makes an assign copy; a
+  // replay reads it while it lives and no assign has written past it since.
+  struct Kept {
+    UOpPtr held;  // null for a scratch buffer loom::empty_cache() released
+    std::weak_ptr<const UOp> borrowed;
+    bool borrows = false;
+    bool retired_at_record = false;
+  };
+  std::vector<Kept> kept;
   // Kept slots the recorded call allocated and only its kernels use (dead
   // intermediates): loom::empty_cache() drops them, the next replay allocates them.
   struct Scratch {
@@ -149,7 +185,11 @@ struct SignatureState {
   int calls = 0;
   std::vector<LeftBehind> left_by_first;  // what the first call computed
   std::optional<Program> program;         // set once recorded and replayable
+  int dropped = 0;                        // recordings found stale at a replay
 };
+
+// A signature whose recordings went stale this often runs uncaptured from then on.
+constexpr int kMaxDropped = 3;
 
 Signature signature_of(const std::vector<Tensor>& args) {
   Signature sig;
@@ -182,11 +222,12 @@ std::vector<Tensor> bindable(const std::vector<Tensor>& args) {
   return out;
 }
 
-// A tensor outliving the call (not one of its results) that the call pointed
-// at a buffer it allocated. `previous` is the buffer it held as the call began
-// when an assign wrote past it (state the next call reads), or null when the
-// call computed the tensor afresh (a gradient, a lazy tensor realized): a
-// replay computes it again into a fresh buffer.
+// A tensor outliving the call that the call pointed at a buffer: `buffer`,
+// the one it holds as the call ends. `previous` is the buffer it held as the
+// call began when an assign wrote it (state the next call reads; `buffer`
+// itself when the assign wrote in place), or null when the call computed the
+// tensor afresh (a gradient, a lazy tensor realized; not one of the results):
+// a replay computes it again into a fresh buffer.
 struct Rebound {
   std::shared_ptr<TensorNode> node;
   UOpPtr previous, buffer;
@@ -196,11 +237,10 @@ std::vector<Rebound> rebound_tensors(const StepRecording& rec, const std::vector
   std::vector<Rebound> out;
   for (const auto& b : rec.bindings) {
     const auto node = b.node.lock();
-    if (!node || base_buffer(node->uop) != b.buffer || !rec.allocated.count(b.buffer->storage().get()))
-      continue;
-    bool is_result = false;
-    for (const auto& r : results) is_result |= r.node() == node;
-    if (is_result) continue;
+    if (!node || base_buffer(node->uop) != b.buffer) continue;
+    bool seen = false;
+    for (const auto& r : out) seen |= r.node == node;
+    if (seen) continue;
     UOpPtr start;  // the node's buffer as the call began: what its first binding wrote past
     for (const auto& first : rec.bindings)
       if (first.node.lock() == node) {
@@ -208,6 +248,11 @@ std::vector<Rebound> rebound_tensors(const StepRecording& rec, const std::vector
         break;
       }
     if (start && rec.allocated.count(start->storage().get())) start = nullptr;
+    const bool made = rec.allocated.count(b.buffer->storage().get()) > 0;
+    if (!made && start != b.buffer) continue;  // not written by the call: a view of memory it read
+    bool is_result = false;
+    for (const auto& r : results) is_result |= r.node() == node;
+    if (is_result && !start) continue;
     out.push_back({node, start, b.buffer});
   }
   return out;
@@ -245,16 +290,26 @@ bool carries_host_state(const std::vector<UOpPtr>& kept, const std::vector<LeftB
 // arguments' memory as the call began.
 std::optional<Program> compile_program(const StepRecording& rec, const std::vector<const void*>& arg_memory,
                                        const std::vector<Tensor>& results,
-                                       const std::vector<LeftBehind>& before) {
+                                       const std::vector<LeftBehind>& before, int64_t first_buffer_id) {
   std::vector<Rebound> rebound, computed;
-  for (auto& r : rebound_tensors(rec, results)) (r.previous ? rebound : computed).push_back(std::move(r));
+  std::vector<int64_t> argument_of;  // per rebound tensor: the argument it is, or -1
+  for (auto& r : rebound_tensors(rec, results)) {
+    const auto arg = r.previous ? std::find(arg_memory.begin(), arg_memory.end(), r.previous->storage().get())
+                                : arg_memory.end();
+    if (arg != arg_memory.end() && r.previous == r.buffer) continue;  // assigned in place: bound by position
+    if (r.previous) argument_of.push_back(arg == arg_memory.end() ? -1 : arg - arg_memory.begin());
+    (r.previous ? rebound : computed).push_back(std::move(r));
+  }
   Program p;
   p.inputs = arg_memory.size();
   std::unordered_map<const void*, uint32_t> slot_of;  // storage -> table slot
   for (size_t i = 0; i < arg_memory.size(); ++i) slot_of.emplace(arg_memory[i], static_cast<uint32_t>(i));
-  for (const auto& r : rebound) {
-    slot_of.emplace(r.previous->storage().get(), static_cast<uint32_t>(p.inputs + p.states.size()));
-    p.states.push_back({r.node, r.previous, 0, r.node->uop});
+  for (size_t i = 0; i < rebound.size(); ++i) {
+    const Rebound& r = rebound[i];
+    const auto own = static_cast<uint32_t>(p.inputs + p.states.size());
+    slot_of.emplace(r.previous->storage().get(), own);
+    p.states.push_back({r.node, ViewShape(r.node->uop), own, r.previous->dtype,
+                        r.previous->get<std::vector<int64_t>>().at(1), argument_of[i]});
   }
   auto add_fresh = [&](const UOpPtr& b) {
     const auto [it, added] =
@@ -262,20 +317,23 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     if (added) p.fresh.push_back({b->dtype, b->get<std::vector<int64_t>>().at(1), nullptr});
     return it->second;
   };
-  for (size_t i = 0; i < rebound.size(); ++i) p.states[i].out_slot = add_fresh(rebound[i].buffer);
-  for (const auto& r : computed) p.computed.push_back({r.node, add_fresh(r.buffer), r.node->uop});
+  for (size_t i = 0; i < rebound.size(); ++i)
+    if (rebound[i].buffer != rebound[i].previous) p.states[i].out_slot = add_fresh(rebound[i].buffer);
+  for (const auto& r : computed) {
+    std::shared_ptr<TensorNode> grad_of;
+    for (const auto& s : rebound)
+      if (s.node->grad.defined() && s.node->grad.node() == r.node) grad_of = s.node;
+    p.computed.push_back({r.node, add_fresh(r.buffer), ViewShape(r.node->uop), grad_of});
+  }
   for (const auto& r : results) {
     const UOpPtr& b = base_buffer(r.node()->uop);
     if (rec.allocated.count(b->storage().get())) add_fresh(b);
   }
+  std::vector<UOpPtr> kept;
   auto slot = [&](const UOpPtr& buffer) {
     const auto [it, added] =
-        slot_of.emplace(buffer->storage().get(), static_cast<uint32_t>(p.first_kept() + p.kept.size()));
-    if (added) {
-      if (rec.allocated.count(buffer->storage().get()))
-        p.scratch.push_back({p.kept.size(), buffer->dtype, buffer->get<std::vector<int64_t>>().at(1)});
-      p.kept.push_back(buffer);
-    }
+        slot_of.emplace(buffer->storage().get(), static_cast<uint32_t>(p.first_kept() + kept.size()));
+    if (added) kept.push_back(buffer);
     return it->second;
   };
   for (const auto& k : rec.kernels) {
@@ -283,8 +341,20 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
-  for (const auto& r : results) p.outputs.push_back({slot(base_buffer(r.node()->uop)), r.node()->uop});
-  if (carries_host_state(p.kept, before)) return std::nullopt;
+  for (const auto& r : results)
+    p.outputs.push_back({slot(base_buffer(r.node()->uop)), ViewShape(r.node()->uop)});
+  if (carries_host_state(kept, before)) return std::nullopt;
+  for (const auto& b : kept) {
+    const int64_t id = b->get<std::vector<int64_t>>().at(0);
+    if (rec.allocated.count(b->storage().get())) {
+      p.scratch.push_back({p.kept.size(), b->dtype, b->get<std::vector<int64_t>>().at(1)});
+      p.kept.push_back({b, {}, false, false});
+    } else if (id >= first_buffer_id) {  // data the call uploaded: the same on every call
+      p.kept.push_back({b, {}, false, false});
+    } else {
+      p.kept.push_back({nullptr, b, true, static_cast<const Buffer*>(b->storage().get())->retired()});
+    }
+  }
   return p;
 }
 
@@ -347,9 +417,11 @@ struct Capture::Impl {
     // Memory, not BUFFER nodes: holding an argument's node would make an assign into it copy.
     std::vector<const void*> arg_memory;
     for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
+    const int64_t first_buffer_id = UOp::next_buffer_id();  // buffers made from here on are the call's
     StepRecording rec;
     std::vector<Tensor> results = run_recorded(args, rec);
-    std::optional<Program> program = compile_program(rec, arg_memory, results, state.left_by_first);
+    std::optional<Program> program =
+        compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
     state.left_by_first.clear();
     {
       std::lock_guard lock(mu);
@@ -357,10 +429,11 @@ struct Capture::Impl {
     }
     if (state.program && flags()->debug >= 1)
       log().info(
-          "Capture: recorded {} kernels; a replay writes {} fresh slots ({} results, {} copied by assigns, "
-          "{} computed tensors), each into its last buffer when nothing else reads it, and reuses {} buffers",
-          state.program->kernels.size(), state.program->fresh.size(), state.program->outputs.size(),
-          state.program->states.size(), state.program->computed.size(), state.program->kept.size());
+          "Capture: recorded {} kernels; a replay binds {} assigned tensors by identity, writes {} fresh "
+          "slots ({} results, {} computed tensors), each into its last buffer when nothing else reads it, "
+          "and reuses {} buffers",
+          state.program->kernels.size(), state.program->states.size(), state.program->fresh.size(),
+          state.program->outputs.size(), state.program->computed.size(), state.program->kept.size());
     if (!state.program)
       log().warn(
           "Capture: the step reads a tensor the call before it left behind other than by an argument or "
@@ -368,18 +441,20 @@ struct Capture::Impl {
     return results;
   }
 
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, Program& p) const;
+  // The replay's results, or nullopt with `why` when the recording went stale
+  // (a tensor it binds is gone or changed): nothing has run then.
+  std::optional<std::vector<Tensor>> replay(const std::vector<Tensor>& args, Program& p,
+                                            std::string& why) const;
   const std::optional<Program>* program_for(const std::vector<Tensor>& args) const;
 };
 
 namespace {
 // `view`'s buffer in the shape `recorded` had: `view` itself when it has it.
-UOpPtr like(const UOpPtr& recorded, const UOpPtr& view) {
-  if (recorded->op == view->op && (view->op == Op::BUFFER || view->get<Shape>() == recorded->get<Shape>()))
-    return view;
+UOpPtr like(const ViewShape& recorded, const UOpPtr& view) {
   const UOpPtr& b = base_buffer(view);
-  if (recorded->op == Op::BUFFER) return b;
-  return UOp::make(Op::RESHAPE, b->dtype, {b}, recorded->get<Shape>());
+  if (!recorded.reshape) return b;
+  if (view->op == Op::RESHAPE && view->get<Shape>() == *recorded.reshape) return view;
+  return UOp::make(Op::RESHAPE, b->dtype, {b}, *recorded.reshape);
 }
 
 // `view` (a BUFFER or a reshape of one) when nothing but `holders` references
@@ -391,13 +466,35 @@ bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& s
          b->get<std::vector<int64_t>>().at(1) == slot.size;
 }
 
-// The buffer a rebound tensor holds now (realized first if the host changed it).
-UOpPtr current_buffer(const Program::State& s) {
-  const auto node = s.node.lock();
-  if (!node) return s.fallback;
+// The node a state binds, holding a buffer that fits it (realized first if the
+// host changed it lazily), or null with `why`.
+std::shared_ptr<TensorNode> bound_node(const Program::State& s, const std::vector<Tensor>& args,
+                                       std::string& why) {
+  auto node = s.argument >= 0 ? args[static_cast<size_t>(s.argument)].node() : s.node.lock();
+  if (!node) {
+    why = "a tensor it assigns is gone";
+    return nullptr;
+  }
   if (!base_buffer(node->uop)) Tensor(node).realize();
   const UOpPtr& b = base_buffer(node->uop);
-  return b ? b : s.fallback;
+  if (!b || !(b->dtype == s.dtype) || b->get<std::vector<int64_t>>().at(1) != s.size) {
+    why = "a tensor it assigns no longer holds a buffer of the recorded dtype and size";
+    return nullptr;
+  }
+  return node;
+}
+
+// Points an in-place state at a copy of its buffer when something besides the
+// node still reads it, as the assign would have copied on write.
+void copy_if_shared(TensorNode& node, const Program::State& s) {
+  const UOpPtr& view = node.uop;
+  const UOpPtr& b = base_buffer(view);
+  if (view.use_count() == 1 && (view == b || b.use_count() == 1)) return;
+  const UOpPtr copy = detail::allocate_buffer(s.dtype, s.size, false);
+  std::memcpy(detail::buffer_data(copy), detail::buffer_data(b),
+              static_cast<size_t>(s.size) * s.dtype.itemsize());
+  static_cast<Buffer*>(b->storage().get())->retire();
+  node.uop = like(s.recorded, copy);
 }
 
 // Per fresh slot, the view a replay writes: a tensor's own buffer when only
@@ -446,40 +543,77 @@ void Capture::Impl::release_spares() {
     for (auto& slot : p.fresh)
       if (free_to_overwrite(slot.spare, 1, slot)) slot.spare = nullptr;
     for (const auto& s : p.scratch)
-      if (p.kept[s.kept].use_count() == 1) p.kept[s.kept] = nullptr;
+      if (p.kept[s.kept].held.use_count() == 1) p.kept[s.kept].held = nullptr;
   }
 }
 
-std::vector<Tensor> Capture::Impl::replay(const std::vector<Tensor>& args, Program& p) const {
+std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tensor>& args, Program& p,
+                                                         std::string& why) const {
+  // Everything is bound and checked before anything runs: a stale recording changes nothing.
+  std::vector<std::shared_ptr<TensorNode>> nodes;
+  for (const auto& s : p.states) {
+    nodes.push_back(bound_node(s, args, why));
+    if (!nodes.back()) return std::nullopt;
+  }
+  // An assign the host made into memory the recording only reads happens first, as a realize would.
+  std::vector<const void*> borrowed;
+  for (const auto& k : p.kept)
+    if (const auto b = k.borrowed.lock()) borrowed.push_back(b->storage().get());
+  for (const auto& node : detail::assigns_into(borrowed)) Tensor(node).realize();
+  std::vector<UOpPtr> kept;
+  for (const auto& k : p.kept) {
+    if (!k.borrows) {
+      kept.push_back(k.held);  // null for released scratch: allocated below
+      continue;
+    }
+    kept.push_back(k.borrowed.lock());
+    if (!kept.back()) {
+      why = "the memory of a tensor it reads is gone";
+      return std::nullopt;
+    }
+    if (!k.retired_at_record && static_cast<const Buffer*>(kept.back()->storage().get())->retired()) {
+      why = "an assign outside it moved a tensor it reads to a new buffer";
+      return std::nullopt;
+    }
+  }
+  for (size_t i = 0; i < p.states.size(); ++i)
+    if (p.states[i].out_slot == p.inputs + i) copy_if_shared(*nodes[i], p.states[i]);
   for (const auto& s : p.scratch)
-    if (!p.kept[s.kept]) p.kept[s.kept] = detail::allocate_buffer(s.dtype, s.size, false);
+    if (!kept[s.kept]) kept[s.kept] = p.kept[s.kept].held = detail::allocate_buffer(s.dtype, s.size, false);
   const std::vector<UOpPtr> fresh = fresh_views(p);
   std::vector<void*> table;
   table.reserve(p.first_kept() + p.kept.size());
   for (const auto& a : args) table.push_back(detail::buffer_data(base_buffer(a.node()->uop)));
-  for (const auto& s : p.states) table.push_back(detail::buffer_data(current_buffer(s)));
+  for (const auto& n : nodes) table.push_back(detail::buffer_data(base_buffer(n->uop)));
   for (const auto& v : fresh) table.push_back(detail::buffer_data(base_buffer(v)));
-  for (const auto& b : p.kept) table.push_back(detail::buffer_data(b));
+  for (const auto& b : kept) table.push_back(detail::buffer_data(b));
   run_kernels(p, table);
-  // Each state's old buffer is its out slot's spare: the next replay writes there.
-  for (const auto& s : p.states)
-    if (const auto node = s.node.lock()) {
-      const size_t f = s.out_slot - p.first_fresh();
-      p.fresh[f].spare = std::exchange(node->uop, like(s.recorded, fresh[f]));
-    }
-  for (const auto& c : p.computed)
-    if (const auto node = c.node.lock()) node->uop = like(c.recorded, fresh[c.slot - p.first_fresh()]);
+  // Each copied state's old buffer is its out slot's spare: the next replay writes there.
+  for (size_t i = 0; i < p.states.size(); ++i) {
+    const Program::State& s = p.states[i];
+    if (s.out_slot == p.inputs + i) continue;  // in place
+    const size_t f = s.out_slot - p.first_fresh();
+    p.fresh[f].spare = std::exchange(nodes[i]->uop, like(s.recorded, fresh[f]));
+  }
+  for (const auto& c : p.computed) {
+    const auto node = c.node.lock();
+    UOpPtr view = like(c.recorded, fresh[c.slot - p.first_fresh()]);
+    if (const auto leaf = c.grad_of.lock(); leaf && (!node || leaf->grad.node() != node))
+      leaf->grad = Tensor(std::make_shared<TensorNode>(std::move(view)));
+    else if (node)
+      node->uop = std::move(view);
+  }
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {
     UOpPtr view;
     if (o.slot < p.inputs)
       view = like(o.recorded, base_buffer(args[o.slot].node()->uop));
     else if (o.slot < p.first_fresh())
-      view = like(o.recorded, current_buffer(p.states[o.slot - p.inputs]));
+      view = like(o.recorded, nodes[o.slot - p.inputs]->uop);
     else if (o.slot < p.first_kept())
       view = p.fresh[o.slot - p.first_fresh()].spare = like(o.recorded, fresh[o.slot - p.first_fresh()]);
     else
-      view = like(o.recorded, p.kept[o.slot - p.first_kept()]);
+      view = like(o.recorded, kept[o.slot - p.first_kept()]);
     out.push_back(Tensor(std::make_shared<TensorNode>(std::move(view))));
   }
   detail::count_capture_replay();
@@ -498,12 +632,29 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
   // memory, and only realize's kernels check their indices.
   if (!flags()->check_bounds) {
     SignatureState* state = nullptr;
+    bool stale = false;
     {
       std::lock_guard lock(impl_->mu);
       state = &impl_->states[signature_of(bound)];  // std::map: the reference stays valid
       ++state->calls;
-      if (state->program) return impl_->replay(bound, *state->program);
+      if (state->program) {
+        std::string why;
+        if (auto out = impl_->replay(bound, *state->program, why)) return std::move(*out);
+        state->program.reset();
+        stale = true;
+        ++state->dropped;
+        if (flags()->debug >= 1)
+          log().info(
+              "Capture: dropped a stale recording, never replayed: {}; {}", why,
+              state->dropped < kMaxDropped ? "this call records again" : "the signature now runs uncaptured");
+      }
     }
+    if (stale && state->dropped < kMaxDropped) return impl_->record(bound, *state);
+    if (stale)
+      log().warn(
+          "Capture: recordings of one signature went stale {} times (tensors it binds are replaced or moved "
+          "between calls); it runs uncaptured from now on (docs/api.md, Capture)",
+          state->dropped);
     if (state->calls == 1) return impl_->first_call(bound, *state);
     if (state->calls == 2) return impl_->record(bound, *state);
   }

@@ -15,16 +15,23 @@ namespace loom {
 // - the first call runs the function as it is (it may compile, initialise);
 // - the second call runs it too and records every kernel it ran, with the
 //   buffers each kernel read and wrote;
-// - later calls replay those kernels on the arguments' buffers, rebound by
-//   position, and return fresh tensors holding the results. The function is
-//   not called and no graph is built.
-// Arguments are realized (and made contiguous) first. A call with another
-// signature is a new signature: it runs, records and replays on its own.
-// State carried from one call to the next must live in tensors the function
-// updates with assign() (as an optimiser updates parameters); a recording that
-// rebinds a tensor outliving the call to a new buffer cannot replay, and the
-// function then simply runs on every call (captured() says which). Not
-// thread-safe: one Capture is called from one thread at a time.
+// - later calls replay those kernels and return fresh tensors holding the
+//   results. The function is not called and no graph is built.
+// A replay binds the arguments' buffers by position, and every tensor the
+// recorded call assigned (parameters, optimiser moments, a running mean) by
+// identity: it reads and writes the buffer the tensor holds at that moment,
+// wherever calls of other signatures, run or replayed in any order, moved it.
+// Tensors the call only read are read in their recorded buffers while those
+// live and no assign has moved the tensor off them. Arguments are realized
+// (and made contiguous) first. A recording that can no longer replay exactly
+// (a tensor it binds is gone, changed size or moved) is dropped and the call
+// records again; a signature whose recordings keep going stale runs the
+// function on every call. State carried from one call to the next must live
+// in tensors the function updates with assign() (as an optimiser updates
+// parameters); a recording that reads what the call before it left in a
+// rebound C++ variable cannot replay, and the function then simply runs on
+// every call. captured() says which, LOOM_DEBUG=1 logs why. Not thread-safe:
+// one Capture is called from one thread at a time.
 class Capture {
  public:
   using Step = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

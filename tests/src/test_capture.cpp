@@ -2,12 +2,17 @@
 // arguments rebound by position, no graph built, results bitwise the same.
 #include "check.hpp"
 
+#include "support/log_capture.hpp"
+
 #include <loom/capture.hpp>
+#include <loom/context.hpp>
 #include <loom/debug.hpp>
 #include <loom/gradient.hpp>
 #include <loom/memory.hpp>
 
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 using namespace loom;
@@ -282,4 +287,90 @@ TEST_CASE(
   }
   CHECK(counters().live_buffers == held.live_buffers);  // the spares and scratch are back, once
   CHECK(counters().live_buffer_bytes == held.live_buffer_bytes);
+}
+
+TEST_CASE("a replay writing a state in place first copies it when the host still reads its buffer") {
+  Tensor acc = make(DType::Float32, {0, 0}, {2});
+  Capture add([&](const std::vector<Tensor>& args) {
+    acc.assign(acc + args[0]);
+    acc.realize();
+    return std::vector<Tensor>{};
+  });
+  const Tensor one = make(DType::Float32, {1, 2}, {2});
+  for (int i = 0; i < 3; ++i) add({one});  // nothing else reads acc: the assign writes in place
+  REQUIRE(add.captured({one}));
+  const Tensor before = acc * 1;  // lazy: reads acc's buffer as it is now
+  const void* buffer = test::buffer_address(acc);
+  add({one});
+  CHECK(values(acc) == std::vector<float>{4, 8});
+  CHECK(test::buffer_address(acc) != buffer);  // copied on write, as the assign would have
+  CHECK(values(before) == std::vector<float>{3, 6});
+  add({one});
+  CHECK(values(acc) == std::vector<float>{5, 10});
+}
+
+TEST_CASE(
+    "a recording whose state tensor is gone or whose read tensor moved is dropped, never replayed stale") {
+  // The state: a tensor the host replaces (the old one dies) between calls.
+  auto total = std::make_shared<Tensor>(make(DType::Float32, {0, 0}, {2}));
+  Capture add([&](const std::vector<Tensor>& args) {
+    total->assign(*total + args[0]);
+    total->realize();
+    return std::vector<Tensor>{};
+  });
+  const Tensor one = make(DType::Float32, {1, 2}, {2});
+  for (int i = 0; i < 3; ++i) add({one});
+  REQUIRE(add.captured({one}));
+  *total = make(DType::Float32, {100, 100}, {2});
+  test::LogCapture log;
+  {
+    Context debug{{"DEBUG", 1}};
+    add({one});  // the recorded tensor is gone: this call records again
+  }
+  CHECK(log.text().find("dropped a stale recording") != std::string::npos);
+  CHECK(log.text().find("a tensor it assigns is gone") != std::string::npos);
+  CHECK(values(*total) == std::vector<float>{101, 102});
+  CHECK(add.captured({one}));
+  const uint64_t replays = counters().capture_replays;
+  add({one});
+  CHECK(counters().capture_replays == replays + 1);
+  CHECK(values(*total) == std::vector<float>{102, 104});
+
+  // A tensor the step only reads, moved to a new buffer by an assign outside it.
+  Tensor scale = make(DType::Float32, {1, 2, 3}, {3});
+  Capture scaled([&](const std::vector<Tensor>& args) { return std::vector<Tensor>{args[0] * scale}; });
+  const Tensor x = make(DType::Float32, {1, 1, 1}, {3});
+  for (int i = 0; i < 3; ++i) scaled({x});
+  REQUIRE(scaled.captured({x}));
+  scale.assign(make(DType::Float32, {4, 5, 6}, {3}));  // in place: nothing else reads scale
+  CHECK(values(scaled({x})[0]) == std::vector<float>{4, 5, 6});
+  const Tensor old_scale = scale * 1;  // a reader of the old buffer: the next assign copies
+  scale.assign(make(DType::Float32, {7, 8, 9}, {3}));
+  scale.realize();
+  CHECK(values(scaled({x})[0]) == std::vector<float>{7, 8, 9});
+  CHECK(values(old_scale) == std::vector<float>{4, 5, 6});
+  CHECK(scaled.captured({x}));  // recorded again on the moved buffer
+  CHECK(values(scaled({x})[0]) == std::vector<float>{7, 8, 9});
+}
+
+TEST_CASE("a signature whose recordings keep going stale runs uncaptured, and stays correct") {
+  auto total = std::make_shared<Tensor>(make(DType::Float32, {0}, {1}));
+  Capture add([&](const std::vector<Tensor>& args) {
+    total->assign(*total + args[0]);
+    total->realize();
+    return std::vector<Tensor>{};
+  });
+  const Tensor one = make(DType::Float32, {1}, {1});
+  float want = 0;
+  for (int i = 0; i < 12; ++i) {
+    if (i >= 2 && i % 2 == 0) {  // a new tensor every other call: each recording goes stale
+      *total = make(DType::Float32, {10}, {1});
+      want = 10;
+    }
+    add({one});
+    want += 1;
+    CAPTURE(i);
+    CHECK(values(*total) == std::vector<float>{want});
+  }
+  CHECK_FALSE(add.captured({one}));
 }
