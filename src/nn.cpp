@@ -49,6 +49,20 @@ void check_float(const Tensor& t, const char* op) {
         fmt::format("{}: expected a Float32 or Float64 tensor, got {}", op, scalar_name(t.dtype().scalar)));
 }
 
+// As PyTorch, a layer or loss combines only tensors of one dtype: an input
+// whose dtype differs from the parameters' (UInt8 pixels, Float64 data into
+// Float32 weights) is an error naming both, never a silent promotion
+// (docs/semantics.md, "Where loom is stricter than promotion").
+void check_same_dtype(const char* op, const Tensor& input, const char* input_name, const Tensor& other,
+                      const char* other_name) {
+  if (input.dtype() == other.dtype()) return;
+  throw Error(
+      fmt::format("{}: {} has dtype {} but {} has dtype {}; expected the same dtype (cast the {} with "
+                  ".cast(DType::{}) first)",
+                  op, input_name, scalar_name(input.dtype().scalar), other_name,
+                  scalar_name(other.dtype().scalar), input_name, scalar_name(other.dtype().scalar)));
+}
+
 void check_last_axis(const Tensor& x, int64_t dim, const char* op) {
   if (x.ndim() == 0 || x.shape().back() != dim)
     throw Error(
@@ -117,6 +131,7 @@ Tensor Linear::operator()(const Tensor& x) const {
   if (!x.defined() || x.ndim() == 0 || x.shape().back() != weight.shape()[1])
     throw Error(fmt::format("Linear: input of shape {} does not end in in_features {}",
                             x.defined() ? str(x.shape()) : "undefined", weight.shape()[1]));
+  check_same_dtype("Linear", x, "input", weight, "weight");
   Tensor y = x.matmul(weight.transpose());
   return bias.defined() ? y + bias : y;
 }
@@ -155,6 +170,7 @@ LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine) : dim(d
 Tensor LayerNorm::operator()(const Tensor& x) const {
   check_float(x, "LayerNorm");
   check_last_axis(x, dim, "LayerNorm");
+  if (weight.defined()) check_same_dtype("LayerNorm", x, "input", weight, "weight");
   const Tensor centred = x - x.mean(-1, true);
   Tensor y = centred * (centred.square().mean(-1, true) + eps).rsqrt();
   return weight.defined() ? y * weight + bias : y;
@@ -172,6 +188,7 @@ RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affi
 Tensor RMSNorm::operator()(const Tensor& x) const {
   check_float(x, "RMSNorm");
   check_last_axis(x, dim, "RMSNorm");
+  if (weight.defined()) check_same_dtype("RMSNorm", x, "input", weight, "weight");
   const double e = eps.value_or(x.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                             : std::numeric_limits<float>::epsilon());
   Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
@@ -188,6 +205,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     std::optional<double> scale) {
   const char* op = "scaled_dot_product_attention";
   for (const Tensor* t : {&q, &k, &v}) check_float(*t, op);
+  check_same_dtype(op, k, "k", q, "q");
+  check_same_dtype(op, v, "v", q, "q");
   if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
     throw Error(fmt::format("{}: q, k and v need at least 2 dimensions, got {}, {} and {}", op,
                             str(q.shape()), str(k.shape()), str(v.shape())));
@@ -199,9 +218,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (mask.defined()) {
     if (mask.dtype().is_bool())
       scores = mask.where(scores, Tensor::scalar(-std::numeric_limits<double>::infinity(), scores.dtype()));
-    else if (mask.dtype().is_float())
+    else if (mask.dtype().is_float()) {
+      check_same_dtype(op, mask, "float mask", q, "q");
       scores = scores + mask;
-    else
+    } else
       throw Error(fmt::format("{}: mask has dtype {}; expected Bool or a float dtype", op,
                               scalar_name(mask.dtype().scalar)));
   }
@@ -223,6 +243,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
 
 Tensor mse(const Tensor& pred, const Tensor& target) {
   check_float(pred, "mse");
+  if (!target.defined()) throw Error("mse: the target is undefined (default-constructed)");
+  check_same_dtype("mse", target, "target", pred, "pred");
   return (pred - target).square().mean();
 }
 

@@ -232,6 +232,57 @@ TEST_CASE("a realized label or index out of range, and bad shapes or dtypes, are
   check_message(error_of([&] { nn::normal_(ints); }), {"normal_", "Int32"});
 }
 
+TEST_CASE("layers and losses reject an input whose dtype differs from their parameters, naming both dtypes") {
+  // As PyTorch: UInt8 pixels or Float64 data into Float32 weights is an error, never a silent promotion.
+  nn::Linear fc(3, 2);
+  check_message(error_of([&] {
+                  fc(Tensor::ones({2, 3}, DType::UInt8));
+                }),
+                {"Linear", "input", "UInt8", "weight", "Float32", ".cast(DType::Float32)"});
+  check_message(error_of([&] {
+                  fc(Tensor::ones({2, 3}, DType::Float64));
+                }),
+                {"Linear", "input", "Float64", "weight", "Float32"});
+  CHECK(fc(Tensor::ones({2, 3}, DType::UInt8).cast(DType::Float32)).dtype() == DType::Float32);
+  nn::Linear fc64 = fc;  // Float64 parameters take Float64 inputs, and refuse Float32 ones
+  fc64.weight = fc.weight.cast(DType::Float64);
+  fc64.bias = fc.bias.cast(DType::Float64);
+  CHECK(fc64(Tensor::ones({2, 3}, DType::Float64)).dtype() == DType::Float64);
+  check_message(error_of([&] { fc64(Tensor::ones({2, 3})); }), {"Linear", "Float32", "Float64"});
+
+  nn::LayerNorm ln(3);
+  check_message(error_of([&] {
+                  ln(Tensor::ones({2, 3}, DType::Float64));
+                }),
+                {"LayerNorm", "input", "Float64", "weight", "Float32"});
+  CHECK(nn::LayerNorm(3, 1e-5, false)(Tensor::ones({2, 3}, DType::Float64)).dtype() == DType::Float64);
+  nn::RMSNorm rms(3);
+  check_message(error_of([&] {
+                  rms(Tensor::ones({2, 3}, DType::Float64));
+                }),
+                {"RMSNorm", "input", "Float64", "weight", "Float32"});
+
+  check_message(error_of([&] { nn::mse(Tensor::ones({3}), Tensor::ones({3}, DType::Float64)); }),
+                {"mse", "target", "Float64", "pred", "Float32"});
+  check_message(error_of([&] { nn::mse(Tensor::ones({3}), Tensor::ones({3}, DType::Int64)); }),
+                {"mse", "target", "Int64", "pred", "Float32"});
+  check_message(error_of([&] { nn::mse(Tensor::ones({3}), Tensor()); }), {"mse", "target", "undefined"});
+
+  const Tensor q = Tensor::ones({2, 2}), k64 = Tensor::ones({3, 2}, DType::Float64);
+  check_message(error_of([&] {
+                  nn::scaled_dot_product_attention(q, k64, Tensor::ones({3, 2}));
+                }),
+                {"scaled_dot_product_attention", "k", "Float64", "q", "Float32"});
+  check_message(error_of([&] {
+                  nn::scaled_dot_product_attention(q, Tensor::ones({3, 2}), Tensor::ones({3, 2}),
+                                                   Tensor::zeros({2, 3}, DType::Float64));
+                }),
+                {"scaled_dot_product_attention", "mask", "Float64", "q", "Float32"});
+  // cross_entropy's labels are class indices: integers beside float logits, as in PyTorch.
+  CHECK(nn::cross_entropy(Tensor::zeros({2, 3}, DType::Float64), make(DType::Int64, {0, 2}, {2})).dtype() ==
+        DType::Float64);
+}
+
 // ---- initialisers -------------------------------------------------------------------------------
 
 TEST_CASE("initialisers follow torch.nn.init's bounds and gains, and replace the values now") {
