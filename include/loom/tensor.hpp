@@ -105,6 +105,15 @@ class Tensor {
   Tensor logical_or(const Tensor& other) const;
   Tensor logical_not() const;
   Tensor where(const Tensor& a, const Tensor& b) const;  // this is the condition
+  // A number takes the other branch's dtype within its category, as in `t + v`.
+  template <Number T>
+  Tensor where(const Tensor& a, T b) const {
+    return where(a, a.like_scalar(b));
+  }
+  template <Number T>
+  Tensor where(T a, const Tensor& b) const {
+    return where(b.like_scalar(a), b);
+  }
   Tensor cast(DType dtype) const;
 
   // ---- reductions ----
@@ -242,6 +251,14 @@ LOOM_SCALAR_OPERATOR(>=)
 #undef LOOM_SCALAR_OPERATOR
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+template <Number T>
+Tensor where(const Tensor& cond, const Tensor& a, T b) {
+  return cond.where(a, b);
+}
+template <Number T>
+Tensor where(const Tensor& cond, T a, const Tensor& b) {
+  return cond.where(a, b);
+}
 Tensor exp(const Tensor& t);
 Tensor log(const Tensor& t);
 Tensor sqrt(const Tensor& t);

@@ -115,6 +115,26 @@ TEST_CASE("where broadcasts condition and branches and promotes the branches") {
   check_values(where(rows, a, -a), {1, 2, 3, -1, -2, -3});
 }
 
+TEST_CASE("where takes a number for either branch, in the other branch's dtype as t + v does") {
+  Tensor c = make(DType::Bool, {1, 0, 1}, {3});
+  Tensor f = make(DType::Float64, {1.5, 2.5, 3.5}, {3});
+  const Tensor f_or_0 = where(c, f, 0);
+  CHECK(f_or_0.dtype() == DType::Float64);
+  check_values(f_or_0, {1.5, 0, 3.5});
+  const Tensor minus_or_f = c.where(-0.25f, f);  // a float number keeps the Float64 branch's dtype
+  CHECK(minus_or_f.dtype() == DType::Float64);
+  check_values(minus_or_f, {-0.25, 2.5, -0.25});
+  Tensor u8 = make(DType::UInt8, {10, 20, 30}, {3});
+  const Tensor u8_or_7 = where(c, u8, 7);  // an integral number keeps the integer dtype
+  CHECK(u8_or_7.dtype() == DType::UInt8);
+  check_values(u8_or_7, {10, 7, 30});
+  const Tensor half_or_u8 = where(c, 0.5, u8);  // a floating number with an integer tensor: Float32
+  CHECK(half_or_u8.dtype() == DType::Float32);
+  check_values(half_or_u8, {0.5, 20, 0.5});
+  // A non-Bool condition counts as != 0, and the number broadcasts.
+  check_values(make(DType::Int32, {0, 3}, {2, 1}).where(f, 9), {9, 9, 9, 1.5, 2.5, 3.5});
+}
+
 TEST_CASE("cast between dtypes") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Tensor f = make(DType::Float32, {-1.7, 2.9, 300, nan, -3e10}, {5});
