@@ -503,8 +503,10 @@ std::vector<UOpPtr> fresh_views(const Program& p) {
   std::vector<UOpPtr> views(p.fresh.size());
   for (const auto& c : p.computed) {
     const auto node = c.node.lock();
+    const auto leaf = c.grad_of.lock();
+    if (!node || (leaf && leaf->grad.node() != node)) continue;  // not the gradient now: keeps its value
     UOpPtr& v = views[c.slot - p.first_fresh()];
-    if (node && !v && free_to_overwrite(node->uop, 1, p.fresh[c.slot - p.first_fresh()])) v = node->uop;
+    if (!v && free_to_overwrite(node->uop, 1, p.fresh[c.slot - p.first_fresh()])) v = node->uop;
   }
   for (size_t f = 0; f < p.fresh.size(); ++f) {
     const Program::Fresh& slot = p.fresh[f];
