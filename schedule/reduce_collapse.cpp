@@ -232,7 +232,7 @@ bool mentions_range(const UOpPtr& u, const UOpPtr& r) {
     const UOp* n = stack.back();
     stack.pop_back();
     if (n == r.get()) return true;
-    if (!seen.insert(n).second) continue;
+    if (!seen.insert(n).second || n->op == Op::BUFFERIZE) continue;
     for (const auto& s : n->src) stack.push_back(s.get());
   }
   return false;
