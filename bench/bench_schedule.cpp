@@ -9,7 +9,7 @@
 // and running); they run one iteration each, since the step after it is a
 // schedule cache hit. Run each in a process of its own, with LOOM_CACHE_DIR=off,
 // for the time a fresh program waits:
-//   LOOM_CACHE_DIR=off ./build/bench/bench_schedule --benchmark_filter='first_step.*/64$'
+//   LOOM_CACHE_DIR=off ./build/bench/bench_schedule --benchmark_filter=first_step/lstm/128/
 #include <loom/debug.hpp>
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
