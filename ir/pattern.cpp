@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <unordered_map>
 
 namespace loom {
@@ -181,6 +182,7 @@ struct Rewriter {
   const PatternMatcher& pm;
   void* ctx;
   bool top_down;
+  std::optional<Op> boundary;  // nodes of this op are left as they are, sources and all
   // Keyed by address, so the key node is held too: a node that died mid-rewrite
   // could otherwise be reborn at the same address and hit a stale entry.
   struct Entry {
@@ -188,7 +190,14 @@ struct Rewriter {
   };
   std::unordered_map<const UOp*, Entry> done;
   const UOpPtr& result_of(const UOp* n) const { return done.at(n).result; }
-  size_t steps = 0, limit = 0;
+  // The bound is 10000 + 64 per node of the graph under the root. The graph is
+  // counted only once 10000 rewrites have run: a rewrite that visits a small
+  // part of a large graph (a kernel's body, which stops at the buffers it reads)
+  // would otherwise pay a walk of the whole graph.
+  static constexpr size_t kMinLimit = 10000;
+  size_t steps = 0, limit = kMinLimit;
+  UOpPtr root_node;
+  bool counted = false;
 
   struct Frame {
     UOpPtr n;
@@ -198,7 +207,11 @@ struct Rewriter {
   std::vector<Frame> stack;
 
   void count() {
-    if (++steps > limit)
+    if (++steps > limit && !counted) {
+      counted = true;
+      limit = kMinLimit + 64 * toposort(root_node).size();
+    }
+    if (steps > limit)
       throw Error("graph_rewrite: pattern set '" + pm.name() + "' did not reach a fixpoint within " +
                   std::to_string(limit) + " rewrites");
   }
@@ -208,7 +221,7 @@ struct Rewriter {
   }
 
   UOpPtr run(const UOpPtr& root) {
-    limit = 10000 + 64 * toposort(root).size();
+    root_node = root;
     stack.push_back({root, 0, root});
     while (!stack.empty()) {
       Frame f = std::move(stack.back());
@@ -225,6 +238,7 @@ struct Rewriter {
   }
 
   void visit(Frame& f) {
+    if (boundary && f.n->op == *boundary) return finish(f.n, f.n);
     UOpPtr cur = f.n;
     if (top_down)
       while (UOpPtr r = pm.rewrite(cur, ctx)) {
@@ -255,7 +269,15 @@ struct Rewriter {
 }  // namespace
 
 UOpPtr graph_rewrite(const UOpPtr& root, const PatternMatcher& pm, void* ctx, RewriteOrder order) {
-  Rewriter rw{pm, ctx, order == RewriteOrder::TopDown, {}, 0, 0, {}};
+  Rewriter rw{pm,    ctx, order == RewriteOrder::TopDown, std::nullopt, {}, 0, Rewriter::kMinLimit, nullptr,
+              false, {}};
+  return rw.run(root);
+}
+
+UOpPtr graph_rewrite_within(const UOpPtr& root, const PatternMatcher& pm, Op boundary, void* ctx,
+                            RewriteOrder order) {
+  Rewriter rw{pm,    ctx, order == RewriteOrder::TopDown, boundary, {}, 0, Rewriter::kMinLimit, nullptr,
+              false, {}};
   return rw.run(root);
 }
 
@@ -275,6 +297,35 @@ UOpPtr substitute(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr
       changed |= src.back() != s;
     }
     done[n.get()] = changed ? n->with_src(std::move(src)) : n;
+  }
+  return done.at(root.get());
+}
+
+UOpPtr substitute_within(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements,
+                         Op boundary) {
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const auto& [from, to] : replacements) done[from.get()] = to;
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};  // node, next source to visit
+  while (!stack.empty()) {
+    auto& [n, next] = stack.back();
+    if (done.count(n) || n->op == boundary) {
+      done.emplace(n, n->ptr());
+      stack.pop_back();
+      continue;
+    }
+    if (next < n->src.size()) {
+      const UOp* s = n->src[next++].get();
+      if (!done.count(s)) stack.emplace_back(s, 0);
+      continue;
+    }
+    std::vector<UOpPtr> src;
+    bool changed = false;
+    for (const auto& s : n->src) {
+      src.push_back(done.at(s.get()));
+      changed |= src.back() != s;
+    }
+    done[n] = changed ? n->with_src(std::move(src)) : n->ptr();
+    stack.pop_back();
   }
   return done.at(root.get());
 }

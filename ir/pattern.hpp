@@ -153,7 +153,18 @@ UOpPtr graph_rewrite(const UOpPtr& root, const PatternMatcher& pm, Ctx& ctx,
   return graph_rewrite(root, pm, static_cast<void*>(&ctx), order);
 }
 
+// graph_rewrite that leaves each node of op `boundary` as it is, and does not
+// enter it: a rewrite of one kernel's body (boundary BUFFERIZE) stops at the
+// buffers it reads, whose values are other kernels, already rewritten.
+UOpPtr graph_rewrite_within(const UOpPtr& root, const PatternMatcher& pm, Op boundary, void* ctx = nullptr,
+                            RewriteOrder order = RewriteOrder::BottomUp);
+
 // Replaces nodes by pointer (keys are original nodes), rebuilding their users.
 UOpPtr substitute(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements);
+// substitute that keeps each node of op `boundary` that is not a key, and does not
+// enter it: the same result when no key lies under such a node, at the cost of
+// the nodes above them (one kernel's index arithmetic, not the kernels it reads).
+UOpPtr substitute_within(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements,
+                         Op boundary);
 
 }  // namespace loom

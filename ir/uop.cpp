@@ -412,9 +412,18 @@ std::vector<UOpPtr> toposort(const std::vector<UOpPtr>& roots, NodeIndex& index)
 }
 std::vector<UOpPtr> toposort(const UOpPtr& root) { return toposort(std::vector<UOpPtr>{root}); }
 
+// A walk that stops at the target: no order to keep, no node held.
 bool reaches(const UOpPtr& root, const UOpPtr& target) {
-  for (const auto& n : toposort(root))
-    if (n == target) return true;
+  NodeIndex seen;
+  std::vector<const UOp*> stack{root.get()};
+  seen.insert(root.get(), 0);
+  while (!stack.empty()) {
+    const UOp* n = stack.back();
+    stack.pop_back();
+    if (n == target.get()) return true;
+    for (const auto& s : n->src)
+      if (seen.insert(s.get(), 0)) stack.push_back(s.get());
+  }
   return false;
 }
 

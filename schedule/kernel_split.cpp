@@ -197,27 +197,33 @@ struct KernelOrder {
     reads[k].buffers.insert(reads[k].buffers.end(), r.buffers.begin(), r.buffers.end());
   }
 
-  // Must `later` run after `earlier` (through any chain of edges)?
-  bool depends(size_t later, size_t earlier) const {
-    std::vector<size_t> stack{later};
+  // The kernels that must run after `earlier` (through any chain of edges), and
+  // `earlier` itself: one walk of the edges, whatever number of kernels is asked about.
+  std::vector<char> after(size_t earlier) const {
+    std::vector<std::vector<size_t>> users(kernels.size());
+    for (size_t k = 0; k < kernels.size(); ++k)
+      for (size_t b : before[k]) users[b].push_back(k);
     std::vector<char> seen(kernels.size(), 0);
+    std::vector<size_t> stack{earlier};
+    seen[earlier] = 1;
     while (!stack.empty()) {
       const size_t k = stack.back();
       stack.pop_back();
-      if (k == earlier) return true;
-      if (seen[k]++) continue;
-      stack.insert(stack.end(), before[k].begin(), before[k].end());
+      for (size_t u : users[k])
+        if (!seen[u]++) stack.push_back(u);
     }
-    return false;
+    return seen;
   }
 
   // Orders every other reader of `buffer` before `writer`; false (and no
   // change) when a reader needs the writer's result, so both cannot hold.
   bool order_readers_before(size_t writer, const UOpPtr& buffer) {
     std::vector<size_t> readers;
+    std::vector<char> needs_writer;  // filled at the first reader
     for (size_t k = 0; k < kernels.size(); ++k)
       if (k != writer && std::count(reads[k].buffers.begin(), reads[k].buffers.end(), buffer.get())) {
-        if (depends(k, writer)) return false;
+        if (needs_writer.empty()) needs_writer = after(writer);
+        if (needs_writer[k]) return false;
         readers.push_back(k);
       }
     before[writer].insert(before[writer].end(), readers.begin(), readers.end());

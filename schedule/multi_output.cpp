@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace loom {
@@ -59,15 +60,22 @@ std::vector<UOpPtr> output_ranges(const UOpPtr& buf) {
 struct Candidate {
   UOpPtr buf, red;
   std::vector<UOpPtr> outs;
+  std::vector<UOpPtr> reads;        // reads(buf), found once per candidate, not once per pair
+  bool own_ranges = false;          // no other BUFFERIZE's body or ranges use buf's ranges or its sum's
+  std::vector<const UOp*> buffers;  // what `reads` index, sorted
 };
 
 // S's reads, with `subs` put for its ranges, are all among P's.
 bool reads_shared(const Candidate& s, const Candidate& p, const Subs& subs) {
-  const std::vector<UOpPtr> s_reads = reads(s.buf), p_reads = reads(p.buf);
+  const std::vector<UOpPtr>&s_reads = s.reads, &p_reads = p.reads;
   Subs all = subs;
   all.emplace_back(s.red->src[1], p.red->src[1]);
+  // With S's ranges its own, none is under a buffer S reads: the substitution stops there.
+  const auto moved = [&](const UOpPtr& i) {
+    return s.own_ranges ? substitute_within(i, all, Op::BUFFERIZE) : substitute(i, all);
+  };
   return !s_reads.empty() && std::all_of(s_reads.begin(), s_reads.end(), [&](const UOpPtr& i) {
-    return std::find(p_reads.begin(), p_reads.end(), substitute(i, all)) != p_reads.end();
+    return std::find(p_reads.begin(), p_reads.end(), moved(i)) != p_reads.end();
   });
 }
 
@@ -95,6 +103,14 @@ std::vector<Candidate> candidates(const UOpPtr& sink, const StageContext& ctx) {
       bufs.push_back(u);
       for (size_t i = 1; i < u->src.size(); ++i) ++listed[u->src[i].get()];
     }
+  std::unordered_map<const UOp*, int>
+      bodies;  // RANGE -> BUFFERIZEs whose sources reach it, not through another
+  for (const auto& b : bufs) {
+    std::unordered_set<const UOp*> seen;
+    for (const auto& src : b->src)
+      for (const auto& u : own_nodes(src))
+        if (u->op == Op::RANGE && seen.insert(u.get()).second) ++bodies[u.get()];
+  }
   std::vector<Candidate> out;
   for (const auto& b : bufs) {
     bool in_place = false, shared = false;
@@ -102,7 +118,15 @@ std::vector<Candidate> candidates(const UOpPtr& sink, const StageContext& ctx) {
       in_place |= ctx.in_place_roots[i] && sink->src[i] == b;
     for (size_t i = 1; i < b->src.size(); ++i) shared |= listed[b->src[i].get()] > 1;
     const UOpPtr red = one_float_sum(b);
-    if (!in_place && !shared && red) out.push_back({b, red, output_ranges(b)});
+    if (in_place || shared || !red) continue;
+    bool own = bodies[red->src[1].get()] == 1;
+    for (size_t i = 1; i < b->src.size(); ++i)
+      own &= b->src[i]->op != Op::RANGE || bodies[b->src[i].get()] == 1;
+    Candidate c{b, red, output_ranges(b), reads(b), own, {}};
+    for (const auto& i : c.reads) c.buffers.push_back(i->src[0].get());
+    std::sort(c.buffers.begin(), c.buffers.end());
+    c.buffers.erase(std::unique(c.buffers.begin(), c.buffers.end()), c.buffers.end());
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -115,10 +139,15 @@ UOpPtr fuse_column_sum(const Match& m) {
     for (const Candidate& s : all) {
       const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
       if (s.buf == p.buf || s.outs.size() != s_ranges || s.buf->src.size() != s_ranges + 1) continue;
-      if (trip(s.red->src[1]) != trip(p.red->src[1]) || reaches(p.buf, s.buf) || reaches(s.buf, p.buf))
+      if (trip(s.red->src[1]) != trip(p.red->src[1])) continue;
+      // A substitution within S keeps the buffers it reads: P must read each of them.
+      if (s.own_ranges &&
+          !std::includes(p.buffers.begin(), p.buffers.end(), s.buffers.begin(), s.buffers.end()))
         continue;
+      // The walks of the whole graph last, for the few pairs that share their reads.
       Subs subs;
-      if (map_ranges(s, p, 0, subs)) return substitute(sink, {{s.buf, substitute(s.buf, subs)}});
+      if (!map_ranges(s, p, 0, subs) || reaches(p.buf, s.buf) || reaches(s.buf, p.buf)) continue;
+      return substitute(sink, {{s.buf, substitute(s.buf, subs)}});
     }
   }
   return nullptr;

@@ -210,7 +210,8 @@ UOpPtr collapse(const Match& m) {
   std::vector<UOpPtr> left{nullptr};
   for (size_t i = 1; i < red->src.size(); ++i) {
     const UOpPtr& r = red->src[i];
-    const UOpPtr attempt = graph_rewrite(sum_over(body, r), attempt_rules());
+    // Within this kernel: the buffers it reads hold other kernels' values.
+    const UOpPtr attempt = graph_rewrite_within(sum_over(body, r), attempt_rules(), Op::BUFFERIZE);
     if (mentions_range(attempt, r))
       left.push_back(r);
     else
@@ -231,7 +232,7 @@ bool mentions_range(const UOpPtr& u, const UOpPtr& r) {
     const UOp* n = stack.back();
     stack.pop_back();
     if (n == r.get()) return true;
-    if (!seen.insert(n).second) continue;
+    if (!seen.insert(n).second || n->op == Op::BUFFERIZE) continue;
     for (const auto& s : n->src) stack.push_back(s.get());
   }
   return false;

@@ -27,6 +27,7 @@ const PatternMatcher& reduce_collapse();
 const PatternMatcher& reduce_closed_forms();
 
 // Does `u` contain the range `r`, open or closed? (A failed attempt leaves a REDUCE over r.)
+// Within u's kernel: the buffers (BUFFERIZE) it reads are other kernels, not looked into.
 bool mentions_range(const UOpPtr& u, const UOpPtr& r);
 
 }  // namespace loom

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <unordered_set>
+#include <vector>
 
 namespace loom {
 
@@ -127,13 +129,20 @@ UOpPtr split_lopsided(const Match& m) {
   return nullptr;
 }
 
-// Bytes of the buffers `x` reads: a broadcast or a one-hot of a small buffer is
-// large only in its shape.
-int64_t bytes_read(const UOpPtr& x) {
-  int64_t bytes = 0;
-  for (const auto& u : toposort(x))
-    if (u->op == Op::BUFFER) bytes += numel(*u->shape()) * u->dtype.itemsize();
-  return bytes;
+// Do the buffers `x` reads hold `bytes` or more? (A broadcast or a one-hot of a
+// small buffer is large only in its shape.) The walk ends once they do: it is a
+// walk of the graph under x, so the rules ask it after their other conditions.
+bool reads_at_least(const UOpPtr& x, int64_t bytes) {
+  std::unordered_set<const UOp*> seen{x.get()};
+  std::vector<const UOp*> stack{x.get()};
+  while (!stack.empty() && bytes > 0) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::BUFFER) bytes -= numel(*u->shape()) * u->dtype.itemsize();
+    for (const auto& s : u->src)
+      if (seen.insert(s.get()).second) stack.push_back(s.get());
+  }
+  return bytes <= 0;
 }
 
 // A product of two operands that each broadcast along an axis the other reads: the sum
@@ -162,14 +171,13 @@ UOpPtr split_strided(const Match& m) {
   if (arg.axes.size() != 1) return nullptr;
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
   const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
-  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes || bytes_read(x) < kStridedBytes)
-    return nullptr;
+  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes) return nullptr;
   // A float sum of at most kStridedSumRows rows is the column-sum tiles' own.
   const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
   if (float_sum && n <= kStridedSumRows) return nullptr;
   const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : kStridedRows;
   if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x) ||
-      matmul_product(x))
+      matmul_product(x) || !reads_at_least(x, kStridedBytes))
     return nullptr;
   return split_axis(red, a, n / rows);
 }
@@ -192,7 +200,7 @@ UOpPtr split_gemv(const Match& m) {
   const Shape& in = *x->shape();
   const size_t a = static_cast<size_t>(arg.axes[0]);
   const int64_t n = in[a];
-  if (n % kStridedSumRows != 0 || n < 2 * kStridedSumRows || bytes_read(x) < kStridedBytes) return nullptr;
+  if (n % kStridedSumRows != 0 || n < 2 * kStridedSumRows) return nullptr;
   for (const auto& [p, q] : {std::pair{x->src[0], x->src[1]}, std::pair{x->src[1], x->src[0]}}) {
     const std::vector<bool> ps = real_axes(p), qs = real_axes(q);
     bool row = false, column = false;
@@ -201,7 +209,8 @@ UOpPtr split_gemv(const Match& m) {
       column |= i != a && qs[i] && !ps[i] && data_stride(q, i) == 1;
     }
     const auto step = data_stride(q, a);
-    if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes)
+    if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes &&
+        reads_at_least(x, kStridedBytes))
       return split_axis(red, static_cast<int64_t>(a), n / kStridedSumRows, Parts::First);
   }
   return nullptr;

@@ -1,5 +1,6 @@
 // UPat matching, PatternMatcher dispatch and composition, and graph_rewrite:
-// fixpoints, the cycle guard, the two orders, memoisation, context, substitute.
+// fixpoints, the cycle guard, the two orders, memoisation, context, substitute,
+// and the rewrites and substitutions that stop at a boundary op.
 #include "ir/pattern.hpp"
 
 #include <doctest/doctest.h>
@@ -292,6 +293,35 @@ TEST_CASE("substitute: replaces by pointer and rebuilds the users") {
   CHECK(substitute(g, {{x + y, y}}) == y * x);
   CHECK(substitute(g, {}) == g);
   CHECK(substitute(g, {{make_var("unused", 0, 1), x}}) == g);
+}
+
+namespace {
+// LOAD(INDEX(BUFFERIZE(value, r), at)): a read of another kernel's buffer.
+UOpPtr read_buffer(const UOpPtr& value, const UOpPtr& at) {
+  const auto buf = UOp::make(Op::BUFFERIZE, value->dtype, {value, make_range(4, 0)}, std::vector<int64_t>{4});
+  return UOp::make(Op::LOAD, value->dtype, {UOp::make(Op::INDEX, value->dtype.ptr_to(), {buf, at})});
+}
+}  // namespace
+
+TEST_CASE("graph_rewrite_within: a boundary node is neither rewritten nor entered") {
+  const auto x = make_var("x", 0, 9), y = make_var("y", 0, 9);
+  const auto g = read_buffer(x + i64(0), y) + (x + i64(0));
+  CHECK(graph_rewrite(g, folding()) == read_buffer(x, y) + x);
+  CHECK(graph_rewrite_within(g, folding(), Op::BUFFERIZE) == read_buffer(x + i64(0), y) + x);
+  CHECK(graph_rewrite_within(g, folding(), Op::BUFFERIZE, nullptr, RewriteOrder::TopDown) ==
+        read_buffer(x + i64(0), y) + x);
+}
+
+TEST_CASE("substitute_within: substitute's result unless a key lies under a boundary node") {
+  const auto x = make_var("x", 0, 9), y = make_var("y", 0, 9);
+  const auto g = read_buffer(x * 2, y) + y * x;
+  // No y under the BUFFERIZE: the same nodes as substitute.
+  CHECK(substitute_within(g, {{y, i64(1)}}, Op::BUFFERIZE) == substitute(g, {{y, i64(1)}}));
+  CHECK(substitute_within(g, {{y, i64(1)}}, Op::BUFFERIZE) == read_buffer(x * 2, i64(1)) + i64(1) * x);
+  // x is also under it: substitute rebuilds the buffer, substitute_within keeps it.
+  CHECK(substitute(g, {{x, i64(3)}}) == read_buffer(i64(3) * 2, y) + y * 3);
+  CHECK(substitute_within(g, {{x, i64(3)}}, Op::BUFFERIZE) == read_buffer(x * 2, y) + y * 3);
+  CHECK(substitute_within(g, {}, Op::BUFFERIZE) == g);
 }
 
 TEST_CASE("graph_rewrite: a chain 100,000 nodes deep, without recursion") {
