@@ -1,8 +1,11 @@
 #!/usr/bin/python3
-"""The workloads of bench/bench_kernels.cpp and bench/bench_matmul.cpp in PyTorch and numpy, same names and sizes.
+"""The workloads of bench/bench_kernels.cpp, bench/bench_matmul.cpp and bench/models in PyTorch and numpy, same names and sizes.
 
-Prints one JSON object: {"threads": n, "torch": {workload: ms}, "numpy": {workload: ms}},
-each time the median of repeated runs on realized inputs. bench/compare runs it beside
+Prints one JSON object: {"threads": n, "torch": {workload: ms}, "numpy": {workload: ms},
+"torch_losses": {model: [first, twentieth]}, "torch_isa": "AVX2", "blas": "openblas 0.3.21
+Haswell"}, each time the median
+of repeated runs on realized inputs; a model's time is one training step of its PyTorch
+twin (model_twins.py), its losses those of the warm-up steps before timing. bench/compare runs it beside
 loom; the peers are never a build or test dependency. Run torch with
 GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (bench/compare sets it) so its large buffers get
 huge pages as loom's do.
@@ -15,7 +18,9 @@ import time
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import model_twins
 
 
 def median_ms(fn, min_time):
@@ -142,6 +147,14 @@ def numpy_workloads():
     }
 
 
+def blas():
+    """The BLAS behind numpy's and torch's matmuls. Debian's libblas.so.3 is netlib's
+    reference BLAS unless an optimised one (libopenblas0-pthread) is installed."""
+    known = [f"{i['internal_api']} {i.get('version') or ''} {i.get('architecture') or ''}".strip()
+             for i in threadpool_info() if i["user_api"] == "blas"]
+    return ", ".join(known) or "reference BLAS (no OpenBLAS, MKL or BLIS loaded)"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2)
@@ -149,12 +162,17 @@ def main():
     p.add_argument("--filter", default="", help="only workloads whose name matches this regular expression")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    out = {"threads": args.threads, "torch": {}, "numpy": {}}
+    out = {"threads": args.threads, "torch": {}, "numpy": {}, "torch_losses": {},
+           "torch_isa": model_twins.cpu_capability(), "blas": blas()}
     with threadpool_limits(limits=args.threads):
         for peer, workloads in (("torch", torch_workloads()), ("numpy", numpy_workloads())):
             for name, fn in workloads.items():
                 if re.search(args.filter, name):
                     out[peer][name] = median_ms(fn, args.min_time)
+        for twin in model_twins.MODELS:
+            if re.search(args.filter, twin.name):
+                step, out["torch_losses"][twin.name] = model_twins.training_step(twin)
+                out["torch"][twin.name] = median_ms(step, args.min_time)
     print(json.dumps(out))
 
 
