@@ -65,6 +65,21 @@ struct Candidate {
   std::vector<const UOp*> buffers;  // what `reads` index, sorted
 };
 
+// P is a contraction: none of its loads is over all of its output ranges (dY[m, n]
+// misses k, x[m, k] misses n), the form the optimiser's register tile walks in panels.
+// A load over all of them (a buffer of the product's whole iteration space) makes P a
+// pass over that buffer with a sum, which no tile keeps: S would only slow it down. (A
+// product of one output range, a matrix-vector product, reads its matrix so.)
+bool contracts(const Candidate& p) {
+  std::vector<UOpPtr> outs;
+  for (size_t i = 1; i < p.buf->src.size(); ++i)
+    if (p.buf->src[i]->op == Op::RANGE) outs.push_back(p.buf->src[i]);
+  const std::vector<UOpPtr> loads = reads(p.buf);
+  return outs.size() < 2 || std::none_of(loads.begin(), loads.end(), [&](const UOpPtr& index) {
+           return std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return reaches(index, r); });
+         });
+}
+
 // S's reads, with `subs` put for its ranges, are all among P's.
 bool reads_shared(const Candidate& s, const Candidate& p, const Subs& subs) {
   const std::vector<UOpPtr>&s_reads = s.reads, &p_reads = p.reads;
@@ -135,7 +150,7 @@ UOpPtr fuse_column_sum(const Match& m) {
   const UOpPtr& sink = m.root();
   const std::vector<Candidate> all = candidates(sink, m.ctx<StageContext>());
   for (const Candidate& p : all) {
-    if (p.red->src[0]->op != Op::MUL || p.outs.empty()) continue;
+    if (p.red->src[0]->op != Op::MUL || p.outs.empty() || !contracts(p)) continue;
     for (const Candidate& s : all) {
       const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
       if (s.buf == p.buf || s.outs.size() != s_ranges || s.buf->src.size() != s_ranges + 1) continue;

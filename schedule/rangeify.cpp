@@ -29,11 +29,13 @@ enum class Placement : uint8_t {
   Fused,      // computed inside its consumers' loops, at the one index they all read
   Realized,   // a realization point: a BUFFERIZE no stage removes
   Candidate,  // a proposed BUFFERIZE: buffer_removal keeps or inlines it
+  Forwarded,  // a broadcast read at several indices: each consumer reads its source instead
 };
 
 struct NodeInfo {
-  std::vector<Access> requests;  // how each consumer reads the node
-  bool under_expand = false;     // a consumer broadcasts it before the next buffer
+  std::vector<Access> requests;      // how each consumer reads the node
+  bool under_expand = false;         // a consumer broadcasts it before the next buffer
+  bool shared_by_broadcast = false;  // a broadcast of it is read at several indices
   Placement placement = Placement::Unused;
   Access out;                 // where its value is computed
   std::vector<Access> needs;  // how it reads each source (by source slot)
@@ -100,7 +102,10 @@ class Rangeifier {
       ni.out = fresh(*x->shape());
     } else if (ni.requests.empty() || is_leaf(x->op)) {
       return;  // a leaf is read directly by each consumer at its own index
-    } else if (agree && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
+    } else if (broadcasts(*x) && (!agree || ni.shared_by_broadcast)) {
+      forward(x, ni);
+      return;
+    } else if (agree && !ni.shared_by_broadcast && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
       ni.placement = Placement::Fused;
       ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
     } else {
@@ -126,6 +131,22 @@ class Rangeifier {
         std::none_of(idx.begin(), idx.end(), [](const UOpPtr& i) { return !i->ranges().empty(); });
     if (any && any != requests[0].valid && range_free) return nullptr;
     return any;
+  }
+
+  // A broadcast its consumers read at different indices (a matmul's operand, read by the
+  // product and by the other operand's gradient) holds nothing its source does not: a
+  // buffer of it would hold each element as many times as it is broadcast, the
+  // product's whole iteration space. So each consumer reads the source at its own index
+  // through the broadcast, and the source is the candidate, its buffer of its own size.
+  void forward(const UOpPtr& x, NodeInfo& ni) {
+    ni.placement = Placement::Forwarded;
+    NodeInfo& si = info_[x->src[0].get()];
+    for (const Access& a : ni.requests) si.requests.push_back(through(x, a));
+    si.under_expand = true;
+    si.shared_by_broadcast = true;
+  }
+  static Access through(const UOpPtr& broadcast, const Access& a) {
+    return {movement_source_index(broadcast, a.idx).idx, a.valid};
   }
 
   // What `x` reads from each source at its `out` index, handed to the sources.
@@ -164,6 +185,7 @@ class Rangeifier {
 
   UOpPtr source_value(const UOpPtr& s, const Access& a) {
     const NodeInfo& si = info_.at(s.get());
+    if (si.placement == Placement::Forwarded) return source_value(s->src[0], through(s, a));
     if (si.placement == Placement::Realized || si.placement == Placement::Candidate)
       return read(buffer_of(s), a);
     return is_leaf(s->op) ? leaf_value(s, a) : si.value;
@@ -171,7 +193,7 @@ class Rangeifier {
 
   void build(const UOpPtr& x) {
     NodeInfo& ni = info_.at(x.get());
-    if (ni.placement == Placement::Unused) return;
+    if (ni.placement == Placement::Unused || ni.placement == Placement::Forwarded) return;
     if (is_leaf(x->op)) {
       ni.value = leaf_value(x, ni.out);
       return;
@@ -212,25 +234,73 @@ class Rangeifier {
 // keeps (its first keep rule, docs/pipeline.md).
 constexpr int64_t kMaxKernelOps = 4000;
 
-// Adds to `points` the nodes where a fused region would grow past the cap: each
-// node's size is its own cost (1 for arithmetic, casts and reduces; 0 for
-// constants and movement, which become index math) plus the sizes of its
-// sources inside the same region (a shared source counts once per use, an
-// overestimate). A source that would take the region past the cap is realized.
-void cap_kernel_size(const std::vector<UOpPtr>& nodes, std::unordered_set<const UOp*>& points) {
-  std::unordered_map<const UOp*, int64_t> size;
-  for (const auto& n : nodes) {
-    int64_t s = is_movement(n->op) || n->op == Op::CONST || n->op == Op::IOTA ? 0 : 1;
+int64_t own_cost(const UOp& n) { return is_movement(n.op) || n.op == Op::CONST || n.op == Op::IOTA ? 0 : 1; }
+
+// The sizes of fused regions, for the kernel-size cap: each node's size is its own cost
+// (1 for arithmetic, casts and reduces; 0 for constants and movement, which become
+// index math) plus the sizes of its sources inside the same region (a shared source
+// counts once per use, an overestimate).
+class RegionSizes {
+ public:
+  explicit RegionSizes(std::unordered_set<const UOp*>& points) : points_(points) {}
+
+  // Adds `n`, its sources added already; a source that would take the region past the
+  // cap ends it. A broadcast is never that end: its buffer would hold each element as
+  // often as it is broadcast (a matmul's operand, expanded over the product's iteration
+  // space). The region ends below it instead, where the values are (its sources outside
+  // the broadcast), and the broadcast and the ops on it stay in the region.
+  void add(const UOpPtr& n) {
+    int64_t s = own_cost(*n);
     for (const auto& src : n->src) {
-      if (src->op == Op::BUFFER || points.count(src.get())) continue;
-      if (s + size[src.get()] > kMaxKernelOps) {
-        points.insert(src.get());  // too big to fuse in: its region ends at its own buffer
-        continue;
+      if (ends_region(*src)) continue;
+      if (s + size_[src.get()] > kMaxKernelOps) {
+        if (!broadcast_.contains(src.get())) {
+          points_.insert(src.get());  // too big to fuse in: its region ends at its own buffer
+          continue;
+        }
+        size_[src.get()] = end_below(*src);
       }
-      s += size[src.get()];
+      s += size_[src.get()];
     }
-    size[n.get()] = s;
+    size_[n.get()] = s;
+    if (broadcasts(*n) || of_broadcasts(*n)) broadcast_.insert(n.get());
   }
+
+ private:
+  std::unordered_set<const UOp*>& points_;
+  std::unordered_map<const UOp*, int64_t> size_;
+  std::unordered_set<const UOp*> broadcast_;  // computed over a broadcast's elements
+
+  bool ends_region(const UOp& u) const { return u.op == Op::BUFFER || points_.contains(&u); }
+
+  // Computed from broadcasts alone (a product of two expanded operands, a cast or a view
+  // of one); a reduce is not: it sums the broadcast away.
+  bool of_broadcasts(const UOp& n) const {
+    return n.op != Op::REDUCE_AXIS && !n.src.empty() &&
+           std::all_of(n.src.begin(), n.src.end(), [&](const auto& x) {
+             return x->op == Op::CONST || (!ends_region(*x) && broadcast_.contains(x.get()));
+           });
+  }
+
+  // Realizes the sources of broadcast `b` outside the broadcast; its size is then its own.
+  int64_t end_below(const UOp& b) {
+    int64_t s = own_cost(b);
+    for (const auto& src : b.src) {
+      if (ends_region(*src)) continue;
+      if (broadcast_.contains(src.get())) {
+        s += size_[src.get()] = end_below(*src);
+      } else if (size_[src.get()] > 0) {
+        points_.insert(src.get());
+      }
+    }
+    return s;
+  }
+};
+
+// Adds to `points` the nodes where a fused region would grow past the cap.
+void cap_kernel_size(const std::vector<UOpPtr>& nodes, std::unordered_set<const UOp*>& points) {
+  RegionSizes sizes(points);
+  for (const auto& n : nodes) sizes.add(n);
 }
 
 }  // namespace

@@ -16,6 +16,12 @@
 //    whose result is broadcast (an EXPAND lies between it and its next buffer),
 //    so fusing it would compute it more than once. Rangeify only proposes these;
 //    the buffer_removal stage decides which stay (docs/pipeline.md).
+// A broadcast (an EXPAND that grows) is never buffered as such: read at different
+// indices, each consumer reads its source through it and the source is the
+// candidate; and the kernel-size cap ends a region below a broadcast, not at it.
+// A buffer at a broadcast would hold each element as often as it is broadcast: a
+// matmul's operand read by its product and by its weight's gradient, as a buffer
+// of the product's whole iteration space.
 #include "ir/uop.hpp"
 
 #include <vector>

@@ -102,3 +102,36 @@ TEST_CASE("a sum over another extent than the product's, or written in place, is
     CHECK(graph_rewrite(expect(fusable), symbolic() + multi_output(), ctx) == expect(fusable));
   }
 }
+
+TEST_CASE(
+    "a product that reads a buffer of its whole iteration space is no contraction: its column sum "
+    "stays apart") {
+  // P[n, k] = sum_m dY[m, n] * big[m, n, k]: no register tile walks it, so the column sum
+  // of dY would only add its loop to a pass over big.
+  const std::string over_all = R"(
+%m = CONST i64 [8]
+%n = CONST i64 [4]
+%k = CONST i64 [5]
+%dy = BUFFER f32 [(1 32)]
+%big = BUFFER f32 [(5 160)]
+%rm = RANGE i64 %m [axis 0 reduce]
+%rn = RANGE i64 %n [axis 1 loop]
+%rk = RANGE i64 %k [axis 2 loop]
+%dyrow = MUL i64 %rm, %n
+%idy = ADD i64 %dyrow, %rn
+%ixdy = INDEX f32* %dy, %idy
+%ldy = LOAD f32 %ixdy
+%c20 = CONST i64 [20]
+%bm = MUL i64 %rm, %c20
+%bn = MUL i64 %rn, %k
+%bmn = ADD i64 %bm, %bn
+%ib = ADD i64 %bmn, %rk
+%ixb = INDEX f32* %big, %ib
+%lb = LOAD f32 %ixb
+%prod = MUL f32 %ldy, %lb
+%dw = REDUCE f32 %prod, %rm [reduce ADD ()]
+%cw = CONTIGUOUS f32 %dw
+%bw = BUFFERIZE f32 %cw, %rn, %rk [(4 5)]
+)" + column_sum("%dy", "%rn2");
+  CHECK(apply_stage(multi_output(), over_all) == expect(over_all));
+}

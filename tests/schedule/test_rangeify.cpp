@@ -238,7 +238,71 @@ TEST_CASE("a scalar padded differently by two outputs: each kernel's load is gat
     for (const auto& n : toposort(k.ast))
       if (n->op == Op::END) ended.insert(ended.end(), n->src.begin() + 1, n->src.end());
     for (const auto& r : ranges_of(k.ast))
-      CHECK_MESSAGE(std::find(ended.begin(), ended.end(), r) != ended.end(),
-                    "kernel " << k.name << " reads range " << r->get<AxisArg>().id << " that none of its loops ends");
+      CHECK_MESSAGE(
+          std::find(ended.begin(), ended.end(), r) != ended.end(),
+          "kernel " << k.name << " reads range " << r->get<AxisArg>().id << " that none of its loops ends");
   }
+}
+
+namespace {
+// Elements of a tensor-level node, or of a BUFFERIZE (its arg is its shape).
+int64_t elements(const UOpPtr& u) {
+  int64_t n = 1;
+  for (int64_t d : u->op == Op::BUFFERIZE ? u->get<std::vector<int64_t>>() : *u->shape()) n *= d;
+  return n;
+}
+// `x` [rows, cols] seen as [rows, 1, cols] broadcast to [rows, n, cols] (or, with
+// `middle` false, as [rows, cols, 1] broadcast to [rows, cols, n]): a matmul's operand.
+UOpPtr broadcast(const UOpPtr& x, int64_t n, bool middle) {
+  const Shape& s = *x->shape();
+  const Shape one = middle ? Shape{s[0], 1, s[1]} : Shape{s[0], s[1], 1};
+  const Shape all = middle ? Shape{s[0], n, s[1]} : Shape{s[0], s[1], n};
+  return movement(Op::EXPAND, movement(Op::RESHAPE, x, one), all);
+}
+}  // namespace
+
+TEST_CASE(
+    "a broadcast read at two indices (a matmul's operand and its weight's gradient) is buffered at its "
+    "source's size, not the product's") {
+  // h = (x @ w)^2 [B, H]; the next layer's product h @ w2 [B, H] and the gradient of w2,
+  // h^T g [H, H], both read h broadcast over [B, H, H], at different indices.
+  const int64_t b = 4, h = 8;
+  const UOpPtr x = input(1, {b, h}), w = input(2, {h, h}), w2 = input(3, {h, h}), g = input(4, {b, h});
+  const UOpPtr mm = reduce_axis(
+      broadcast(x, h, false) * movement(Op::EXPAND, movement(Op::RESHAPE, w, {1, h, h}), {b, h, h}), Op::ADD,
+      {1});
+  const UOpPtr act = movement(Op::RESHAPE, mm, {b, h});
+  const UOpPtr sq = act * act;
+  const UOpPtr a = broadcast(sq, h, false);  // [B, H, H]: a[b, i, j] = h[b, i]
+  const UOpPtr next =
+      reduce_axis(a * movement(Op::EXPAND, movement(Op::RESHAPE, w2, {1, h, h}), {b, h, h}), Op::ADD, {1});
+  const UOpPtr dw2 = reduce_axis(a * broadcast(g, h, true), Op::ADD, {0});
+  for (const auto& u : toposort(rangeify({next, dw2})))
+    if (u->op == Op::BUFFERIZE) CHECK(elements(u) < b * h * h);
+  FakeBuffers fb;
+  const Schedule sched = create_schedule({next, dw2}, fb.factory());
+  for (const auto& k : sched.kernels)
+    for (const auto& buf : k.buffers) CHECK(buf->get<std::vector<int64_t>>().at(1) <= h * h);
+}
+
+TEST_CASE("the kernel-size cap ends a region below a broadcast product, where its operands are") {
+  // y = sum_k (c1[b, k] w[n, k] + c2[b, k] w[n, k]), c1 and c2 each 3,000 ops of x1 and x2:
+  // the second product takes the region past 4,000 ops. Its buffer would be [B, N, K];
+  // c2's is [B, K].
+  const int64_t b = 4, n = 6, k = 5;
+  const UOpPtr one =
+      movement(Op::EXPAND,
+               UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1, 1}), {b, k});
+  UOpPtr c1 = input(1, {b, k}), c2 = input(2, {b, k});
+  for (int i = 0; i < 3000; ++i) {
+    c1 = c1 + one;
+    c2 = c2 + one;
+  }
+  const UOpPtr w = movement(Op::EXPAND, movement(Op::RESHAPE, input(3, {n, k}), {1, n, k}), {b, n, k});
+  const UOpPtr y = reduce_axis(broadcast(c1, n, true) * w + broadcast(c2, n, true) * w, Op::ADD, {2});
+  const std::vector<UOpPtr> points = realization_points({y});
+  REQUIRE(points.size() == 2);
+  CHECK(elements(points[0]) == b * k);  // c2, as the product reads it
+  CHECK(toposort(points[0]).size() >= 3000);
+  CHECK(points[1] == y);
 }

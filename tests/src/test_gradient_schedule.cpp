@@ -162,3 +162,64 @@ TEST_CASE("relu's mask reads relu's output: no reduce recomputes relu, and the g
       CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= 1e-5 * largest);
   }
 }
+
+namespace {
+// The largest buffer any kernel of `s` binds, in elements.
+int64_t largest_buffer(const Schedule& s) {
+  int64_t most = 0;
+  for (const auto& k : s.kernels)
+    for (const auto& b : k.buffers) most = std::max(most, b->get<std::vector<int64_t>>().at(1));
+  return most;
+}
+
+// Each gradient against the reference interpreter, within `tolerance` of its largest element.
+void check_against_reference(const std::vector<Tensor>& g, double tolerance) {
+  for (const Tensor& gi : g) {
+    const ref::RefTensor want = test::reference(gi);
+    const std::vector<float> got = Tensor(gi).realize().to_vector<float>();
+    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+    double largest = 0;
+    for (int64_t e = 0; e < want.size(); ++e) largest = std::max(largest, std::abs(want.at(e)));
+    CHECK(largest > 0);
+    for (int64_t e = 0; e < want.size(); ++e)
+      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= tolerance * largest);
+  }
+}
+}  // namespace
+
+TEST_CASE("residual blocks x + fc2(relu(fc1(LayerNorm(x)))): no buffer of a product's iteration space") {
+  // Four blocks make a graph past the kernel-size cap; the cap once ended regions at
+  // fc1's and fc2's broadcast operands, [batch, hidden, dim] buffers (schedule/rangeify.hpp).
+  const int64_t batch = 8, dim = 16, hidden = 64, blocks = 4;
+  manual_seed(3);
+  std::vector<nn::LayerNorm> norms;
+  std::vector<nn::Linear> fc1, fc2;
+  std::vector<Tensor> params;
+  for (int64_t i = 0; i < blocks; ++i) {
+    norms.emplace_back(dim);
+    fc1.emplace_back(dim, hidden);
+    fc2.emplace_back(hidden, dim);
+    for (const auto& layer : {norms.back().parameters(), fc1.back().parameters(), fc2.back().parameters()})
+      params.insert(params.end(), layer.begin(), layer.end());
+  }
+  Tensor h = Tensor::randn({batch, dim}).realize();
+  for (int64_t i = 0; i < blocks; ++i) h = h + fc2[i](fc1[i](norms[i](h)).relu());
+  const std::vector<Tensor> g = gradient(h.square().mean(), params);
+  const Schedule s = kernel_asts_of(g);
+  CHECK(largest_buffer(s) <= std::max(batch * hidden, hidden * dim));
+  check_against_reference(g, 1e-4);
+}
+
+TEST_CASE(
+    "an RNN unrolled in a loop: the recurrent weight's gradient is a sum over the batch, no [B, H, H] "
+    "buffer per step") {
+  const int64_t batch = 16, hidden = 32, steps = 4;
+  manual_seed(4);
+  const Tensor w = (Tensor::randn({hidden, hidden}) * 0.2).realize().requires_grad_();
+  Tensor h = Tensor::zeros({batch, hidden});
+  for (int64_t t = 0; t < steps; ++t) h = (Tensor::randn({batch, hidden}).realize() + h.matmul(w)).tanh();
+  const std::vector<Tensor> g = gradient(h.square().sum(), {w});
+  const Schedule s = kernel_asts_of(g);
+  CHECK(largest_buffer(s) <= hidden * hidden);
+  check_against_reference(g, 1e-5);
+}
