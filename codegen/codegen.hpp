@@ -57,6 +57,10 @@ int64_t matmul_panel_rows(const Flags& flags);
 
 // Iterations of the kernel's parallel range for these variable values, 1 if none.
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);
+// What parallel_extent reads of a kernel: a SINK of its parallel range (if
+// any) and its DEFINE_VARs. parallel_extent gives the same for it as for the
+// kernel, so a compiled kernel keeps this instead of the whole optimised kernel.
+UOpPtr parallel_extent_graph(const UOpPtr& kernel);
 
 // The kernel's DEFINE_VARs, sorted by name: `vars[i]` of the ABI is the i-th.
 std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel);

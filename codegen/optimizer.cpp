@@ -797,6 +797,17 @@ std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel) {
   return vars;
 }
 
+UOpPtr parallel_extent_graph(const UOpPtr& kernel) {
+  std::vector<UOpPtr> kept;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::RANGE && kind(n) == AxisKind::Parallel) {
+      kept.push_back(n);
+      break;
+    }
+  for (UOpPtr& var : kernel_vars(kernel)) kept.push_back(std::move(var));
+  return UOp::make(Op::SINK, DType::Bool, std::move(kept));
+}
+
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars) {
   const std::vector<UOpPtr> defined = kernel_vars(kernel);
   if (vars.size() != defined.size())

@@ -143,7 +143,7 @@ struct InternTable {
       }
     }
     void insert(uint64_t h, UOp* n) {
-      if (2 * (used_ + 1) > entries_.size()) rehash();
+      if (2 * (used_ + 1) > entries_.size()) rehash(size_ + 1);
       size_t i = slot(h);
       while (entries_[i].node && entries_[i].node != tombstone()) i = (i + 1) & mask_;
       if (!entries_[i].node) ++used_;
@@ -161,6 +161,9 @@ struct InternTable {
         }
     }
     size_t size() const { return size_; }
+    size_t bytes() const { return entries_.capacity() * sizeof(Entry); }
+    // Drops the tombstones and shrinks the array to fit the live entries.
+    void trim() { rehash(size_); }
 
    private:
     struct Entry {
@@ -170,11 +173,19 @@ struct InternTable {
     static UOp* tombstone() { return reinterpret_cast<UOp*>(alignof(UOp)); }
     // The shard came from the hash's low bits; the slot takes its high ones.
     size_t slot(uint64_t h) const { return static_cast<size_t>(h >> 32) & mask_; }
-    // Doubles when the live entries fill half of the table after the tombstones
-    // are dropped, else rebuilds at the same size.
-    void rehash() {
-      size_t capacity = std::max<size_t>(64, entries_.size());
-      while (4 * (size_ + 1) > capacity) capacity *= 2;
+    // Rebuilds without tombstones at the smallest power of two (from 64) that
+    // `live` entries fill at most a quarter of: a table grows with its live nodes and
+    // shrinks again once they have died, and at least a quarter of the table's
+    // slots are inserted between two rebuilds. A table with no live entries
+    // gives its array back.
+    void rehash(size_t live) {
+      if (live == 0) {
+        std::vector<Entry>().swap(entries_);
+        mask_ = used_ = 0;
+        return;
+      }
+      size_t capacity = 64;
+      while (4 * live > capacity) capacity *= 2;
       std::vector<Entry> old(capacity);
       old.swap(entries_);
       mask_ = capacity - 1;
@@ -290,6 +301,22 @@ size_t intern_table_size() {
     n += s.size();
   }
   return n;
+}
+
+size_t intern_table_bytes() {
+  size_t bytes = 0;
+  for (auto& s : InternTable::get().shards) {
+    std::lock_guard lock(s.mu);
+    bytes += s.bytes();
+  }
+  return bytes;
+}
+
+void trim_intern_table() {
+  for (auto& s : InternTable::get().shards) {
+    std::lock_guard lock(s.mu);
+    s.trim();
+  }
 }
 
 UOpPtr UOp::with_src(std::vector<UOpPtr> new_src) const { return make(op, dtype, std::move(new_src), arg); }
@@ -425,6 +452,39 @@ bool reaches(const UOpPtr& root, const UOpPtr& target) {
       if (seen.insert(s.get(), 0)) stack.push_back(s.get());
   }
   return false;
+}
+
+namespace {
+// A node's heap bytes: its block (made by allocate_shared: the node and its
+// reference counts), its sources, its arg's and shape's arrays, its open-range
+// set (shared between nodes with equal sets, so an upper bound) and its share
+// of the intern table (an entry of 16 bytes at a load of a quarter to a half).
+size_t node_bytes(const UOp& n) {
+  constexpr size_t kControlBlock = 16, kTableShare = 48;
+  size_t bytes = sizeof(UOp) + kControlBlock + kTableShare + n.src.capacity() * sizeof(UOpPtr) +
+                 n.ranges().size() * sizeof(OpenRanges::Item);
+  if (n.shape()) bytes += n.shape()->capacity() * sizeof(int64_t);
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+          bytes += v.capacity() * sizeof(int64_t);
+        else if constexpr (std::is_same_v<T, std::string>)
+          bytes += v.capacity() > 15 ? v.capacity() + 1 : 0;
+        else if constexpr (std::is_same_v<T, VarArg>)
+          bytes += v.name.capacity() > 15 ? v.name.capacity() + 1 : 0;
+        else if constexpr (std::is_same_v<T, ReduceArg>)
+          bytes += v.axes.capacity() * sizeof(int64_t);
+      },
+      n.arg);
+  return bytes;
+}
+}  // namespace
+
+size_t graph_bytes(const std::vector<UOpPtr>& roots) {
+  size_t bytes = 0;
+  for (const auto& n : toposort(roots)) bytes += node_bytes(*n);
+  return bytes;
 }
 
 std::vector<UOpPtr> ranges_of(const UOpPtr& root) {

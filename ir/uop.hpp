@@ -222,6 +222,15 @@ class UOp : public std::enable_shared_from_this<UOp> {
 
 // Number of live interned nodes (for leak tests).
 size_t intern_table_size();
+// Bytes of the table's own arrays (not the nodes). The table holds nodes
+// weakly: a node leaves it when its last user drops it.
+size_t intern_table_bytes();
+// Rebuilds the table to fit its live nodes (loom::empty_cache): its arrays
+// otherwise stay at their largest until the next insert rebuilds them.
+void trim_intern_table();
+// The heap bytes of the nodes `roots` reach (each node, its sources and arg
+// and shape), counted once per walk: what holding these graphs costs.
+size_t graph_bytes(const std::vector<UOpPtr>& roots);
 
 // ---- builders ----------------------------------------------------------------
 UOpPtr const_int(DType dt, int64_t v);

@@ -1,7 +1,6 @@
 #include "runtime/buffer.hpp"
 
 #include <loom/error.hpp>
-#include <loom/memory.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +8,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -160,39 +158,5 @@ size_t live_buffer_bytes() { return g_live_bytes.load(std::memory_order_relaxed)
 size_t live_buffer_count() { return g_live_count.load(std::memory_order_relaxed); }
 size_t pooled_buffer_bytes() { return Pool::get().pooled_bytes(); }
 void trim_buffer_pool() { Pool::get().trim(); }
-namespace {
-// The spare holders (a documented thread-safe registry): id -> release function.
-struct SpareHolders {
-  std::mutex mu;
-  uint64_t next = 1;
-  std::map<uint64_t, std::function<void()>> release;
-  static SpareHolders& get() {
-    static SpareHolders* holders = new SpareHolders();  // never destroyed: Captures may outlive statics
-    return *holders;
-  }
-};
-}  // namespace
-
-uint64_t add_spare_holder(std::function<void()> release) {
-  SpareHolders& h = SpareHolders::get();
-  std::lock_guard lock(h.mu);
-  h.release.emplace(h.next, std::move(release));
-  return h.next++;
-}
-
-void remove_spare_holder(uint64_t id) {
-  SpareHolders& h = SpareHolders::get();
-  std::lock_guard lock(h.mu);
-  h.release.erase(id);
-}
-
-void empty_cache() {
-  {
-    SpareHolders& h = SpareHolders::get();
-    std::lock_guard lock(h.mu);
-    for (const auto& [id, release] : h.release) release();
-  }
-  trim_buffer_pool();
-}
 
 }  // namespace loom

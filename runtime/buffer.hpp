@@ -51,9 +51,10 @@ size_t buffer_size_class(size_t bytes);
 size_t pooled_buffer_bytes();
 void trim_buffer_pool();
 
-// Holders of buffers kept only for reuse (loom::Capture's spare outputs and
-// scratch, which its next replay allocates again when they are gone) register
-// a release function; loom::empty_cache() calls each one, then trims the pool.
+// Holders of what is kept only for reuse (loom::Capture's spare outputs and
+// scratch, which its next replay allocates again when they are gone; the
+// schedule cache's plans) register a release function; loom::empty_cache()
+// (runtime/memory.cpp) calls each one, then drops the rest of loom's caches.
 // Thread-safe: remove_spare_holder waits for a release that is running, so a
 // holder removes itself first thing in its destructor.
 uint64_t add_spare_holder(std::function<void()> release);

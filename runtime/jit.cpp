@@ -153,6 +153,16 @@ std::string assembly(const llvm::Module& module, llvm::TargetMachine& tm, const 
 // (not finalize-only) segments of its link graphs, in whole pages, as the
 // in-process memory manager allocates them.
 std::atomic<size_t> g_live_code_bytes{0};  // every plugin's total, readable without the JIT
+std::atomic<bool> g_jit_created{false};
+
+// What the JIT keeps for one loaded kernel besides its code pages: its
+// JITDylib and resource tracker, their symbol tables, the materialisation
+// records, the linker's allocation records, the registered unwind frames and
+// the JitCode handle. Measured with mallinfo2 (tests/runtime/test_jit.cpp,
+// tests/src/test_memory.cpp; docs/performance.md, "Memory"): a fixed part, and
+// a part that grows with the object's symbols, sections and relocations,
+// estimated by the object file's size.
+constexpr size_t kBookkeepingBytes = size_t{10} << 10;
 
 class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
  public:
@@ -258,13 +268,18 @@ Jit::Jit() : impl_(new Impl) {
     layer->addPlugin(std::move(plugin));
     return layer;
   };
+  // No platform support: LLJIT's default (the generic IR platform, for static
+  // constructors and atexit in JIT'd code, which kernels never have) gives
+  // every JITDylib an IR module of its own, compiled at its first lookup.
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(host)
+                 .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
                  .setObjectLinkingLayerCreator(linking_layer)
                  .setSupportConcurrentCompilation(true)
                  .create();
   if (!jit) throw Error("jit: cannot create the LLJIT for the host: " + message(jit.takeError()));
   impl_->jit = std::move(*jit);
+  g_jit_created.store(true, std::memory_order_release);
   // Failures also reach the caller of lookup (as a loom::Error); the session's
   // own report would go to stderr, so it goes to the debug log instead.
   impl_->jit->getExecutionSession().setErrorReporter(
@@ -281,6 +296,16 @@ std::string Jit::host_features() const {
 
 size_t Jit::live_code_bytes() const { return impl_->code_bytes->total(); }
 size_t Jit::live_code_bytes_if_any() { return g_live_code_bytes.load(std::memory_order_relaxed); }
+
+// The session interns every symbol name it sees and keeps a name its last user
+// dropped until told to sweep: a process compiling new kernels for hours
+// would keep each one's name.
+void Jit::release_unused() {
+  if (g_jit_created.load(std::memory_order_acquire))
+    instance().impl_->jit->getExecutionSession().getSymbolStringPool()->clearDeadEntries();
+}
+
+size_t JitCode::footprint_bytes() const { return bytes_ + bookkeeping_; }
 
 std::unique_ptr<llvm::Module> Jit::Impl::parse(const std::string& ir, const std::string& name,
                                                llvm::LLVMContext& ctx) {
@@ -365,6 +390,7 @@ std::shared_ptr<const JitCode> Jit::load(const std::string& object, const std::s
         fmt::format("jit: kernel '{}': compiling or linking failed: {}", name, message(address.takeError())));
   code->fn_ = address->toPtr<KernelFn>();
   code->bytes_ = impl_->code_bytes->bytes_of(dylib->getDefaultResourceTracker()->getKeyUnsafe());
+  code->bookkeeping_ = kBookkeepingBytes + object.size();
   if (timings) timings->link = ms_since(t0);
   return code;
 }

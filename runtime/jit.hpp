@@ -59,6 +59,10 @@ class JitCode {
  public:
   KernelFn fn() const { return fn_; }
   size_t code_bytes() const { return bytes_; }  // memory the linker allocated for it (whole pages)
+  // All the memory it holds: its code pages and the JIT's bookkeeping for it
+  // (its JITDylib, resource tracker, symbol tables and registered unwind
+  // frames, a measured constant: docs/performance.md).
+  size_t footprint_bytes() const;
   ~JitCode();
   JitCode(const JitCode&) = delete;
   JitCode& operator=(const JitCode&) = delete;
@@ -68,7 +72,8 @@ class JitCode {
   JitCode() = default;
   KernelFn fn_ = nullptr;
   size_t bytes_ = 0;
-  void* dylib_ = nullptr;  // the llvm::orc::JITDylib it lives in
+  size_t bookkeeping_ = 0;  // the JIT's estimated bookkeeping for it (footprint_bytes)
+  void* dylib_ = nullptr;   // the llvm::orc::JITDylib it lives in
 };
 
 struct JitResult {
@@ -97,6 +102,9 @@ class Jit {
   size_t live_code_bytes() const;
   // The same, without creating the JIT if nothing was compiled yet.
   static size_t live_code_bytes_if_any();
+  // Drops what the JIT keeps after freed kernels (the names of their symbols),
+  // without creating the JIT if nothing was compiled yet. Thread-safe.
+  static void release_unused();
   std::string host_cpu() const;
   std::string host_features() const;
 

@@ -7,6 +7,19 @@
 
 namespace loom {
 
+namespace {
+size_t text_bytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+}  // namespace
+
+size_t footprint_bytes(const CompiledKernel& k) {
+  std::vector<UOpPtr> roots;
+  for (const UOpPtr& root : {k.ast, k.extent})
+    if (root) roots.push_back(root);
+  return sizeof(CompiledKernel) + (k.code ? k.code->footprint_bytes() : 0) + graph_bytes(roots) +
+         text_bytes(k.name) + text_bytes(k.options) + text_bytes(k.llvm_ir) + text_bytes(k.optimized_ir) +
+         text_bytes(k.linear) + text_bytes(k.assembly);
+}
+
 std::shared_ptr<const CompiledKernel> KernelCache::find(const UOpPtr& ast, const std::string& options) const {
   std::shared_lock lock(mu_);
   auto it = entries_.find(Key{ast.get(), options});
@@ -20,7 +33,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::insert(CompiledKernel kernel)
   if (!kernel.fn) throw Error("KernelCache::insert: kernel '" + kernel.name + "' has no compiled function");
   Key key{kernel.ast.get(), kernel.options};
   auto entry = std::make_unique<Entry>();
-  entry->bytes = kernel.code ? kernel.code->code_bytes() : 0;
+  entry->bytes = footprint_bytes(kernel);
   entry->kernel = std::make_shared<const CompiledKernel>(std::move(kernel));
   std::vector<std::unique_ptr<Entry>> evicted;  // freed after the lock is released
   std::unique_lock lock(mu_);
@@ -60,7 +73,7 @@ size_t KernelCache::size() const {
   return entries_.size();
 }
 
-size_t KernelCache::code_bytes() const {
+size_t KernelCache::bytes() const {
   std::shared_lock lock(mu_);
   return bytes_;
 }

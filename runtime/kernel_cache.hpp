@@ -26,18 +26,27 @@ struct CompiledKernel {
   bool checks_bounds = false;           // LOOM_CHECK_BOUNDS: fn is really a CheckedKernelFn
   std::shared_ptr<const JitCode> code;  // owns fn's machine code: freed with the last holder
   UOpPtr ast;                           // the kernel as scheduled: the cache key, kept alive here
-  UOpPtr optimized_ast;                 // after the optimiser: its parallel range gives the run's extent
-  std::string llvm_ir;                  // codegen's output
-  std::string optimized_ir;             // after the JIT's pipeline, for LOOM_DEBUG dumps
-  std::string linear;                   // the linearized loops, when a dump asked for them
-  std::string assembly;                 // the host assembly, when a dump asked for it
-  double flops = 0;                     // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
+  // The optimised kernel's parallel range and variables (codegen's
+  // parallel_extent_graph): the run's extent, without holding the whole kernel.
+  UOpPtr extent;
+  // Texts, kept only when a dump asked for them (LOOM_DEBUG >= 3, LOOM_DUMP_DIR, loom-dump).
+  std::string llvm_ir;       // codegen's output
+  std::string optimized_ir;  // after the JIT's pipeline
+  std::string linear;        // the linearized loops
+  std::string assembly;      // the host assembly
+  double flops = 0;          // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
 };
+
+// The memory an entry holds: its code and the JIT's bookkeeping for it
+// (JitCode::footprint_bytes), its ASTs' nodes (graph_bytes; nodes shared with
+// other entries or plans are counted in each, so this is an upper bound), its
+// texts and the entry itself.
+size_t footprint_bytes(const CompiledKernel& kernel);
 
 // Thread-safe: lookups share a lock, inserts and clear take it exclusively.
 //
-// Bounded by the bytes of machine code its entries own (JitCode::code_bytes,
-// whole pages), not by their number: past the limit, inserting evicts the least
+// Bounded by the memory its entries hold (footprint_bytes), not by their
+// number: past the limit, inserting evicts the least
 // recently used entries (by their last find or insert) until the rest take at
 // most 7/8 of it. The entry just inserted always stays, even alone above the
 // limit. An evicted kernel's code is freed as soon as nothing else holds it (a
@@ -55,7 +64,7 @@ class KernelCache {
   // entry wins and is returned. Throws loom::Error if `kernel.ast` or `kernel.fn` is null.
   std::shared_ptr<const CompiledKernel> insert(CompiledKernel kernel);
   size_t size() const;
-  size_t code_bytes() const;  // machine code owned by the entries
+  size_t bytes() const;  // the memory the entries hold (footprint_bytes)
   size_t limit() const;
   void set_limit(size_t bytes);  // evicts at once down to the new limit
   void clear();                  // drops every entry, and with it the code nothing else holds

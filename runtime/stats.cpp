@@ -36,7 +36,7 @@ Counters counters() {
   c.live_buffer_bytes = live_buffer_bytes();
   c.pooled_buffer_bytes = pooled_buffer_bytes();
   c.kernel_cache_entries = kernel_cache().size();
-  c.kernel_cache_bytes = kernel_cache().code_bytes();
+  c.kernel_cache_bytes = kernel_cache().bytes();
   c.jit_code_bytes = Jit::live_code_bytes_if_any();
   return c;
 }

@@ -110,13 +110,13 @@ std::string_view jit_level_name(JitLevel level) {
   return level == JitLevel::Full ? "O2" : level == JitLevel::Light ? "light" : "bulk";
 }
 
-void log_compile(const CompiledKernel& k, JitLevel level, const CompileTimes& t) {
+void log_compile(const CompiledKernel& k, const std::string& llvm_ir, JitLevel level, const CompileTimes& t) {
   const double total = t.optimizer + t.emit + t.jit.parse + t.jit.optimize + t.jit.codegen + t.jit.link;
   log().info(
       "  {} compiled in {:.3f} ms ({}): optimiser {:.2f}, emit {:.2f}, LLVM parse {:.2f}, passes {:.2f}, "
       "codegen {:.2f}, link {:.2f}; {} lines of IR, {} bytes of code",
       k.name, total, jit_level_name(level), t.optimizer, t.emit, t.jit.parse, t.jit.optimize, t.jit.codegen,
-      t.jit.link, std::count(k.llvm_ir.begin(), k.llvm_ir.end(), '\n'), k.code->code_bytes());
+      t.jit.link, std::count(llvm_ir.begin(), llvm_ir.end(), '\n'), k.code->code_bytes());
 }
 
 // Schedules the graph over placeholders and compiles every kernel before any
@@ -219,21 +219,22 @@ bool load_from_disk(CompiledKernel& k, const DiskCache& disk, const std::string&
 }
 
 // Emits, optimises, generates and links the kernel's code, and stores the object on disk.
-void compile_fresh(CompiledKernel& k, const Flags& flags, bool keep_text, CompileTimes& times,
-                   const DiskCache& disk, const std::string& disk_key) {
+// The texts stay in the cache entry only when a dump asked for them.
+void compile_fresh(CompiledKernel& k, const UOpPtr& optimized, const Flags& flags, bool keep_text,
+                   CompileTimes& times, const DiskCache& disk, const std::string& disk_key) {
   const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
   if (texts) {
-    k.linear = linearize(k.optimized_ast).dump();
+    k.linear = linearize(optimized).dump();
     show_stage(flags, 3, k.name, "linear", "txt", k.linear);
   }
   auto t0 = Clock::now();
-  k.llvm_ir = emit_llvm_ir(k.optimized_ast, k.name, EmitOptions{k.checks_bounds});
+  std::string llvm_ir = emit_llvm_ir(optimized, k.name, EmitOptions{k.checks_bounds});
   times.emit = ms_since(t0);
-  if (texts) show_stage(flags, 4, k.name, "llvm", "ll", k.llvm_ir);
+  if (texts) show_stage(flags, 4, k.name, "llvm", "ll", llvm_ir);
   JitOptions jit_options;
   jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
-  jit_options.level = jit_level(k.optimized_ast, k.llvm_ir);
-  JitObject object = Jit::instance().compile_object(k.llvm_ir, k.name, jit_options);
+  jit_options.level = jit_level(optimized, llvm_ir);
+  JitObject object = Jit::instance().compile_object(llvm_ir, k.name, jit_options);
   k.code = Jit::instance().load(object.bytes, k.name, &object.timings);
   k.fn = k.code->fn();
   k.assembly = std::move(object.assembly);
@@ -241,7 +242,8 @@ void compile_fresh(CompiledKernel& k, const Flags& flags, bool keep_text, Compil
   if (jit_options.keep_assembly) show_stage(flags, 6, k.name, "asm", "s", k.assembly);
   disk.store(disk_key, {k.name, std::move(object.bytes)});
   count_kernel_compiled();
-  if (flags.debug >= 2) log_compile(k, jit_options.level, times);
+  if (flags.debug >= 2) log_compile(k, llvm_ir, jit_options.level, times);
+  if (texts) k.llvm_ir = std::move(llvm_ir);
 }
 }  // namespace
 
@@ -263,13 +265,15 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
   CompileTimes times;
   const auto t0 = Clock::now();
-  k.optimized_ast = lower_kernel(ast, name, flags);
+  const UOpPtr optimized = lower_kernel(ast, name, flags);
+  k.extent = parallel_extent_graph(optimized);
   times.optimizer = ms_since(t0);
   const DiskCache disk(disk_cache_dir(flags));
   // Keyed by the kernel as the kernel passes left it: an object file compiled by a
   // loom whose optimiser chose otherwise (another parallel range, other lanes) never loads.
-  const std::string disk_key = fmt::format("options {}\n{}", options, to_text(k.optimized_ast));
-  if (texts || !load_from_disk(k, disk, disk_key)) compile_fresh(k, flags, keep_text, times, disk, disk_key);
+  const std::string disk_key = fmt::format("options {}\n{}", options, to_text(optimized));
+  if (texts || !load_from_disk(k, disk, disk_key))
+    compile_fresh(k, optimized, flags, keep_text, times, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
   return kernel_cache().insert(std::move(k));
 }
@@ -278,7 +282,7 @@ std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, cons
                                                              bool keep_text) {
   auto compiled = compile_kernel(k.ast, k.name, flags, keep_text);
   const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
-  k.parallel_extent = parallel_extent(compiled->optimized_ast, vars);
+  k.parallel_extent = parallel_extent(compiled->extent, vars);
   return compiled;
 }
 

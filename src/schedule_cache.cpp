@@ -1,5 +1,7 @@
 #include "src/schedule_cache.hpp"
 
+#include "runtime/buffer.hpp"
+
 namespace loom::detail {
 
 std::shared_ptr<const Plan> ScheduleCache::find(const GraphKey& key) {
@@ -37,7 +39,13 @@ void ScheduleCache::clear() {
 }
 
 ScheduleCache& schedule_cache() {
-  static ScheduleCache* cache = new ScheduleCache();  // never destroyed: plans hold UOps
+  // Never destroyed: plans hold UOps. Its plans are kept only for reuse, so
+  // loom::empty_cache drops them like any other spare holder's.
+  static ScheduleCache* cache = [] {
+    auto* c = new ScheduleCache();
+    add_spare_holder([c] { c->clear(); });
+    return c;
+  }();
   return *cache;
 }
 

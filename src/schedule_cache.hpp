@@ -3,7 +3,8 @@
 // scheduling and codegen flags, the in-place decisions) -> the plan made for it.
 // A hit skips rangeify, every stage, the kernel split and (while the kernel
 // cache holds the kernels) all compiling. Bounded: the least recently used plan
-// is dropped past kCapacity plans. Thread-safe.
+// is dropped past kCapacity plans; loom::empty_cache drops them all. A plan
+// holds its kernels' ASTs, never their code. Thread-safe.
 #include "src/graph_key.hpp"
 #include "src/plan.hpp"
 

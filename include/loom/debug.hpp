@@ -25,8 +25,8 @@ struct Counters {
   uint64_t live_buffer_bytes = 0;      // their requested bytes
   uint64_t pooled_buffer_bytes = 0;    // freed blocks the pool keeps for reuse
   uint64_t kernel_cache_entries = 0;   // compiled kernels in the in-memory cache
-  uint64_t kernel_cache_bytes = 0;     // machine code those kernels own (whole pages)
-  uint64_t jit_code_bytes = 0;         // all live JIT code: the cache's, and evicted code still held
+  uint64_t kernel_cache_bytes = 0;     // memory those kernels hold: code pages, JIT bookkeeping, ASTs
+  uint64_t jit_code_bytes = 0;         // all live JIT code pages: the cache's, and evicted code still held
 };
 Counters counters();
 void reset_counters();

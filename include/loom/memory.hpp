@@ -6,8 +6,12 @@
 
 namespace loom {
 
-// Releases every buffer the pool keeps to the system (like torch.cuda.empty_cache):
-// live tensors are untouched. Thread-safe.
+// Gives back what loom keeps only for reuse: every buffer the pool keeps (like
+// torch.cuda.empty_cache), the spare buffers of live Captures, the schedule
+// cache's plans and the in-memory kernel cache's kernels (the next realize of
+// a graph schedules and compiles, or reloads from LOOM_CACHE_DIR, again), and
+// every IR node only those held; then malloc's free pages go back to the
+// system. Live tensors, and kernels a Capture holds, are untouched. Thread-safe.
 void empty_cache();
 
 }  // namespace loom

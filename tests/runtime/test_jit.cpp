@@ -3,6 +3,8 @@
 // loom::Error naming the kernel.
 #include "runtime/jit.hpp"
 
+#include "support/memory_use.hpp"
+
 #include <loom/error.hpp>
 
 #include <doctest/doctest.h>
@@ -215,4 +217,27 @@ TEST_CASE("Jit: an object that is not a whole object file is an error naming the
     CHECK_THROWS_WITH_AS(Jit::instance().load(broken, "cut"), doctest::Contains("kernel 'cut'"), Error);
   CHECK(Jit::instance().live_code_bytes() == before);
   CHECK(run_scale(Jit::instance().load(whole, "cut")->fn(), 0, 1, 0)[0] == 2);
+}
+
+TEST_CASE("Jit: a kernel's footprint covers what the JIT really holds for it, code pages and bookkeeping") {
+  if (test::kAddressSanitizer) return;  // mallinfo2 does not see ASan's allocator
+  // As loom emits kernels: without nounwind, so each registers its unwind frames.
+  std::string ir = scale_ir("held", 3);
+  ir.erase(ir.find(" nounwind"), 9);
+  const JitObject object = Jit::instance().compile_object(ir, "held");
+  const auto first = Jit::instance().load(object.bytes, "held");  // what all later loads share is set up
+  constexpr size_t kLoads = 300;
+  const size_t heap = test::heap_bytes(), code = Jit::instance().live_code_bytes();
+  std::vector<std::shared_ptr<const JitCode>> held;
+  for (size_t i = 0; i < kLoads; ++i) held.push_back(Jit::instance().load(object.bytes, "held"));
+  const size_t per_kernel = (test::heap_bytes() - heap + Jit::instance().live_code_bytes() - code) / kLoads;
+  MESSAGE("held per loaded kernel: ", per_kernel, " bytes; footprint_bytes: ", first->footprint_bytes(),
+          "; object ", object.bytes.size());
+  CHECK(first->footprint_bytes() >= per_kernel);
+  CHECK(first->footprint_bytes() <= 2 * per_kernel);  // a measure, not a guess far above it
+  CHECK(run_scale(held.back()->fn(), 0, 1, 1)[0] == 4);
+  held.clear();
+  Jit::release_unused();
+  CHECK(Jit::instance().live_code_bytes() == code);
+  CHECK(test::heap_bytes() <= heap + 64 * 1024);  // the bookkeeping went with the code
 }

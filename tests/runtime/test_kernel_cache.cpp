@@ -148,14 +148,14 @@ CompiledKernel owned_entry(const UOpPtr& ast) {
 
 TEST_CASE("over 1,000 distinct kernels, the live JIT code stays under a small limit; evicted code is freed") {
   KernelCache cache;
-  const size_t page = owned_entry(fill_kernel(-1)).code->code_bytes();  // freed again at once
-  const size_t limit = 10 * page, before = Jit::instance().live_code_bytes();
+  const size_t each = footprint_bytes(owned_entry(fill_kernel(-1)));  // freed again at once
+  const size_t limit = 10 * each, before = Jit::instance().live_code_bytes();
   cache.set_limit(limit);
   size_t most = 0;
   for (int i = 0; i < 1000; ++i) {
     cache.insert(owned_entry(fill_kernel(i)));
     most = std::max(most, Jit::instance().live_code_bytes() - before);
-    CHECK(cache.code_bytes() <= limit);
+    CHECK(cache.bytes() <= limit);
   }
   CHECK(most <= limit);  // the JIT's own count of loaded code: entries' code really is freed
   CHECK(cache.size() <= 10);
@@ -168,8 +168,7 @@ TEST_CASE("over 1,000 distinct kernels, the live JIT code stays under a small li
 
 TEST_CASE("eviction takes the least recently used kernel, counting finds as uses") {
   KernelCache cache;
-  const size_t page = owned_entry(fill_kernel(-1)).code->code_bytes();
-  cache.set_limit(4 * page);
+  cache.set_limit(4 * footprint_bytes(owned_entry(fill_kernel(-1))));
   for (int i = 0; i < 4; ++i) cache.insert(owned_entry(fill_kernel(i)));
   CHECK(cache.find(fill_kernel(0)));  // 0 is now the most recent; 1 the least
   cache.insert(owned_entry(fill_kernel(4)));
@@ -190,5 +189,5 @@ TEST_CASE(
   CHECK(out[3] == 7);
   cache.insert(owned_entry(fill_kernel(2)));  // alone above the limit: kept
   CHECK(cache.size() == 1);
-  CHECK(cache.code_bytes() > cache.limit());
+  CHECK(cache.bytes() > cache.limit());
 }
