@@ -9,6 +9,7 @@
 #include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
+#include <cmath>
 #include <functional>
 #include <numbers>
 #include <optional>
@@ -201,6 +202,10 @@ const CompositeRule kComposites[] = {
   // output, which a network stores anyway, so the pre-activation need not be kept as well.
   {Op::WHERE, {1}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 2, Op::DETACH); },
    relu_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return where(c(y, 0) < y, g, c(g, 0)); }},
+  // erf' = 2/sqrt(pi) exp(-x^2), instead of the derivative of its series and fitted polynomial.
+  {Op::WHERE, {1, 0}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 1, Op::MUL) && is(y, 2, Op::WHERE); },
+   erf_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) {
+     return g * c(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x)); }},
   // cos' = -sin: the form's sin(2x) / (2 sin x), masked off at 0 by a where, is 0/0 there.
   {Op::WHERE, {0, 0}, where_on_zero_test,
    cos_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) { return -(g * alu(Op::SIN, {x})); }},

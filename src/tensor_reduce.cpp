@@ -162,4 +162,39 @@ Tensor Tensor::logsumexp(int axis) const {
   return x.ndim() == 0 ? r : r.squeeze(a);
 }
 
+// PyTorch's two-pass form (its gradient 2 (x - mean) / max(0, N - correction); PyTorch's divides by
+// N - correction unclamped, docs/semantics.md): sum((x - mean)^2) / max(0, N - correction), N the count of
+// the reduced elements; a non-positive divisor gives inf (NaN where the squares sum to 0).
+Tensor Tensor::var(std::vector<int> dims, double correction, bool keepdim) const {
+  const UOpPtr& x = uop(*this, "var");
+  if (!x->dtype.is_float())
+    throw Error(
+        fmt::format("var: expected a float tensor, got {} (as in PyTorch)", scalar_name(x->dtype.scalar)));
+  const Shape& in = *x->shape();
+  std::vector<int64_t> seen;
+  for (int d : dims) {
+    const int64_t a = norm_axis(d, in.size(), "var");
+    if (std::find(seen.begin(), seen.end(), a) != seen.end())
+      throw Error(fmt::format("var: dim {} appears more than once in the dims [{}] of shape {}", a,
+                              fmt::join(dims, ", "), str(in)));
+    seen.push_back(a);
+  }
+  int64_t n = 1;
+  for (int64_t a : reduce_axes(in, dims, "var")) n *= in[a];
+  const Tensor deviation = *this - mean(dims, true);
+  const Tensor squares = (deviation * deviation).sum(dims, keepdim);
+  return squares / Tensor::scalar(std::max(0.0, static_cast<double>(n) - correction), squares.dtype());
+}
+
+Tensor Tensor::std(std::vector<int> dims, double correction, bool keepdim) const {
+  if (defined() && !dtype().is_float())
+    throw Error(
+        fmt::format("std: expected a float tensor, got {} (as in PyTorch)", scalar_name(dtype().scalar)));
+  // sqrt of a safe 1 where the variance is 0, so its gradient there is 0 as PyTorch's (sqrt'(0)
+  // would make it inf * 0 = NaN); the value there is 0.
+  const Tensor v = var(std::move(dims), correction, keepdim);
+  const Tensor zero = v.eq(0);
+  return loom::where(zero, 0, loom::where(zero, 1, v).sqrt());
+}
+
 }  // namespace loom

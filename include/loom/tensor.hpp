@@ -11,6 +11,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,6 +74,12 @@ class Tensor {
   Tensor sign() const;
   Tensor reciprocal() const;
   Tensor square() const;
+  // Activations (PyTorch's torch.nn.functional forms; float tensors only but erf).
+  Tensor erf() const;                                        // integers compute in Float32
+  Tensor gelu(std::string_view approximate = "none") const;  // "none" (erf) or "tanh"
+  Tensor silu() const;
+  Tensor softplus(double beta = 1, double threshold = 20) const;  // x where beta * x > threshold
+  Tensor leaky_relu(double negative_slope = 0.01) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
   Tensor maximum(const Tensor& other) const;
@@ -115,6 +122,11 @@ class Tensor {
     return where(b.like_scalar(a), b);
   }
   Tensor cast(DType dtype) const;
+  // value (in this tensor's dtype) where the Bool mask is true; both broadcast, as in PyTorch.
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  // The upper (lower) triangle of the last two axes: kept where col - row >= k (<= k), else 0.
+  Tensor triu(int64_t k = 0) const;
+  Tensor tril(int64_t k = 0) const;
 
   // ---- reductions ----
   // An empty axis list reduces all axes. keepdim is a bool: t.sum(1, 2) does not compile.
@@ -133,6 +145,16 @@ class Tensor {
   Tensor prod() const { return prod(std::vector<int>{}, false); }
   Tensor prod(int axis, bool keepdim = false) const { return prod(std::vector<int>{axis}, keepdim); }
   Tensor prod(std::vector<int> axes, bool keepdim = false) const;
+  // Variance over `dims` (all when empty) divided by max(0, N - correction), as PyTorch's
+  // var(dim, correction=, keepdim=): N - correction <= 0 gives inf, or NaN where all are equal.
+  Tensor var(std::vector<int> dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor var(int dim, double correction = 1, bool keepdim = false) const {
+    return var(std::vector<int>{dim}, correction, keepdim);
+  }
+  Tensor std(std::vector<int> dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor std(int dim, double correction = 1, bool keepdim = false) const {
+    return std(std::vector<int>{dim}, correction, keepdim);
+  }
   Tensor argmax(int axis) const;  // Int32, first index on ties
   Tensor argmin(int axis) const;
   Tensor softmax(int axis = -1) const;

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Writes tests/data/ops_table.json: PyTorch's values (and Float64 gradients of sum(y)) for the
+activations, var/std, triu/tril and masked_fill that tests/src/test_tensor_activation.cpp
+checks loom against. Run once with PyTorch installed (python3 tests/data/make_ops_table.py);
+the JSON is committed, so the tests never need torch. Non-finite numbers are the strings
+"nan", "inf" and "-inf"."""
+import json, math, os
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(26)
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "bool": torch.bool}
+
+
+def enc(v):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def tensor_json(t):
+    return {"shape": list(t.shape), "dtype": [k for k, d in DTYPES.items() if d == t.dtype][0],
+            "values": [enc(v) for v in t.detach().reshape(-1).tolist()]}
+
+
+cases = []
+
+
+def add(op, x, args, fn, mask=None):
+    x = x.clone()
+    grad = None
+    if x.dtype == torch.float64:
+        x.requires_grad_(True)
+    y = fn(x) if mask is None else fn(x, mask)
+    if x.requires_grad and y.requires_grad:
+        try:
+            y.sum().backward()
+            grad = x.grad
+        except RuntimeError:  # PyTorch 1.13's var backward with keepdim over all dims; values only
+            pass
+    case = {"op": op, "args": args, "x": tensor_json(x), "y": tensor_json(y)}
+    if mask is not None:
+        case["mask"] = tensor_json(mask)
+    if grad is not None:
+        case["grad"] = tensor_json(grad)
+    cases.append(case)
+
+
+special = [-math.inf, -27.0, -7.0, -6.0, -5.9, -4.0, -3.0, -2.0, -1.0, -0.5, -0.49999, -0.1, -1e-10, -0.0, 0.0,
+           1e-300, 1e-30, 1e-10, 0.3, 0.5, 0.50001, 0.7, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 3.9, 4.0, 4.5, 5.0, 5.9,
+           6.0, 27.0, math.inf, math.nan]
+grid = [i / 100 - 7 for i in range(1401)]
+for dt in ["float32", "float64"]:
+    d = DTYPES[dt]
+    add("erf", torch.tensor(special + grid, dtype=d), {}, torch.erf)
+    add("erf", torch.empty(0, 3, dtype=d), {}, torch.erf)
+    wide = torch.tensor([-30.0, -10.0, -3.0, -1.0, -0.0, 0.0, 1e-8, 0.5, 1.0, 3.0, 10.0, 30.0] + grid[::7], dtype=d)
+    odd = torch.randn(3, 5, dtype=d) * 3
+    for approximate in ["none", "tanh"]:
+        for x in [wide, odd, torch.tensor([0.75], dtype=d), torch.empty(0, dtype=d)]:
+            add("gelu", x, {"approximate": approximate}, lambda t: F.gelu(t, approximate=approximate))
+    for x in [wide, odd, torch.tensor([-0.25], dtype=d), torch.empty(2, 0, dtype=d)]:
+        add("silu", x, {}, F.silu)
+        add("leaky_relu", x, {"negative_slope": 0.01}, F.leaky_relu)
+        add("softplus", x, {"beta": 1.0, "threshold": 20.0}, F.softplus)
+    at = torch.tensor([-800.0, -40.0, -1.0, 0.0, 2.0, 2.5, 2.5000001, 3.0, 19.0, 20.0, 21.0, 800.0], dtype=d)
+    for beta, threshold in [(1.0, 20.0), (2.0, 5.0), (0.5, 1.0), (1.0, 1000.0), (-1.0, 20.0)]:
+        add("softplus", at, {"beta": beta, "threshold": threshold},
+            lambda t: F.softplus(t, beta=beta, threshold=threshold))
+    kink = torch.tensor([-2.0, -0.0, 0.0, 1e-12, 2.0], dtype=d)
+    for slope in [0.01, 0.2, -0.5]:
+        add("leaky_relu", kink, {"negative_slope": slope}, lambda t: F.leaky_relu(t, slope))
+
+    # var and std
+    base = torch.randn(5, 7, dtype=d) * 2 + 1
+    three = torch.randn(4, 1, 3, dtype=d)
+    for x, dims in [(base, []), (base, [0]), (base, [1]), (base, [-1]), (base, [0, 1]), (three, [0, 2]),
+                    (three, [1]), (three, [2, 0]), (torch.tensor([[5.0]], dtype=d), []),
+                    (torch.tensor([[5.0, 6.0]], dtype=d), [1]), (torch.tensor([[5.0, 5.0]], dtype=d), [1]),
+                    (torch.empty(0, 3, dtype=d), [0]), (torch.tensor(2.5, dtype=d), []),
+                    (torch.randn(2, 3, dtype=d), [0])]:
+        for correction in [0, 1, 2, 3]:  # PyTorch 1.13 takes integer corrections
+            for keepdim in [False, True]:
+                args = {"dims": dims, "correction": correction, "keepdim": keepdim}
+                dim = dims if dims else None
+                add("var", x, args, lambda t: torch.var(t, dim=dim, correction=correction, keepdim=keepdim))
+                add("std", x, args, lambda t: torch.std(t, dim=dim, correction=correction, keepdim=keepdim))
+
+for dt in ["float32", "float64", "int64", "bool"]:
+    d = DTYPES[dt]
+    m = (torch.arange(20) % 7).reshape(4, 5).to(d) if dt != "bool" else (torch.arange(20) % 3 == 0).reshape(4, 5)
+    for x in [m, (m.reshape(2, 2, 5) if True else None), m[:1, :1], m[:0, :3], m[:3, :1]]:
+        for k in [-7, -2, -1, 0, 1, 2, 6]:
+            add("triu", x, {"k": k}, lambda t: torch.triu(t, k))
+            add("tril", x, {"k": k}, lambda t: torch.tril(t, k))
+    x = (torch.arange(6) - 2).reshape(2, 3).to(d) if dt != "bool" else torch.tensor([[True, False, True]] * 2)
+    for mask in [torch.tensor([True, False, True]), torch.tensor([[True], [False]]),
+                 torch.tensor([[True, False, False], [False, True, True]]), torch.ones(4, 2, 3).bool()]:
+        for value in [2.7, -1.0, 0.0] + ([math.inf] if dt.startswith("float") else []):
+            add("masked_fill", x, {"value": enc(value)}, lambda t, mk: t.masked_fill(mk, value), mask)
+    add("masked_fill", x[:1], {"value": 1.0}, lambda t, mk: t.masked_fill(mk, 1.0), torch.ones(2, 0, 3).bool())
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops_table.json")
+with open(out, "w") as f:
+    json.dump({"generator": "tests/data/make_ops_table.py", "torch": torch.__version__, "cases": cases}, f,
+              separators=(",", ":"))
+print(len(cases), "cases ->", out)

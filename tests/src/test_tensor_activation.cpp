@@ -1,0 +1,249 @@
+// erf, gelu, silu, softplus, leaky_relu, var/std, triu/tril and masked_fill against a table of
+// PyTorch's values and Float64 gradients (tests/data/ops_table.json, made once by
+// tests/data/make_ops_table.py), float64 finite differences, and their errors.
+#include "gradcheck.hpp"
+
+#include <doctest/doctest.h>
+#include <loom/loom.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <numbers>
+#include <string>
+
+using namespace loom;
+using nlohmann::json;
+
+namespace {
+
+double number(const json& v) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    return s == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  }
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  return v.get<double>();
+}
+
+Tensor tensor_of(const json& j) {
+  Shape shape = j["shape"].get<Shape>();
+  const std::string dt = j["dtype"];
+  std::vector<double> v;
+  for (const json& e : j["values"]) v.push_back(number(e));
+  if (dt == "float32") return Tensor::from_vector<float>(std::vector<float>(v.begin(), v.end()), shape);
+  if (dt == "float64") return Tensor::from_vector<double>(v, shape);
+  if (dt == "int64") return Tensor::from_vector<int64_t>(std::vector<int64_t>(v.begin(), v.end()), shape);
+  std::vector<bool> b;
+  for (double x : v) b.push_back(x != 0);
+  return Tensor::from_vector<bool>(b, shape);
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  auto as_double = [](const auto& v) { return std::vector<double>(v.begin(), v.end()); };
+  if (t.dtype() == DType::Float32) return as_double(t.to_vector<float>());
+  if (t.dtype() == DType::Float64) return t.to_vector<double>();
+  if (t.dtype() == DType::Int64) return as_double(t.to_vector<int64_t>());
+  return as_double(t.to_vector<bool>());
+}
+
+Tensor run_op(const json& c, const Tensor& x) {
+  const std::string op = c["op"];
+  const json& a = c["args"];
+  if (op == "erf") return x.erf();
+  if (op == "gelu") return x.gelu(a["approximate"].get<std::string>());
+  if (op == "silu") return x.silu();
+  if (op == "softplus") return x.softplus(a["beta"], a["threshold"]);
+  if (op == "leaky_relu") return x.leaky_relu(a["negative_slope"]);
+  if (op == "var" || op == "std") {
+    const auto dims = a["dims"].get<std::vector<int>>();
+    return op == "var" ? x.var(dims, a["correction"], a["keepdim"])
+                       : x.std(dims, a["correction"], a["keepdim"]);
+  }
+  if (op == "triu") return x.triu(a["k"]);
+  if (op == "tril") return x.tril(a["k"]);
+  if (op == "masked_fill") return x.masked_fill(tensor_of(c["mask"]), number(a["value"]));
+  FAIL("unknown op " << op);
+  return x;
+}
+
+// Relative `rtol`, plus `atol` times the input's scale (an absolute error of a few ulps of 1 per
+// unit of |x|, as in 1 + erf(x) near erf = -1). Selections (triu, masked_fill, leaky_relu)
+// must be exact.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance(const std::string& op, const std::string& dt) {
+  if (op == "triu" || op == "tril" || op == "masked_fill" || op == "leaky_relu") return {0, 0};
+  const bool f32 = dt == "float32";
+  if (op == "var" || op == "std") return f32 ? Tolerance{2e-6, 0} : Tolerance{1e-14, 0};
+  return f32 ? Tolerance{3e-7, 1.2e-7} : Tolerance{4e-16, 4.5e-16};
+}
+
+void check_close(const std::vector<double>& got, const json& want, Tolerance tol, double scale,
+                 const char* what) {
+  REQUIRE(got.size() == want["values"].size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = number(want["values"][i]);
+    INFO(what, " element ", i, ": loom ", got[i], ", PyTorch ", w);
+    if (std::isinf(w) && std::string(what) == "softplus value")
+      CHECK(got[i] == number(want["x"][i]));  // docs/semantics.md: loom's softplus does not overflow
+    else if (std::isnan(w))
+      CHECK(std::isnan(got[i]));
+    else if (std::isinf(w) || tol.rtol == 0)
+      CHECK(got[i] == w);
+    else
+      CHECK(std::abs(got[i] - w) <= tol.rtol * std::abs(w) + tol.atol * scale);
+  }
+}
+
+const json& table() {
+  static const json t = [] {
+    std::ifstream f(LOOM_TEST_DATA "/ops_table.json");
+    REQUIRE(f.good());
+    return json::parse(f);
+  }();
+  return t;
+}
+
+void check_table(const std::string& op) {
+  int n = 0;
+  for (const json& c : table()["cases"]) {
+    if (c["op"] != op) continue;
+    ++n;
+    const std::string dt = c["x"]["dtype"];
+    CAPTURE(c["args"].dump());
+    CAPTURE(dt);
+    CAPTURE(c["x"]["shape"].dump());
+    Tensor x = tensor_of(c["x"]);
+    double scale = 1;
+    for (double v : values_of(x))
+      if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+    const Tensor y = run_op(c, x);
+    CHECK(y.shape() == c["y"]["shape"].get<Shape>());
+    CHECK(y.dtype() == x.dtype());
+    bool finite = true;
+    for (const json& v : c["y"]["values"]) finite = finite && !v.is_string();
+    json want = c["y"];
+    if (op == "softplus") want["x"] = c["x"]["values"];
+    check_close(values_of(y), want, tolerance(op, dt), scale, op == "softplus" ? "softplus value" : "value");
+    // Gradients where PyTorch's value is inf or NaN differ (docs/semantics.md): var's where
+    // N - correction <= 0, softplus's where PyTorch's exp overflows.
+    const bool degenerate = (op == "var" || op == "std" || op == "softplus") && !finite;
+    if (c.contains("grad") && y.numel() > 0 && !degenerate) {
+      x.requires_grad_();
+      const Tensor g = gradient(run_op(c, x).sum(), {x})[0];
+      check_close(values_of(g), c["grad"], {1e-13, 1e-15}, scale, "gradient");
+    }
+  }
+  CHECK(n > 0);
+}
+
+}  // namespace
+
+TEST_CASE("activations match PyTorch's values and gradients") {
+  for (const char* op : {"erf", "gelu", "silu", "softplus", "leaky_relu"}) {
+    CAPTURE(op);
+    check_table(op);
+  }
+}
+
+TEST_CASE("var and std match PyTorch over dims, corrections (N - correction <= 0 too) and keepdim") {
+  check_table("var");
+  check_table("std");
+}
+
+TEST_CASE("triu, tril and masked_fill match PyTorch on every dtype, broadcasting and empty shapes") {
+  check_table("triu");
+  check_table("tril");
+  check_table("masked_fill");
+}
+
+TEST_CASE("the new ops' gradients match Float64 finite differences") {
+  using test::gradcheck1;
+  using test::Input;
+  gradcheck1([](const Tensor& x) { return x.erf(); }, Input{{3, 7}, -4, 4});
+  gradcheck1([](const Tensor& x) { return x.erf(); }, Input{{9}, -0.6, 0.6});
+  gradcheck1([](const Tensor& x) { return x.gelu(); }, Input{{3, 5}, -5, 5});
+  gradcheck1([](const Tensor& x) { return x.gelu("tanh"); }, Input{{3, 5}, -5, 5});
+  gradcheck1([](const Tensor& x) { return x.silu(); }, Input{{11}, -8, 8});
+  gradcheck1([](const Tensor& x) { return x.softplus(); }, Input{{11}, -30, 30, 0.01, 20});
+  gradcheck1([](const Tensor& x) { return x.softplus(2, 3); }, Input{{11}, -4, 4, 0.01, 1.5});
+  gradcheck1([](const Tensor& x) { return x.leaky_relu(0.1); }, Input{{11}, -2, 2, 0.01, 1e9});
+  gradcheck1([](const Tensor& x) { return x.var(); }, Input{{4, 3}});
+  gradcheck1([](const Tensor& x) { return x.var({0, 2}, 0, true); }, Input{{2, 3, 5}});
+  gradcheck1([](const Tensor& x) { return x.std(1); }, Input{{3, 4}});
+  gradcheck1([](const Tensor& x) { return x.std({0}, 2.0); }, Input{{5, 2}});
+  gradcheck1([](const Tensor& x) { return x.triu(1) * x.tril(-1).transpose(); }, Input{{4, 4}});
+  gradcheck1([](const Tensor& x) { return x.masked_fill(x.gt(0.5), -3.0) * x; },
+             Input{{3, 4}, -2, 2, 0.01, 0.5});
+}
+
+TEST_CASE("erf is odd, keeps -0 and NaN, and uses its own derivative") {
+  const Tensor x = Tensor::from_vector<double>({-0.0, std::nan(""), -1e-300, 0.49999999999}, {4});
+  const std::vector<double> v = x.erf().to_vector<double>();
+  CHECK(std::signbit(v[0]));
+  CHECK(std::isnan(v[1]));
+  CHECK(v[2] == std::erf(-1e-300));
+  CHECK(std::abs(v[3] - std::erf(0.49999999999)) <= 2e-16);
+  // The gradient is erf's own derivative, not that of the polynomials (which is off by ~1e-13).
+  Tensor p = Tensor::from_vector<double>({-3.5, -1.2, -0.3, 0.1, 0.49, 0.51, 2.2, 5.5}, {8});
+  p.requires_grad_();
+  const std::vector<double> g = gradient(p.erf().sum(), {p})[0].to_vector<double>();
+  const std::vector<double> pv = p.to_vector<double>();
+  for (size_t i = 0; i < pv.size(); ++i) {
+    const double want = 2 / std::sqrt(std::numbers::pi) * std::exp(-pv[i] * pv[i]);
+    INFO("x = ", pv[i]);
+    CHECK(std::abs(g[i] - want) <= 4e-16 * want);
+  }
+  // Float64 within 2 ulps of libm's erf over a fine grid; Float32 within 2.5 ulps of the rounded value.
+  std::vector<double> grid;
+  for (int i = -3000; i <= 3000; ++i) grid.push_back(i / 500.0 + 1e-7);
+  const std::vector<double> e64 = Tensor::from_vector<double>(grid, {6001}).erf().to_vector<double>();
+  const std::vector<float> e32 =
+      Tensor::from_vector<float>(std::vector<float>(grid.begin(), grid.end()), {6001})
+          .erf()
+          .to_vector<float>();
+  double worst64 = 0, worst32 = 0;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    const double want = std::erf(grid[i]);
+    worst64 =
+        std::max(worst64, std::abs(e64[i] - want) / (std::nextafter(std::abs(want), 2.0) - std::abs(want)));
+    const float f = static_cast<float>(grid[i]);
+    const double want32 = std::erf(static_cast<double>(f));
+    worst32 = std::max(
+        worst32, std::abs(e32[i] - want32) / (std::nextafter(std::abs(static_cast<float>(want32)), 2.0f) -
+                                              std::abs(static_cast<float>(want32))));
+  }
+  MESSAGE("erf: largest error ", worst64, " ulps (Float64), ", worst32, " ulps (Float32)");
+  CHECK(worst64 <= 2);
+  CHECK(worst32 <= 2.5);
+}
+
+TEST_CASE("the new ops reject bad input with a loom::Error naming the op") {
+  const Tensor x = Tensor::ones({2, 3});
+  CHECK_THROWS_WITH_AS(x.var(2), doctest::Contains("var: axis 2 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(x.var({1, -1}), doctest::Contains("var: dim 1 appears more than once"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::ones({3}, DType::Int32).var(),
+                       doctest::Contains("var: expected a float tensor, got Int32"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::ones({3}, DType::Int32).std(),
+                       doctest::Contains("std: expected a float tensor"), Error);
+  CHECK_THROWS_WITH_AS(x.masked_fill(Tensor::ones({2}, DType::Bool), 1.0),
+                       doctest::Contains("masked_fill: shapes [2] and [2, 3] cannot be broadcast"), Error);
+  CHECK_THROWS_WITH_AS(x.masked_fill(Tensor::ones({3}, DType::UInt8), 1.0),
+                       doctest::Contains("masked_fill: expected a Bool mask, got UInt8"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::ones({3}).triu(),
+                       doctest::Contains("triu: expected a tensor of at least 2 dimensions, got shape [3]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tensor::scalar(1).tril(), doctest::Contains("tril: expected a tensor of at least 2"),
+                       Error);
+  CHECK_THROWS_WITH_AS(x.gelu("erf"), doctest::Contains("gelu: unknown approximate \"erf\""), Error);
+  for (auto f :
+       {+[](const Tensor& t) { return t.gelu(); }, +[](const Tensor& t) { return t.silu(); },
+        +[](const Tensor& t) { return t.softplus(); }, +[](const Tensor& t) { return t.leaky_relu(); }})
+    CHECK_THROWS_WITH_AS(f(Tensor::ones({2}, DType::Int64)),
+                         doctest::Contains("expected a float tensor, got Int64"), Error);
+  CHECK(Tensor::from_vector<int32_t>({0, 1}, {2}).erf().dtype() == DType::Float32);
+}
