@@ -42,8 +42,9 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_CACHE_DIR", "a directory, or off",
      "where compiled kernels persist as object files; default $XDG_CACHE_HOME/loom, else ~/.cache/loom"},
     {"LOOM_JIT_CACHE_BYTES", "bytes, with an optional K, M or G suffix",
-     "machine code the in-memory kernel cache keeps (default 256M); past it the least recently used "
-     "kernels are freed and compiled again, or reloaded from LOOM_CACHE_DIR, when next needed"},
+     "memory the in-memory kernel cache keeps for its kernels: code, the JIT's bookkeeping, ASTs "
+     "(default 256M); past it the least recently used kernels are freed and compiled again, or "
+     "reloaded from LOOM_CACHE_DIR, when next needed"},
     {"LOOM_LOG", "trace, debug, info, warn, error, critical or off",
      "the level of loom's own logger (named loom, on stderr; default info); the host program's loggers "
      "are never touched"},
