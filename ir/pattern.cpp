@@ -281,6 +281,19 @@ UOpPtr graph_rewrite_within(const UOpPtr& root, const PatternMatcher& pm, Op bou
   return rw.run(root);
 }
 
+namespace {
+// `n` over its sources' substitutes in `done` (every source is there): `n` itself when none changed.
+UOpPtr with_substituted_src(const UOp& n, const std::unordered_map<const UOp*, UOpPtr>& done) {
+  std::vector<UOpPtr> src;
+  bool changed = false;
+  for (const auto& s : n.src) {
+    src.push_back(done.at(s.get()));
+    changed |= src.back() != s;
+  }
+  return changed ? n.with_src(std::move(src)) : n.ptr();
+}
+}  // namespace
+
 UOpPtr substitute(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr>>& replacements) {
   std::unordered_map<const UOp*, UOpPtr> map;
   for (const auto& [from, to] : replacements) map[from.get()] = to;
@@ -290,13 +303,7 @@ UOpPtr substitute(const UOpPtr& root, const std::vector<std::pair<UOpPtr, UOpPtr
       done[n.get()] = it->second;
       continue;
     }
-    std::vector<UOpPtr> src;
-    bool changed = false;
-    for (const auto& s : n->src) {
-      src.push_back(done.at(s.get()));
-      changed |= src.back() != s;
-    }
-    done[n.get()] = changed ? n->with_src(std::move(src)) : n;
+    done[n.get()] = with_substituted_src(*n, done);
   }
   return done.at(root.get());
 }
@@ -318,13 +325,7 @@ UOpPtr substitute_within(const UOpPtr& root, const std::vector<std::pair<UOpPtr,
       if (!done.count(s)) stack.emplace_back(s, 0);
       continue;
     }
-    std::vector<UOpPtr> src;
-    bool changed = false;
-    for (const auto& s : n->src) {
-      src.push_back(done.at(s.get()));
-      changed |= src.back() != s;
-    }
-    done[n] = changed ? n->with_src(std::move(src)) : n->ptr();
+    done[n] = with_substituted_src(*n, done);
     stack.pop_back();
   }
   return done.at(root.get());
