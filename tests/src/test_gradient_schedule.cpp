@@ -112,6 +112,20 @@ int64_t relus_in(const UOpPtr& u) {
   const std::vector<UOpPtr> nodes = toposort(u);
   return std::count_if(nodes.begin(), nodes.end(), is_below_zero_test);
 }
+
+// Each gradient against the reference interpreter, within `tolerance` of its largest element.
+void check_against_reference(const std::vector<Tensor>& g, double tolerance) {
+  for (const Tensor& gi : g) {
+    const ref::RefTensor want = test::reference(gi);
+    const std::vector<float> got = Tensor(gi).realize().to_vector<float>();
+    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+    double largest = 0;
+    for (int64_t e = 0; e < want.size(); ++e) largest = std::max(largest, std::abs(want.at(e)));
+    CHECK(largest > 0);
+    for (int64_t e = 0; e < want.size(); ++e)
+      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= tolerance * largest);
+  }
+}
 }  // namespace
 
 TEST_CASE("relu's mask reads relu's output: no reduce recomputes relu, and the gradients are right") {
@@ -151,16 +165,7 @@ TEST_CASE("relu's mask reads relu's output: no reduce recomputes relu, and the g
   }
   // Float32 sums of at most 11 products, in whatever order and contraction the kernels chose:
   // within 1e-5 of the gradient's largest element (as the reference interpreter computes it).
-  for (const Tensor& gi : g) {
-    const ref::RefTensor want = test::reference(gi);
-    const std::vector<float> got = Tensor(gi).realize().to_vector<float>();
-    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-    double largest = 0;
-    for (int64_t e = 0; e < want.size(); ++e) largest = std::max(largest, std::abs(want.at(e)));
-    CHECK(largest > 0);
-    for (int64_t e = 0; e < want.size(); ++e)
-      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= 1e-5 * largest);
-  }
+  check_against_reference(g, 1e-5);
 }
 
 namespace {
@@ -172,19 +177,6 @@ int64_t largest_buffer(const Schedule& s) {
   return most;
 }
 
-// Each gradient against the reference interpreter, within `tolerance` of its largest element.
-void check_against_reference(const std::vector<Tensor>& g, double tolerance) {
-  for (const Tensor& gi : g) {
-    const ref::RefTensor want = test::reference(gi);
-    const std::vector<float> got = Tensor(gi).realize().to_vector<float>();
-    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-    double largest = 0;
-    for (int64_t e = 0; e < want.size(); ++e) largest = std::max(largest, std::abs(want.at(e)));
-    CHECK(largest > 0);
-    for (int64_t e = 0; e < want.size(); ++e)
-      CHECK(std::abs(got[static_cast<size_t>(e)] - want.at(e)) <= tolerance * largest);
-  }
-}
 }  // namespace
 
 TEST_CASE("residual blocks x + fc2(relu(fc1(LayerNorm(x)))): no buffer of a product's iteration space") {
