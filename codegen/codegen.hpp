@@ -52,6 +52,9 @@ const std::vector<std::string_view>& kernel_pass_names();
 // step under `flags` (codegen/register_tile.hpp), which the scheduler packs b
 // into; 0 when the optimiser is off (no tiles: the plain loop nest).
 int64_t matmul_panel_bytes(const Flags& flags);
+// What one byte written to a buffer and read back costs in ALU ops on the target
+// `flags` compile for (codegen/target.hpp's ops_per_byte): buffer_removal's ratio.
+double memory_ops_per_byte(const Flags& flags);
 // The rows of that tile: the height of the row panels a is packed into (0: none).
 int64_t matmul_panel_rows(const Flags& flags);
 

@@ -53,6 +53,10 @@ int64_t matmul_panel_bytes(const Flags& flags) {
   return tile_panel_bytes(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());
 }
 
+double memory_ops_per_byte(const Flags& flags) {
+  return ops_per_byte(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());
+}
+
 int64_t matmul_panel_rows(const Flags& flags) {
   return matmul_panel_bytes(flags) > 0 ? tile_panel_rows() : 0;
 }

@@ -49,6 +49,16 @@ int64_t detect_l3() {
 }
 }  // namespace
 
+// Bytes a core's L1/L2 moves a cycle, stores and loads of a streamed buffer together
+// (two 64-byte lines per cycle at best; streaming a buffer out and back sustains half).
+constexpr double kCacheBytesPerCycle = 64;
+// Vector ALU ops a core issues a cycle (two FMA pipes).
+constexpr double kVectorOpsPerCycle = 2;
+
+double ops_per_byte(int vector_bytes) {
+  return kVectorOpsPerCycle * (vector_bytes / 4.0) / kCacheBytesPerCycle;
+}
+
 int64_t host_l3_bytes() {
   static const int64_t bytes = detect_l3();
   return bytes;

@@ -14,6 +14,12 @@ int vector_registers(int vector_bytes);
 // Bytes of the L3 cache a core shares, from Linux's sysfs (the per-CCX size on
 // AMD, where sysconf reports the package's); kDefaultL3Bytes if it cannot tell.
 int64_t host_l3_bytes();
+// What writing a value to memory and reading it back costs, in the ALU ops that
+// would recompute it: the arithmetic a core issues while one byte goes to its
+// cache, 2 vector ops a cycle of host_vector_bytes()/4 float lanes each, over
+// kCacheBytesPerCycle (buffer_removal's compute-vs-memory ratio, docs/pipeline.md):
+// 0.5 with AVX-512, 0.25 with AVX2.
+double ops_per_byte(int vector_bytes);
 // The host's name for the width, for logs and docs: "avx512", "avx2", "sse".
 std::string host_vector_isa();
 

@@ -15,4 +15,21 @@ namespace loom {
 // with a symbolic size counts at its upper bound.
 double kernel_flops(const UOpPtr& kernel);
 
+// The arithmetic one element of a value costs (buffer_removal's decision): its ALU
+// ops as kernel_flops counts them, those under a REDUCE once per iteration of the
+// reduce's ranges; the buffers it reads (BUFFER, BUFFERIZE) are loads, not entered.
+double value_ops(const UOpPtr& value);
+
+// The arithmetic one run of `kernel` performs where the linearizer places it: each
+// op once per iteration of every loop open around it (the loops down to the
+// innermost one it needs), not only those it needs, so a value recomputed inside a
+// reduce's loop counts once per iteration of the loops outside that reduce. One
+// exception is the register tile's: inside a reduce, an op that does not need the
+// kernel's innermost loop is computed once per `tile_columns` iterations of it (the
+// tile broadcasts it over its columns; 1: no tile). A LOAD or STORE of an element
+// costs its bytes at `ops_per_byte` (codegen/target.hpp's ratio), so that storing a
+// value and loading it back is not free. The recompute check's measure
+// (docs/pipeline.md).
+double kernel_cost(const UOpPtr& kernel, int64_t tile_columns = 1, double ops_per_byte = 0);
+
 }  // namespace loom

@@ -13,6 +13,7 @@ enum class PlantedFault : uint8_t {
   FlipConstantSub,      // the simplifier rewrites float x - c to x + c (a flipped sign)
   DoubledSqrtGradient,  // the gradient rule of SQRT drops its factor 1/2: g / sqrt(x)
   LoadPastEnd,          // kernel_split reads each input at index + 1: one past the end at the last element
+  InlineEveryBuffer,    // buffer_removal inlines every proposed buffer, whatever recomputing it costs
 };
 
 // Thread-safe; process-wide.

@@ -28,7 +28,7 @@ enum class Placement : uint8_t {
   Unused,     // nothing reads it (an ASSIGN's target view)
   Fused,      // computed inside its consumers' loops, at the one index they all read
   Realized,   // a realization point: a BUFFERIZE no stage removes
-  Candidate,  // a proposed BUFFERIZE: buffer_removal keeps or inlines it
+  Candidate,  // a proposed BUFFERIZE: buffer_removal keeps or inlines it (by its cost, when broadcast)
 };
 
 struct NodeInfo {
@@ -100,7 +100,8 @@ class Rangeifier {
       ni.out = fresh(*x->shape());
     } else if (ni.requests.empty() || is_leaf(x->op)) {
       return;  // a leaf is read directly by each consumer at its own index
-    } else if (agree && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
+    } else if (agree && !(ni.under_expand && (x->op == Op::REDUCE_AXIS || is_alu(x->op))) &&
+               !(x->op == Op::REDUCE_AXIS && read_in_reduce(ni.requests[0]))) {
       ni.placement = Placement::Fused;
       ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
     } else {
@@ -108,6 +109,13 @@ class Rangeifier {
       ni.out = fresh(*x->shape());
     }
     if (!is_leaf(x->op)) plan(x, ni);
+  }
+
+  // A read inside a consumer's reduce loop: a reduce fused there would nest its loop
+  // in the consumer's (a pool over a convolution), so it is proposed a buffer.
+  static bool read_in_reduce(const Access& a) {
+    return std::any_of(a.idx.begin(), a.idx.end(),
+                       [](const UOpPtr& i) { return i->ranges().has_kind(AxisKind::Reduce); });
   }
 
   // Where a fused node must be computed: wherever any consumer reads it. Consumers
@@ -216,7 +224,8 @@ constexpr int64_t kMaxKernelOps = 4000;
 // node's size is its own cost (1 for arithmetic, casts and reduces; 0 for
 // constants and movement, which become index math) plus the sizes of its
 // sources inside the same region (a shared source counts once per use, an
-// overestimate). A source that would take the region past the cap is realized.
+// overestimate). A source that would take the region past the cap is realized
+// (through its movement ops: the value, not its broadcast).
 void cap_kernel_size(const std::vector<UOpPtr>& nodes, std::unordered_set<const UOp*>& points) {
   std::unordered_map<const UOp*, int64_t> size;
   for (const auto& n : nodes) {
@@ -224,7 +233,11 @@ void cap_kernel_size(const std::vector<UOpPtr>& nodes, std::unordered_set<const 
     for (const auto& src : n->src) {
       if (src->op == Op::BUFFER || points.count(src.get())) continue;
       if (s + size[src.get()] > kMaxKernelOps) {
-        points.insert(src.get());  // too big to fuse in: its region ends at its own buffer
+        // Too big to fuse in: its region ends at its own buffer. A movement op is
+        // seen through: realized, a broadcast would be stored at its full shape.
+        const UOp* point = src.get();
+        while (is_movement(point->op)) point = point->src[0].get();
+        if (!is_leaf(point->op)) points.insert(point);
         continue;
       }
       s += size[src.get()];

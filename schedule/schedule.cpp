@@ -1,5 +1,6 @@
 #include "schedule/schedule.hpp"
 
+#include "ir/kernel_cost.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/profile.hpp"
 #include "schedule/kernel_split.hpp"
@@ -27,12 +28,32 @@ Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory
     notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
   std::vector<bool> in_place(into.size());
   for (size_t i = 0; i < into.size(); ++i) in_place[i] = into[i] != nullptr;
-  const UOpPtr staged_buffers =
-      buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows, in_place);
+  const UOpPtr staged_buffers = buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows,
+                                              in_place, {options.ops_per_byte, options.materialise});
   ProfileSpan span("stage", "kernel_split");
   return split_kernels(
       staged_buffers, make_buffer, into,
       [&](const UOpPtr& ast, std::vector<KernelPassRun>& ran) { return kernel_stages(ast, *flags, ran); });
+}
+
+double schedule_cost(const Schedule& schedule, const ScheduleOptions& options) {
+  const int64_t tile_columns = options.panel_bytes / 4;  // float32 columns (schedule/panel_packing.hpp)
+  double total = 0;
+  for (const ScheduledKernel& k : schedule.kernels)
+    total += kernel_cost(k.ast, tile_columns, options.ops_per_byte);
+  return total;
+}
+
+RecomputeCost schedule_recompute(const std::vector<UOpPtr>& targets, const Schedule& schedule,
+                                 const ScheduleOptions& options) {
+  ScheduleOptions all = options;
+  all.materialise = true;
+  int64_t fresh = 0;  // ids no input placeholder (src/plan.cpp) or real buffer has
+  const BufferFactory scratch = [&fresh](DType dtype, int64_t size) {
+    return UOp::make(Op::BUFFER, dtype, {}, std::vector<int64_t>{-(int64_t{1} << 40) - fresh++, size});
+  };
+  return {schedule_cost(schedule, options),
+          schedule_cost(create_schedule(targets, scratch, {}, all), options)};
 }
 
 }  // namespace loom

@@ -33,9 +33,16 @@ bool is_buffer_view(const UOpPtr& u);
 // What the scheduler is told of the code generator: the width of a register
 // tile's column panel in bytes (schedule/panel_packing.hpp; 0: no tiles, so
 // no packing), and its rows, the height of a's row panels (0: a not packed).
+// ops_per_byte: what writing a byte to a buffer and reading it back costs in the
+// ALU ops that would recompute it (codegen/target.hpp; buffer_removal's cost rule).
+// materialise: every proposed buffer stays (the schedule the recompute ratio is
+// measured against: schedule_recompute below).
 struct ScheduleOptions {
   int64_t panel_bytes = 0;
   int64_t panel_rows = 0;
+  double ops_per_byte = kDefaultOpsPerByte;
+  bool materialise = false;
+  static constexpr double kDefaultOpsPerByte = 0.25;  // AVX2's (codegen/target.hpp)
 };
 
 // `into[i]`, when given and not null, is an existing BUFFER that target i is
@@ -46,5 +53,19 @@ struct ScheduleOptions {
 // `into[i]` were null.
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
                          const std::vector<UOpPtr>& into = {}, const ScheduleOptions& options = {});
+
+// The cost of a schedule (ir/kernel_cost.hpp's kernel_cost, summed over its kernels:
+// arithmetic, and loads and stores at options.ops_per_byte; the register tile's
+// columns from `options`), and of the fully
+// materialised schedule of the same targets (every proposed buffer kept: each
+// value computed once). Their ratio is the recompute ratio loom-fuzz bounds and
+// LOOM_DEBUG=1 prints (docs/pipeline.md).
+struct RecomputeCost {
+  double schedule = 0, materialised = 0;
+  double ratio() const { return materialised > 0 ? schedule / materialised : 1.0; }
+};
+double schedule_cost(const Schedule& schedule, const ScheduleOptions& options);
+RecomputeCost schedule_recompute(const std::vector<UOpPtr>& targets, const Schedule& schedule,
+                                 const ScheduleOptions& options);
 
 }  // namespace loom

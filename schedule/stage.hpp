@@ -33,6 +33,14 @@ struct RangePlace {
   size_t position = 0, count = 0, reduce_reach = 0;
 };
 
+// buffer_removal's cost rule: what a byte written and read back costs in ALU ops
+// (codegen/target.hpp), and whether every proposed buffer stays (the fully
+// materialised schedule the recompute ratio is measured against).
+struct BufferCosts {
+  double ops_per_byte = 0.25;
+  bool materialise = false;
+};
+
 struct StageContext {
   const Flags& flags;
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
@@ -41,6 +49,9 @@ struct StageContext {
   // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
   std::unordered_map<const UOp*, RangePlace> range_places = {};
   std::vector<UOpPtr> held = {};
+  // buffer_removal: how many reads each proposed buffer has (keyed by its first range).
+  std::unordered_map<const UOp*, int64_t> buffer_reads = {};
+  BufferCosts costs = {};
   // multi_output: per root of the graph, whether it is written in place (an assign).
   std::vector<bool> in_place_roots = {};
   // range_merge: the loops more than one END of the kernel lists (several outputs).

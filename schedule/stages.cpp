@@ -51,9 +51,10 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 }
 
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows,
-                     const std::vector<bool>& in_place_roots) {
+                     const std::vector<bool>& in_place_roots, const BufferCosts& costs) {
   StageContext ctx{flags, {}, panel_bytes, panel_rows};
   ctx.in_place_roots = in_place_roots;
+  ctx.costs = costs;
   place_ranges(sink, ctx);
   const UOpPtr out = run_stages("buffer_stages",
                                 {kIndexSimplifier,

@@ -10,6 +10,7 @@
 #include "ir/flags.hpp"
 #include "ir/uop.hpp"
 #include "schedule/kernel_split.hpp"
+#include "schedule/stage.hpp"
 
 #include <vector>
 
@@ -23,7 +24,7 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 // none), then multi_output (which leaves the roots `in_place_roots` marks alone),
 // and then the realization markers dropped: what kernel_split takes.
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes = 0, int64_t panel_rows = 0,
-                     const std::vector<bool>& in_place_roots = {});
+                     const std::vector<bool>& in_place_roots = {}, const BufferCosts& costs = {});
 
 // The per-kernel stages on one kernel's AST (docs/kernel-ir.md), its ranges
 // renumbered after; each group's run is appended to `ran` (kernel_split

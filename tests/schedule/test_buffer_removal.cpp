@@ -1,11 +1,18 @@
 // buffer_removal, rule by rule: each Before graph (loom's text form) goes in,
 // the After graph is compared by pointer; each keep rule is shown refusing.
+#include "ir/planted_fault.hpp"
 #include "schedule/buffer_removal.hpp"
+#include "schedule/schedule.hpp"
 #include "stage_testing.hpp"
+#include "support/graph_builders.hpp"
+#include "support/kernel_interpreter.hpp"
+#include "support/reference_interpreter.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 using namespace loom;
@@ -152,7 +159,8 @@ TEST_CASE("a value reading more than 3 buffers keeps its buffer; 3 are inlined")
   CHECK(apply_stage(buffer_removal(), three) != expect(three));
 }
 
-TEST_CASE("an exp read inside a reduce's loop keeps its buffer; a negation is inlined there") {
+TEST_CASE(
+    "an exp read once per element inside a reduce's loop is inlined: a buffer would compute it as often") {
   auto graph = [](const char* op) {
     return fmt::format(R"(
 %n = CONST i64 [4]
@@ -171,18 +179,19 @@ TEST_CASE("an exp read inside a reduce's loop keeps its buffer; a negation is in
 )",
                        op);
   };
-  CHECK(apply_stage(buffer_removal(), graph("EXP2")) == expect(graph("EXP2")));
-  CHECK(apply_stage(buffer_removal(), graph("NEG")) == expect(R"(
+  for (const char* op : {"EXP2", "NEG"})
+    CHECK(apply_stage(buffer_removal(), graph(op)) == expect(fmt::format(R"(
 %n = CONST i64 [4]
 %k = RANGE i64 %n [axis 5 reduce]
 %x = BUFFER f32 [(1 4)]
 %ix = INDEX f32* %x, %k
 %lx = LOAD f32 %ix
-%v = NEG f32 %lx
+%v = {} f32 %lx
 %s = REDUCE f32 %v, %k [reduce ADD ()]
 %out = CONTIGUOUS f32 %s
 %root = BUFFERIZE f32 %out [()]
-)"));
+)",
+                                                                         op)));
 }
 
 TEST_CASE("BUFFERIZE(CONST) reads as the constant, under the read's validity") {
@@ -338,4 +347,137 @@ TEST_CASE("a row's reduce read by the kernel over those rows is inlined there: o
   // reads each once anyway: both keep the buffer.
   CHECK(count_op(remove_buffers(row_max_read("%r8, %r7", "8 4")), Op::BUFFERIZE) == 2);
   CHECK(count_op(remove_buffers(row_max_read("%r7", "4", "%d = NEG f32 %lb")), Op::BUFFERIZE) == 2);
+}
+
+// ---- the cost rule on whole schedules (issue 24's programs, small) ----
+namespace {
+
+UOpPtr moved(Op op, const UOpPtr& x, Shape shape) { return UOp::make(op, x->dtype, {x}, std::move(shape)); }
+UOpPtr filled(double v, const Shape& shape) {
+  return moved(Op::EXPAND, moved(Op::RESHAPE, const_float(DType::Float32, v), Shape(shape.size(), 1)), shape);
+}
+// a [m, k] @ b [k, n], written as tinygrad and loom's front end write it.
+UOpPtr product(const UOpPtr& a, const UOpPtr& b, int64_t m, int64_t k, int64_t n) {
+  const UOpPtr x = moved(Op::EXPAND, moved(Op::RESHAPE, a, {m, k, 1}), {m, k, n});
+  const UOpPtr y = moved(Op::EXPAND, moved(Op::RESHAPE, b, {1, k, n}), {m, k, n});
+  return moved(Op::RESHAPE, gb::reduce_axis(x * y, Op::ADD, {1}), {m, n});
+}
+// GELU's cost without its constants: x * 2^x (EXP2 becomes a polynomial of ~20 ops).
+UOpPtr expensive(const UOpPtr& x) { return x * alu(Op::EXP2, {x}); }
+
+// 16 float columns a register tile panel (AVX2's), as test_panel_packing.
+constexpr int64_t kPanelBytes = 64;
+
+struct Inputs {
+  std::map<const UOp*, std::vector<float>> data;
+  const UOpPtr& add(const UOpPtr& buffer) {
+    std::vector<float>& v = data[buffer.get()];
+    v.resize(static_cast<size_t>(buffer->get<std::vector<int64_t>>().at(1)));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>((i * 37 + data.size() * 11) % 19) / 8.0f - 1.1f;
+    return buffer;
+  }
+};
+
+// Runs the schedule's kernels in order with the kernel-IR interpreter and compares
+// the target with the reference interpreter's value of `root`.
+void check_values(const UOpPtr& root, const Schedule& s, Inputs in) {
+  std::map<const UOp*, std::vector<float>> memory = in.data;
+  for (const ScheduledKernel& k : s.kernels) {
+    std::vector<void*> slots;
+    for (const UOpPtr& b : k.buffers) {
+      std::vector<float>& m = memory[b.get()];
+      m.resize(static_cast<size_t>(b->get<std::vector<int64_t>>().at(1)));
+      slots.push_back(m.data());
+    }
+    interpret_kernel(k.ast, slots.data(), {});
+  }
+  const UOpPtr result = s.results.at(0)->op == Op::RESHAPE ? s.results[0]->src[0] : s.results[0];
+  const std::vector<float>& got = memory.at(result.get());
+  const ref::RefTensor want =
+      ref::evaluate(root, [&](const UOpPtr& b) -> const void* { return in.data.at(b.get()).data(); });
+  REQUIRE(got.size() == want.f.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want.f[i]).epsilon(1e-4));
+}
+
+Schedule scheduled(const UOpPtr& root) {
+  gb::FakeBuffers fb;
+  return create_schedule({root}, fb.factory(), {}, ScheduleOptions{kPanelBytes, 0});
+}
+
+size_t kernels_with(const Schedule& s, Op op) {
+  return static_cast<size_t>(
+      std::count_if(s.kernels.begin(), s.kernels.end(),
+                    [op](const ScheduledKernel& k) { return gb::count_op(k.ast, op) > 0; }));
+}
+
+bool reads(const ScheduledKernel& k, const UOpPtr& buffer) {
+  return std::find(k.buffers.begin() + static_cast<std::ptrdiff_t>(k.outputs), k.buffers.end(), buffer) !=
+         k.buffers.end();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "an expensive value read by a matmul is a buffer the matmul reads: it is computed once, not per panel") {
+  // fc2(gelu(h)): h [8, 16], w [16, 96]. Inlined, the value would run once per panel of
+  // 16 columns, 6 times per element; its buffer costs 2 * 4 bytes an element.
+  Inputs in;
+  const UOpPtr h = in.add(gb::input(1, {128})), w = in.add(gb::input(2, {16 * 96}));
+  const UOpPtr root =
+      product(expensive(moved(Op::RESHAPE, h, {8, 16})), moved(Op::RESHAPE, w, {16, 96}), 8, 16, 96);
+  const Schedule s = scheduled(root);
+  REQUIRE(s.kernels.size() >= 2);
+  CHECK(kernels_with(s, Op::EXP2) == 1);
+  const ScheduledKernel& mm = s.kernels.back();
+  CHECK(gb::count_op(mm.ast, Op::EXP2) == 0);
+  const auto value = std::find_if(s.kernels.begin(), s.kernels.end(),
+                                  [](const ScheduledKernel& k) { return gb::count_op(k.ast, Op::EXP2) > 0; });
+  CHECK(reads(mm, value->buffers[0]));
+  check_values(root, s, in);
+  SUBCASE("with the planted fault that inlines everything, the value runs in the matmul's loop") {
+    set_planted_fault(PlantedFault::InlineEveryBuffer);
+    const Schedule inlined = scheduled(root);
+    set_planted_fault(PlantedFault::None);
+    CHECK(gb::count_op(inlined.kernels.back().ast, Op::EXP2) == 1);
+    CHECK(kernels_with(inlined, Op::EXP2) == 1);
+    check_values(root, inlined, in);
+  }
+  SUBCASE("read once per element (no broadcast), the same value is fused") {
+    const UOpPtr sum = gb::reduce_axis(expensive(moved(Op::RESHAPE, h, {8, 16})), Op::ADD, {1});
+    CHECK(scheduled(sum).kernels.size() == 1);
+  }
+}
+
+TEST_CASE("a cheap add of loads still fuses into the matmul that reads it") {
+  Inputs in;
+  const UOpPtr h = in.add(gb::input(1, {128})), g = in.add(gb::input(3, {128})),
+               w = in.add(gb::input(2, {16 * 96}));
+  const UOpPtr a = moved(Op::RESHAPE, h, {8, 16}) + moved(Op::RESHAPE, g, {8, 16});
+  const UOpPtr root = product(a, moved(Op::RESHAPE, w, {16, 96}), 8, 16, 96);
+  const Schedule s = scheduled(root);
+  const ScheduledKernel& mm = s.kernels.back();
+  CHECK(reads(mm, h));  // the add is in the matmul's loop, on h and g themselves
+  CHECK(reads(mm, g));
+  for (const ScheduledKernel& k : s.kernels) CHECK_FALSE(reads(k, h) != (&k == &mm));  // no kernel of its own
+  check_values(root, s, in);
+}
+
+TEST_CASE("a 2x2 max pool over a convolution reads the convolution from a buffer") {
+  // conv: relu(patches [4*36, 9] @ w [9, 8]) as [4, 6, 6, 8]; the pool over 2x2 windows.
+  // Fused, the convolution's reduce would nest inside the pool's loop.
+  Inputs in;
+  const UOpPtr p = in.add(gb::input(1, {4 * 36 * 9})), w = in.add(gb::input(2, {9 * 8}));
+  const UOpPtr conv = product(moved(Op::RESHAPE, p, {144, 9}), moved(Op::RESHAPE, w, {9, 8}), 144, 9, 8);
+  const UOpPtr relu = alu(Op::MAX, {conv, filled(0.0, {144, 8})});
+  const UOpPtr windows = moved(Op::RESHAPE, relu, {4, 3, 2, 3, 2, 8});
+  const UOpPtr root = gb::reduce_axis(windows, Op::MAX, {2, 4});
+  const Schedule s = scheduled(root);
+  REQUIRE(s.kernels.size() == 2);
+  const ScheduledKernel &c = s.kernels[0], &pool = s.kernels[1];
+  CHECK(gb::count_op(c.ast, Op::REDUCE) == 1);
+  CHECK(gb::count_op(pool.ast, Op::REDUCE) == 1);  // the pool's max only
+  CHECK(reads(pool, c.buffers[0]));
+  CHECK_FALSE(reads(pool, p));
+  check_values(root, s, in);
 }
