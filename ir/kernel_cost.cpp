@@ -90,7 +90,7 @@ std::unordered_map<const UOp*, RangeSet> needed_ranges(const std::vector<UOpPtr>
 
 }  // namespace
 
-double value_ops(const UOpPtr& value) {
+double value_ops(const UOpPtr& value, double ops_per_byte) {
   // The value's own nodes, sources first: reads of buffers are loads, not entered.
   std::vector<const UOp*> order;
   std::unordered_set<const UOp*> seen;
@@ -125,7 +125,10 @@ double value_ops(const UOpPtr& value) {
     if (u->op != Op::BUFFER && u->op != Op::BUFFERIZE)
       for (const UOpPtr& s : u->src) mine = merge(mine, under.at(s.get()));
     if (u->op == Op::RANGE && u->get<AxisArg>().kind == AxisKind::Reduce) mine = merge(mine, {u});
-    const double own = addressing.contains(u) ? 0 : cost_ops(*u);
+    const double own = addressing.contains(u) ? 0
+                       : u->op == Op::LOAD
+                           ? ops_per_byte * static_cast<double>(u->dtype.itemsize()) * u->dtype.lanes
+                           : cost_ops(*u);
     if (own != 0) {
       double iterations = 1;
       for (const UOp* r : mine) iterations *= trip(r);

@@ -17,8 +17,9 @@ double kernel_flops(const UOpPtr& kernel);
 
 // The arithmetic one element of a value costs (buffer_removal's decision): its ALU
 // ops as kernel_flops counts them, those under a REDUCE once per iteration of the
-// reduce's ranges; the buffers it reads (BUFFER, BUFFERIZE) are loads, not entered.
-double value_ops(const UOpPtr& value);
+// reduce's ranges; the buffers it reads (BUFFER, BUFFERIZE) are loads, not entered,
+// each costing its bytes at `ops_per_byte` (0: loads are free).
+double value_ops(const UOpPtr& value, double ops_per_byte = 0);
 
 // The arithmetic one run of `kernel` performs where the linearizer places it: each
 // op once per iteration of every loop open around it (the loops down to the

@@ -71,30 +71,32 @@ UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
   return where_valid(valid, substitute_ranges(buffer->src[0], subs, valid));
 }
 
-// A value of at most this many ALU ops per element is inlined wherever it is read:
-// recomputing it costs about what loading it from a buffer would (a load, a cast,
-// an add or a scale of loads; panel_packing's kCheapA likewise).
+// A value of at most this many ALU ops per element that one read uses inside a
+// reduce's loop is inlined there: recomputing it costs about what loading it from a buffer would (a load, a
+// cast, an add or a scale of loads; panel_packing's kCheapA likewise).
 constexpr double kCheapOps = 2;
 
 double trip(const UOp* range) { return static_cast<double>(std::max<int64_t>(range->src.at(0)->vmax(), 1)); }
 
 // The key of a proposed buffer that rewriting keeps: its first range (a buffer's
-// ranges are its own and never rewritten), or null for a buffer of none.
+// ranges are its own and never rewritten), or for a buffer of none its value (as
+// long as nothing in it is rewritten; place_ranges holds it).
 const UOp* buffer_key(const UOp& buffer) {
   for (size_t i = 1; i < buffer.src.size(); ++i)
     if (buffer.src[i]->op == Op::RANGE) return buffer.src[i].get();
-  return nullptr;
+  return buffer.src[0].get();
 }
 
 // How many times the reader computes the value per element it reads, were it
 // inlined at `index`: once per iteration of the reader's loops that the read does
 // not depend on and that are open around it (where codegen places it). A read inside
-// a reduce's loop runs under all of the reader's loops, the innermost one in steps of
-// the register tile's `tile_columns` (the tile broadcasts a value over its columns);
-// a read outside any reduce only under the loops outside its innermost range (a value
-// of the rows, read along the columns, is computed once per row). The reader's loops
-// are the ranges of the buffer it fills (place_ranges).
-double recompute_factor(const UOpPtr& index, const StageContext& ctx, int64_t tile_columns) {
+// a reduce's loop runs under all of the reader's loops; a read outside any reduce
+// only under the loops outside its innermost range (a value of the rows, read along
+// the columns, is computed once per row). The reader's loops are the ranges of the
+// buffer it fills (place_ranges). The register tile's broadcast of a matmul's a over
+// its columns is not counted: a reduce may be collapsed away (a one-hot's) and leave
+// the value under every loop.
+double recompute_factor(const UOpPtr& index, const StageContext& ctx) {
   const OpenRanges& reads_at = index->ranges();
   const UOp* reader = nullptr;
   for (const UOp* r : reads_at)
@@ -103,41 +105,39 @@ double recompute_factor(const UOpPtr& index, const StageContext& ctx, int64_t ti
   std::vector<const UOp*> loops;
   for (size_t i = 1; i < reader->src.size(); ++i)
     if (reader->src[i]->op == Op::RANGE) loops.push_back(reader->src[i].get());
-  const bool in_reduce = reads_at.has_kind(AxisKind::Reduce);
   size_t open = loops.size();  // the loops open around the read: all of them inside a reduce
-  if (!in_reduce) {
+  if (!reads_at.has_kind(AxisKind::Reduce)) {
     open = 0;
     for (size_t i = 0; i < loops.size(); ++i)
       if (reads_at.contains(loops[i])) open = i + 1;
   }
   double factor = 1;
-  for (size_t i = 0; i < open; ++i) {
-    if (reads_at.contains(loops[i])) continue;
-    const bool tiled = in_reduce && i + 1 == loops.size();
-    factor *= tiled ? std::ceil(trip(loops[i]) / static_cast<double>(tile_columns)) : trip(loops[i]);
-  }
+  for (size_t i = 0; i < open; ++i)
+    if (!reads_at.contains(loops[i])) factor *= trip(loops[i]);
   return factor;
 }
 
 // The cost rule: does recomputing the value wherever its reads would compute it cost
-// more arithmetic than writing its buffer once and reading it back? Recomputing costs
-// its ops per element (ir/kernel_cost.hpp's value_ops) times the evaluations beyond the
-// buffer's one per element: this read's elements times its recompute factor, times the
-// buffer's reads (assumed alike). The buffer costs its bytes twice (written, read back)
-// at ctx.costs.ops_per_byte ALU ops a byte (codegen/target.hpp).
+// more than writing its buffer once and reading it back? Recomputing costs its ops
+// per element (ir/kernel_cost.hpp's value_ops, its loads at ops_per_byte) times the
+// evaluations beyond the buffer's one per element: this read's iterations (a padded
+// read's masked ones too) times its recompute factor, times the buffer's reads
+// (assumed alike). The buffer costs its bytes twice (written, read back) at
+// ctx.costs.ops_per_byte ALU ops a byte (codegen/target.hpp). A value of at most
+// kCheapOps arithmetic ops that one read uses inside a reduce's loop (an add of
+// inputs in a matmul) is inlined: in a matmul's tile it is computed once per panel
+// of columns, and a reduce's loop is where the collapses need it.
 bool recompute_costs_more(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
-  const double ops = value_ops(buffer->src[0]);
-  if (ops <= kCheapOps) return false;
-  const double elements = static_cast<double>(buffer_size(*buffer));
-  double read = 1;  // the elements this read evaluates: its ranges' iterations, at most the buffer's
-  for (const UOp* r : index->ranges()) read *= trip(r);
-  read = std::min(read, elements);
-  const int64_t tile_columns = std::max<int64_t>(ctx.panel_bytes / buffer->dtype.itemsize(), 1);
+  const UOpPtr& value = buffer->src[0];
   int64_t reads = 1;
-  if (const UOp* key = buffer_key(*buffer))
-    if (const auto it = ctx.buffer_reads.find(key); it != ctx.buffer_reads.end())
-      reads = std::max<int64_t>(it->second, 1);
-  const double evaluations = read * recompute_factor(index, ctx, tile_columns) * static_cast<double>(reads);
+  if (const auto it = ctx.buffer_reads.find(buffer_key(*buffer)); it != ctx.buffer_reads.end())
+    reads = std::max<int64_t>(it->second, 1);
+  if (reads == 1 && index->ranges().has_kind(AxisKind::Reduce) && value_ops(value) <= kCheapOps) return false;
+  const double ops = value_ops(value, ctx.costs.ops_per_byte);
+  const double elements = static_cast<double>(buffer_size(*buffer));
+  double read = 1;  // the iterations this read evaluates
+  for (const UOp* r : index->ranges()) read *= trip(r);
+  const double evaluations = read * recompute_factor(index, ctx) * static_cast<double>(reads);
   const double recompute = ops * (evaluations - elements);
   const double memory =
       ctx.costs.ops_per_byte * 2.0 * static_cast<double>(buffer->dtype.itemsize()) * elements;
@@ -254,8 +254,10 @@ UOpPtr read_constant(const Match& m) {
 
 void place_ranges(const UOpPtr& root, StageContext& ctx) {
   for (const UOpPtr& u : toposort(root)) {
-    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE)
-      if (const UOp* key = buffer_key(*u->src[0])) ++ctx.buffer_reads[key];
+    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) {
+      ++ctx.buffer_reads[buffer_key(*u->src[0])];
+      ctx.held.push_back(u->src[0]->src[0]);
+    }
     if (u->op != Op::BUFFERIZE) continue;
     std::vector<UOpPtr> ranges;
     for (size_t i = 1; i < u->src.size(); ++i)
