@@ -195,9 +195,9 @@ bool reduced_once_per_row(const UOpPtr& buffer, const Reads& reads, const UOpPtr
 // Should this proposed buffer stay? (Its consumers' reads are what decide.)
 bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
   const UOpPtr& value = buffer->src[0];
-  if (value->op == Op::CONTIGUOUS) return true;                          // a realization point
-  if (planted_fault() == PlantedFault::InlineEveryBuffer) return false;  // ir/planted_fault.hpp
+  if (value->op == Op::CONTIGUOUS) return true;  // a realization point
   if (ctx.costs.materialise) return true;
+  if (planted_fault() == PlantedFault::InlineEveryBuffer) return false;  // ir/planted_fault.hpp
   const Reads r = reads_of(value);
   if (r.buffers.empty())
     return false;  // index math (an arange, a one-hot's compare): the collapses need it inlined

@@ -369,8 +369,11 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
   run_plan(*plan, bind_plan(*plan, sig), pending, *flags);
   if (flags->debug >= 1)
-    log().info("realize: {} kernel{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
-               plan->kernels.size() == 1 ? "" : "s", ms_since(t0), hit ? "hit" : "miss");
+    log().info("realize: {} kernel{} in {:.3f} ms (schedule cache {}){}", plan->kernels.size(),
+               plan->kernels.size() == 1 ? "" : "s", ms_since(t0), hit ? "hit" : "miss",
+               plan->recompute ? fmt::format(", {:.4g} ops, recompute ratio {:.3f}",
+                                             plan->recompute->schedule, plan->recompute->ratio())
+                               : "");
 }
 }  // namespace
 

@@ -47,8 +47,10 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     return placeholder(dtype, plan.inputs + plan.allocations.size() - 1, size);
   };
   // b of a matmul is packed in panels as wide as the tile codegen will give it.
-  const ScheduleOptions options{matmul_panel_bytes(*flags()), matmul_panel_rows(*flags())};
+  const ScheduleOptions options{matmul_panel_bytes(*flags()), matmul_panel_rows(*flags()),
+                                memory_ops_per_byte(*flags())};
   Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
+  if (flags()->debug >= 1) plan.recompute = schedule_recompute(abstract->src, schedule, options);
   for (auto& k : schedule.kernels) {
     PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));

@@ -4,6 +4,7 @@
 // named by its index in the run's buffer table: the graph's input BUFFERs by
 // position (src/graph_key.hpp) first, then the buffers the plan allocates. The
 // engine binds real buffers to the table and runs the kernels in order.
+#include "schedule/schedule.hpp"
 #include "src/graph_key.hpp"
 
 #include <optional>
@@ -41,6 +42,8 @@ struct Plan {
   std::vector<PlanKernel> kernels;      // in dependency order
   std::vector<PlanResult> results;      // one per target
   std::vector<PlanMemory> memory;       // per allocation: dead intermediates' memory reused
+  // LOOM_DEBUG=1 and up: the schedule's arithmetic and its recompute ratio (schedule/schedule.hpp).
+  std::optional<RecomputeCost> recompute;
 };
 
 // Schedules `targets` (whose graph `sig` describes) with each input BUFFER

@@ -2,11 +2,14 @@
 // realize, which may write into input buffers), then loom's, compared per
 // output with the tolerance of its dtype and op class; for a gradient program,
 // loom's gradients of output 0 against finite differences (fuzz/gradient_check).
+#include "codegen/codegen.hpp"
 #include "fuzz/compare.hpp"
 #include "fuzz/fuzz.hpp"
 #include "fuzz/gradient_check.hpp"
 #include "fuzz/kernel_checker.hpp"
 #include "fuzz/op_class.hpp"
+#include "ir/flags.hpp"
+#include "schedule/schedule.hpp"
 #include "src/engine.hpp"
 #include "src/schedule_cache.hpp"
 #include "support/reference_interpreter.hpp"
@@ -73,6 +76,23 @@ void count_coverage(const std::vector<Tensor>& outputs, Coverage& c) {
   for (const auto& r : ranks) ++c.ranks[r];
 }
 
+// The recompute ratio of realizing `targets` (schedule/schedule.hpp), with the options
+// the engine schedules with (src/plan.cpp).
+double recompute_ratio(const std::vector<Tensor>& tensors) {
+  std::vector<UOpPtr> targets;
+  for (const auto& t : tensors)
+    if (!is_buffer_view(t.node()->uop)) targets.push_back(t.node()->uop);
+  if (targets.empty()) return 1;
+  const Flags& f = *flags();
+  const ScheduleOptions options{matmul_panel_bytes(f), matmul_panel_rows(f), memory_ops_per_byte(f)};
+  int64_t fresh = 0;  // ids no real buffer has
+  const BufferFactory scratch = [&fresh](DType dtype, int64_t size) {
+    return UOp::make(Op::BUFFER, dtype, {}, std::vector<int64_t>{-(int64_t{1} << 41) - fresh++, size});
+  };
+  const Schedule schedule = create_schedule(targets, scratch, {}, options);
+  return schedule_recompute(targets, schedule, options).ratio();
+}
+
 }  // namespace
 
 Outcome check_graph(const std::string& graph_text, const CheckOptions& options, Coverage* coverage) {
@@ -102,6 +122,13 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     out.failure = Failure{"error", fmt::format("gradient threw: {}", e.what())};
     return out;
   }
+  std::vector<Tensor> all = outputs;  // the gradients in the same schedule, as backward() does
+  if (gradient) all.insert(all.end(), gradient->gradients().begin(), gradient->gradients().end());
+  try {
+    out.recompute_ratio = recompute_ratio(all);
+  } catch (const Error&) {
+    // realize below reports the error with its kind
+  }
   Coverage local;
   {
     KernelChecker checker(options.kernel_checker, &local);
@@ -114,8 +141,6 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     detail::schedule_cache().clear();
     const auto kernels_before = counters().kernels_executed;
     try {
-      std::vector<Tensor> all = outputs;  // the gradients in the same schedule, as backward() does
-      if (gradient) all.insert(all.end(), gradient->gradients().begin(), gradient->gradients().end());
       realize(all);
     } catch (const Error& e) {
       out.failure = Failure{"error", fmt::format("realize threw: {}", e.what())};
@@ -142,6 +167,12 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
       out.failure = Failure{"mismatch", fmt::format("gradient {}: {}", i, diff)};
       return out;
     }
+  }
+  if (out.recompute_ratio > kRecomputeBound) {
+    out.failure = Failure{"recompute", fmt::format("the schedule does {:.3f}x the arithmetic of the fully "
+                                                   "materialised schedule (bound {})",
+                                                   out.recompute_ratio, kRecomputeBound)};
+    return out;
   }
   if (gradient) {
     Coverage grad_coverage;

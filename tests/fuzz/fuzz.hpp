@@ -46,7 +46,15 @@ struct Outcome {
   bool valid = true;  // false: the reference refused the program (a generator bug, not loom's)
   std::string invalid_reason;
   std::optional<Failure> failure;
+  // The schedule's arithmetic over the fully materialised schedule's (docs/pipeline.md):
+  // above kRecomputeBound the program fails as "recompute".
+  double recompute_ratio = 1;
 };
+
+// How much more arithmetic than the fully materialised schedule (every proposed buffer
+// kept, each value computed once) a schedule may do: fusion may recompute cheap values,
+// never multiply expensive ones (docs/fuzzing.md).
+constexpr double kRecomputeBound = 1.25;
 
 // Loads a graph file (include/loom/graph_file.hpp), evaluates it with the
 // reference interpreter, realizes it with loom and compares.
@@ -90,6 +98,9 @@ struct RunResult {
   std::vector<std::string> replay_files;
   std::vector<std::string> shrunk;  // the shrunk graph text per failure
   Coverage coverage;
+  // The recompute ratio over the valid programs: the largest (and its program), the mean.
+  double max_recompute = 0, mean_recompute = 0;
+  uint64_t max_recompute_seed = 0;
 };
 // Programs seed, seed+1, ..., seed+count-1.
 RunResult run(uint64_t seed, int64_t count, const RunOptions& options);

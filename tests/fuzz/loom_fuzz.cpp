@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   loom-fuzz [--seed S] [--count N] [--out DIR] [--steps K] [--bounds-share N]
             [--gradient-share N] [--packed-matmuls] [--no-kernel-check] [--stop]
-            [--verbose] [--coverage] [--plant-fault | --plant-gradient-fault]
+            [--verbose] [--coverage] [--plant-fault | --plant-gradient-fault | --plant-inline-fault]
       runs programs S, S+1, ..., S+N-1 (default: --seed 1 --count 100) against the
       reference interpreter; each failure is shrunk and written to DIR (default
       ./loom-fuzz-failures) as a replay file. --bounds-share N runs every N-th program
@@ -32,7 +32,11 @@ constexpr const char* kUsage = R"(usage:
       Exit status 1 if any failed.
       --plant-fault switches on a deliberately wrong simplifier rule (float x - c
       becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite;
-      --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth).
+      --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth);
+      --plant-inline-fault a buffer_removal that inlines every proposed buffer, to see
+      the recompute bound trip. Every program's schedule must do at most 1.25x the
+      arithmetic of its fully materialised schedule (the recompute ratio, printed with
+      --verbose per program and as mean and max at the end).
   loom-fuzz --replay FILE [--bounds] [--no-kernel-check]
       reruns one replay (any graph file) and says whether it still fails.
 )";
@@ -105,6 +109,8 @@ int main(int argc, char** argv) {
         coverage = true;
       else if (a == "--plant-fault")
         loom::set_planted_fault(loom::PlantedFault::FlipConstantSub);
+      else if (a == "--plant-inline-fault")
+        loom::set_planted_fault(loom::PlantedFault::InlineEveryBuffer);
       else if (a == "--plant-gradient-fault")
         loom::set_planted_fault(loom::PlantedFault::DoubledSqrtGradient);
       else if (a == "--help" || a == "-h") {
@@ -132,6 +138,9 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("FAIL program {}: {}: {}\n", result.failures[i].first,
                              result.failures[i].second.kind, result.failures[i].second.message.substr(0, 400))
               << (i < result.replay_files.size() ? "  replay: " + result.replay_files[i] + "\n" : "");
+  std::cout << fmt::format("loom-fuzz: recompute ratio mean {:.4f}, max {:.4f} (program {}; bound {})\n",
+                           result.mean_recompute, result.max_recompute, result.max_recompute_seed,
+                           loom::fuzz::kRecomputeBound);
   std::cout << fmt::format("loom-fuzz: {} programs from seed {} in {:.1f} s: {} failed, {} invalid\n",
                            result.programs, seed, seconds, result.failures.size(), result.invalid);
   return result.failures.empty() ? 0 : 1;

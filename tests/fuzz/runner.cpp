@@ -35,6 +35,11 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     const std::string text = generate_program(program_seed, generate, &result.coverage);
     const Outcome outcome = check_graph(text, check, &result.coverage);
     ++result.programs;
+    if (outcome.valid) {
+      result.mean_recompute += outcome.recompute_ratio;
+      if (outcome.recompute_ratio > result.max_recompute)
+        result.max_recompute = outcome.recompute_ratio, result.max_recompute_seed = program_seed;
+    }
     if (!outcome.valid) {
       ++result.invalid;
       if (options.verbose)
@@ -42,8 +47,9 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
       continue;
     }
     if (options.verbose)  // a failure's message before shrinking: the replay file has the shrunk one's
-      std::cerr << fmt::format("program {}: {}\n", program_seed,
-                               outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
+      std::cerr << fmt::format(
+          "program {}: recompute {:.3f}: {}\n", program_seed, outcome.recompute_ratio,
+          outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
     if (!outcome.failure) continue;
     const std::string shrunk = shrink(text, *outcome.failure, check);
     const Outcome again = check_graph(shrunk, check);  // the message of the minimal program
@@ -58,6 +64,8 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     }
     if (options.stop_at_first) break;
   }
+  if (result.programs > result.invalid)
+    result.mean_recompute /= static_cast<double>(result.programs - result.invalid);
   return result;
 }
 

@@ -137,6 +137,24 @@ TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its
   CHECK_FALSE(fuzz::check_graph(shrunk, {}).failure);
 }
 
+TEST_CASE("a planted buffer_removal that inlines every proposed buffer trips the recompute bound") {
+  // The bound (fuzz::kRecomputeBound) can fail: with every buffer inlined, some program
+  // of the CI budget recomputes more than the fully materialised schedule allows.
+  fuzz::RunOptions options;
+  options.stop_at_first = true;
+  fuzz::RunResult r;
+  {
+    PlantFault fault(PlantedFault::InlineEveryBuffer);
+    r = fuzz::run(kCiSeed, kCiPrograms, options);
+  }
+  REQUIRE(r.failures.size() == 1);
+  MESSAGE("caught after " << r.programs << " programs: " << r.failures[0].second.message);
+  CHECK(r.failures[0].second.kind == "recompute");
+  CHECK(r.max_recompute > fuzz::kRecomputeBound);
+  // The shrunk program passes once buffer_removal decides by cost again.
+  CHECK_FALSE(fuzz::check_graph(r.shrunk[0], {}).failure);
+}
+
 TEST_CASE("a planted wrong gradient rule is caught within the CI budget against finite differences") {
   fuzz::RunOptions options;
   options.stop_at_first = true;
