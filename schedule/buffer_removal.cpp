@@ -250,14 +250,28 @@ UOpPtr read_constant(const Match& m) {
   return where_valid(valid_of(index), m["c"]);
 }
 
-}  // namespace
-
-void place_ranges(const UOpPtr& root, StageContext& ctx) {
-  for (const UOpPtr& u : toposort(root)) {
+// Counts the reads of proposed buffers in `consumer`'s value (its own nodes: other
+// buffers are read, not entered), once per index per consumer: two kernels reading a
+// buffer at one index (hash-consed to one INDEX) are two reads.
+void count_reads(const UOpPtr& consumer, StageContext& ctx) {
+  std::unordered_set<const UOp*> seen;
+  std::vector<const UOp*> stack{consumer->src[0].get()};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second || u->op == Op::BUFFER || u->op == Op::BUFFERIZE) continue;
     if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) {
       ++ctx.buffer_reads[buffer_key(*u->src[0])];
       ctx.held.push_back(u->src[0]->src[0]);
     }
+    for (const UOpPtr& s : u->src) stack.push_back(s.get());
+  }
+}
+
+}  // namespace
+
+void place_ranges(const UOpPtr& root, StageContext& ctx) {
+  for (const UOpPtr& u : toposort(root)) {
     if (u->op != Op::BUFFERIZE) continue;
     std::vector<UOpPtr> ranges;
     for (size_t i = 1; i < u->src.size(); ++i)
@@ -269,6 +283,7 @@ void place_ranges(const UOpPtr& root, StageContext& ctx) {
     for (size_t i = 0; i < ranges.size(); ++i)
       ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach};
     ctx.held.push_back(u);
+    count_reads(u, ctx);
   }
 }
 
