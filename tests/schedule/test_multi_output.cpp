@@ -20,8 +20,8 @@ const std::string kOperands = R"(
 %dy = BUFFER f32 [(1 32)]
 %x = BUFFER f32 [(2 40)]
 )";
-// dY[m, n] and x[m, k], over the weight gradient's ranges.
-const std::string kProductReads = R"(
+// The weight gradient's ranges, and dY[m, n] over them.
+const std::string kDyRead = R"(
 %rm = RANGE i64 %m [axis 0 reduce]
 %rn = RANGE i64 %n [axis 1 loop]
 %rk = RANGE i64 %k [axis 2 loop]
@@ -29,7 +29,9 @@ const std::string kProductReads = R"(
 %idy = ADD i64 %dyrow, %rn
 %ixdy = INDEX f32* %dy, %idy
 %ldy = LOAD f32 %ixdy
-%xrow = MUL i64 %rm, %k
+)";
+// dY[m, n] and x[m, k], over the weight gradient's ranges.
+const std::string kProductReads = kDyRead + R"(%xrow = MUL i64 %rm, %k
 %ixv = ADD i64 %xrow, %rk
 %ixx = INDEX f32* %x, %ixv
 %lx = LOAD f32 %ixx
@@ -114,14 +116,7 @@ TEST_CASE(
 %k = CONST i64 [5]
 %dy = BUFFER f32 [(1 32)]
 %big = BUFFER f32 [(5 160)]
-%rm = RANGE i64 %m [axis 0 reduce]
-%rn = RANGE i64 %n [axis 1 loop]
-%rk = RANGE i64 %k [axis 2 loop]
-%dyrow = MUL i64 %rm, %n
-%idy = ADD i64 %dyrow, %rn
-%ixdy = INDEX f32* %dy, %idy
-%ldy = LOAD f32 %ixdy
-%c20 = CONST i64 [20]
+)" + kDyRead + R"(%c20 = CONST i64 [20]
 %bm = MUL i64 %rm, %c20
 %bn = MUL i64 %rn, %k
 %bmn = ADD i64 %bm, %bn
