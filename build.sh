@@ -5,12 +5,18 @@
 #                        then the sanitizer pass below (what CI runs, .ci/run)
 #   ./build.sh sanitize  install what is missing, build with ASan and UBSan (build-sanitize/,
 #                        no benchmarks) and run the whole suite, fuzzer included, under them
+#   ./build.sh compare   also install the bench-only peers (PyTorch, numpy, threadpoolctl, and
+#                        OpenBLAS's threaded build, without which torch falls back to the
+#                        reference BLAS), build, and run bench/compare (docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
 
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev libasan8 libubsan1)
+if [[ $mode == compare ]]; then
+  packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -48,5 +54,6 @@ case "$mode" in
     sanitize
     ;;
   sanitize) sanitize ;;
-  *) echo "usage: $0 [run|test|sanitize]" >&2; exit 2 ;;
+  compare) build build && /usr/bin/python3 bench/compare --build build ;;
+  *) echo "usage: $0 [run|test|sanitize|compare]" >&2; exit 2 ;;
 esac

@@ -48,6 +48,8 @@ UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = 0);
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags);
 // The names of the passes lower_kernel runs, in order.
 const std::vector<std::string_view>& kernel_pass_names();
+// The names of those LOOM_DISABLE may switch off, in order.
+const std::vector<std::string_view>& optional_kernel_pass_names();
 // The width in bytes of the column panel a matmul's register tile reads per k
 // step under `flags` (codegen/register_tile.hpp), which the scheduler packs b
 // into; 0 when the optimiser is off (no tiles: the plain loop nest).

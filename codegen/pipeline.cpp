@@ -48,6 +48,16 @@ const std::vector<std::string_view>& kernel_pass_names() {
   return names;
 }
 
+const std::vector<std::string_view>& optional_kernel_pass_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const auto& p : kernel_passes())
+      if (p.optional) out.push_back(p.name);
+    return out;
+  }();
+  return names;
+}
+
 int64_t matmul_panel_bytes(const Flags& flags) {
   if (flags.noopt || flags.disabled("optimizer")) return 0;
   return tile_panel_bytes(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());

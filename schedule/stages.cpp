@@ -40,13 +40,38 @@ const PatternMatcher& drop_realize_markers() {
 const Stage kIndexSimplifier{"symbolic", symbolic_index, false};
 const Stage kSimplifier{"symbolic", symbolic, false};
 
+// The stages LOOM_DISABLE switches off, each named once.
+const Stage kSplitReduceop{"split_reduceop", split_reduceop};
+const Stage kReduceCollapse{"reduce_collapse", reduce_collapse};
+const Stage kReduceUnparented{"reduce_unparented", reduce_unparented};
+const Stage kDeadAxis{"dead_axis", dead_axis};
+const Stage kBufferRemoval{"buffer_removal", buffer_removal};
+const Stage kPanelPacking{"panel_packing", panel_packing};
+const Stage kMultiOutput{"multi_output", multi_output};
+const Stage kScatterReduce{"scatter_reduce", scatter_reduce};
+const Stage kLoadCollapse{"load_collapse", load_collapse};
+const Stage kRangeSplit{"range_split", range_split};
+const Stage kRangeFlatten{"range_flatten", range_flatten};
+const Stage kRangeMerge{"range_merge", range_merge};
+
 }  // namespace
+
+const std::vector<std::string_view>& rewrite_stage_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const Stage* s :
+         {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kBufferRemoval, &kPanelPacking,
+          &kMultiOutput, &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
+      out.push_back(s->name);
+    return out;
+  }();
+  return names;
+}
 
 std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags) {
   StageContext ctx{flags, {}};
   const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
-  const UOpPtr out =
-      run_stages("split_reduceop", {{"split_reduceop", split_reduceop}}, sink, ctx, notify_graph_stage);
+  const UOpPtr out = run_stages("split_reduceop", {kSplitReduceop}, sink, ctx, notify_graph_stage);
   return out->src;
 }
 
@@ -55,19 +80,13 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   StageContext ctx{flags, {}, panel_bytes, panel_rows};
   ctx.in_place_roots = in_place_roots;
   place_ranges(sink, ctx);
-  const UOpPtr out = run_stages("buffer_stages",
-                                {kIndexSimplifier,
-                                 {"reduce_collapse", reduce_collapse},
-                                 {"reduce_unparented", reduce_unparented},
-                                 {"dead_axis", dead_axis},
-                                 {"buffer_removal", buffer_removal}},
-                                sink, ctx, notify_graph_stage);
+  const UOpPtr out = run_stages(
+      "buffer_stages", {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kBufferRemoval},
+      sink, ctx, notify_graph_stage);
   // Apart: its copies are realization points no other stage of the group may undo.
-  const UOpPtr packed =
-      run_stages("panel_packing", {{"panel_packing", panel_packing}}, out, ctx, notify_graph_stage);
+  const UOpPtr packed = run_stages("panel_packing", {kPanelPacking}, out, ctx, notify_graph_stage);
   // After packing: the product's value is final, and its reads are what the sum must share.
-  const UOpPtr fused =
-      run_stages("multi_output", {{"multi_output", multi_output}}, packed, ctx, notify_graph_stage);
+  const UOpPtr fused = run_stages("multi_output", {kMultiOutput}, packed, ctx, notify_graph_stage);
   return graph_rewrite(fused, drop_realize_markers());
 }
 
@@ -76,18 +95,17 @@ UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<Kerne
   const StageReport record = [&](std::string_view group, const UOpPtr& before, const UOpPtr& after) {
     ran.push_back({std::string(group), before, after});
   };
-  const Stage flatten{"range_flatten", range_flatten};
   // scatter_reduce first: range_merge would fold the selected row into a merged range.
-  UOpPtr k = run_stages("scatter_reduce", {{"scatter_reduce", scatter_reduce}}, kernel, ctx, record);
-  k = run_stages("load_collapse", {{"load_collapse", load_collapse}}, k, ctx, record);
-  k = run_stages("range_split", {{"range_split", range_split}, flatten}, k, ctx, record);
-  k = run_stages("range_simplify", {kSimplifier, flatten}, k, ctx, record);
+  UOpPtr k = run_stages("scatter_reduce", {kScatterReduce}, kernel, ctx, record);
+  k = run_stages("load_collapse", {kLoadCollapse}, k, ctx, record);
+  k = run_stages("range_split", {kRangeSplit, kRangeFlatten}, k, ctx, record);
+  k = run_stages("range_simplify", {kSimplifier, kRangeFlatten}, k, ctx, record);
   for (const auto& r : ranges_of(k))
     if (std::count_if(k->src.begin(), k->src.end(), [&](const UOpPtr& e) {
           return e->op == Op::END && std::find(e->src.begin() + 1, e->src.end(), r) != e->src.end();
         }) > 1)
       ctx.shared_loops.insert(r.get());
-  k = run_stages("range_merge", {{"range_merge", range_merge}}, k, ctx, record);
+  k = run_stages("range_merge", {kRangeMerge}, k, ctx, record);
   const UOpPtr renumbered = renumber_ranges(k);  // equal kernels hash-cons whatever ids the stages chose
   if (renumbered != k) ran.back().after = renumbered;
   return renumbered;

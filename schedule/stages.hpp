@@ -11,9 +11,13 @@
 #include "ir/uop.hpp"
 #include "schedule/kernel_split.hpp"
 
+#include <string_view>
 #include <vector>
 
 namespace loom {
+
+// The names of the stages LOOM_DISABLE may switch off, in pipeline order.
+const std::vector<std::string_view>& rewrite_stage_names();
 
 // The tensor-level stages: `targets` rewritten (same order).
 std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags);

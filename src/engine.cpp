@@ -14,6 +14,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "schedule/stages.hpp"
 #include "src/autograd.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
@@ -25,10 +26,13 @@
 #include <loom/debug.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -58,6 +62,26 @@ std::string schedule_options(const Flags& flags) {
   std::string out = "pcontig=" + std::to_string(flags.pcontig) + ";disable=";
   for (const auto& name : flags.disable) out += name + ",";
   return out + ";" + codegen_options(flags);
+}
+
+// A LOOM_DISABLE name that no stage or kernel pass has is a misspelling: warned
+// once per name (the set is the only state, guarded by its mutex), with the names.
+void warn_unknown_disabled(const Flags& flags) {
+  static std::mutex mu;
+  static auto* warned = new std::set<std::string>();  // never destroyed: realizes may run at exit
+  for (const std::string& name : flags.disable) {
+    const auto& stages = rewrite_stage_names();
+    const auto& passes = optional_kernel_pass_names();
+    if (std::find(stages.begin(), stages.end(), name) != stages.end() ||
+        std::find(passes.begin(), passes.end(), name) != passes.end())
+      continue;
+    const std::lock_guard lock(mu);
+    if (!warned->insert(name).second) continue;
+    log().warn(
+        "LOOM_DISABLE names '{}', which is no stage or pass; ignored. The stages are {}; the kernel "
+        "passes are {}",
+        name, fmt::join(stages, ", "), fmt::join(passes, ", "));
+  }
 }
 
 // A text stage of a kernel (its AST, loops, LLVM IR, assembly): logged from
@@ -384,6 +408,7 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   std::shared_ptr<const Plan> plan = schedule_cache().find(key.key());
   const bool hit = plan != nullptr;
   count_schedule_cache(hit);
+  if (!hit) warn_unknown_disabled(*flags);
   if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
   run_plan(*plan, bind_plan(*plan, sig), pending, *flags);
   if (flags->debug >= 1)

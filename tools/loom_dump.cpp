@@ -224,12 +224,12 @@ void check_selection(const Options& o, const StageDump& dump) {
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
   for (const std::string& name : o.stages)
     if (name != "all" && name != "none" && std::find(names.begin(), names.end(), name) == names.end())
-      throw Error(fmt::format("no stage is called '{}'; this computation's stages are {}", name, known));
+      throw Usage{fmt::format("no stage is called '{}'; this computation's stages are {}", name, known)};
   if (!o.kernel.empty() &&
       std::find(dump.kernels.begin(), dump.kernels.end(), o.kernel) == dump.kernels.end()) {
     std::string kernels;
     for (const std::string& k : dump.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
-    throw Error(fmt::format("no kernel is called '{}'; the kernels are {}", o.kernel, kernels));
+    throw Usage{fmt::format("no kernel is called '{}'; the kernels are {}", o.kernel, kernels)};
   }
 }
 
@@ -248,7 +248,15 @@ void print_times(const Options& o, const Painter& p, const std::vector<KernelTim
 
 std::vector<Tensor> load_input(const Options& o, std::string& source) {
   if (!o.file.empty()) return load_graph(o.file);
-  source = o.example.empty() ? o.expression : find_example(o.example).source;
+  if (!o.example.empty()) {
+    try {
+      source = find_example(o.example).source;
+    } catch (const Error& e) {
+      throw Usage{e.what()};  // a name the command line got wrong
+    }
+  } else {
+    source = o.expression;
+  }
   try {
     const Program program = run_program(source);
     std::vector<Tensor> outputs;

@@ -6,6 +6,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
 #include "schedule/schedule.hpp"
+#include "support/log_capture.hpp"
 
 #include <loom/context.hpp>
 
@@ -238,4 +239,25 @@ TEST_CASE("over 1,000 distinct compiled kernels, the live JIT code stays under L
   const auto again = counters();
   CHECK(run(0)[7] == 0.5f);  // long evicted: compiled once more
   CHECK(counters().kernels_compiled == again.kernels_compiled + 1);
+}
+
+TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; a real one does not") {
+  Tensor a = make(DType::Float32, iota(48), {6, 8});
+  test::LogCapture capture;
+  {
+    Context ctx{{"DISABLE", "range_merge,simplfy"}};
+    Tensor y = (a * 2.5f + 1).sum(1);
+    y.realize();
+    Tensor z = (a * 3.5f + 1).sum(0);  // a second schedule: the name was already warned of
+    z.realize();
+  }
+  const std::string text = capture.text();
+  const std::string warning =
+      "LOOM_DISABLE names 'simplfy', which is no stage or pass; ignored. The stages are "
+      "split_reduceop, reduce_collapse, reduce_unparented, dead_axis, buffer_removal, "
+      "panel_packing, multi_output, scatter_reduce, load_collapse, range_split, "
+      "range_flatten, range_merge; the kernel passes are optimizer";
+  CHECK(text.find(warning) != std::string::npos);
+  CHECK(text.find("simplfy") == text.rfind("simplfy"));  // once
+  CHECK(text.find("'range_merge'") == std::string::npos);
 }
