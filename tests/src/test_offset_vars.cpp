@@ -115,6 +115,26 @@ TEST_CASE("offset vars: each kernel reads its own slice, at the first and last o
   }
 }
 
+TEST_CASE("offset vars: windows of a padded tensor, the padding read at both ends, equal the reference") {
+  const Context no_disk{{"CACHE_DIR", "off"}};
+  const int64_t steps = 9, cols = 5;
+  const Tensor x = make(DType::Float32, iota(steps * cols, 0.25, 1), {steps, cols}).realize();
+  // Rows t-1 .. t+1 of x padded by one row of -1 at each end: the offset t-1 is in the
+  // address and in the validity of the padding.
+  const Tensor padded = x.pad({{1, 1}, {0, 0}}, -1);
+  std::vector<Tensor> windows;
+  for (int64_t t = 0; t < steps; ++t) windows.push_back(padded.slice(0, t, t + 3) * 2.0);
+  const uint64_t compiled = kernels_compiled_by([&] { realize(windows); });
+  CHECK(compiled < static_cast<uint64_t>(steps));
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<double> want;
+    for (int64_t r = t - 1; r <= t + 1; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        want.push_back(r < 0 || r >= steps ? -2.0 : 2 * ((r * cols + c) * 0.25 + 1));
+    CHECK(values(windows[static_cast<size_t>(t)]) == want);
+  }
+}
+
 TEST_CASE("offset vars: a Capture replays each kernel with the offsets it recorded") {
   const int64_t steps = 4, batch = 2, hidden = 8;
   manual_seed(27);
