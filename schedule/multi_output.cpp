@@ -74,9 +74,13 @@ bool contracts(const Candidate& p) {
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < p.buf->src.size(); ++i)
     if (p.buf->src[i]->op == Op::RANGE) outs.push_back(p.buf->src[i]);
-  const std::vector<UOpPtr> loads = reads(p.buf);
-  return outs.size() < 2 || std::none_of(loads.begin(), loads.end(), [&](const UOpPtr& index) {
-           return std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return reaches(index, r); });
+  // With P's ranges its own, a load reaches one only where the range is open (no
+  // other buffer's body uses it): a lookup, not a walk into the buffer the load reads.
+  const auto uses = [&](const UOpPtr& index, const UOpPtr& r) {
+    return p.own_ranges ? index->ranges().contains(r) : reaches(index, r);
+  };
+  return outs.size() < 2 || std::none_of(p.reads.begin(), p.reads.end(), [&](const UOpPtr& index) {
+           return std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return uses(index, r); });
          });
 }
 
@@ -85,13 +89,21 @@ bool reads_shared(const Candidate& s, const Candidate& p, const Subs& subs) {
   const std::vector<UOpPtr>&s_reads = s.reads, &p_reads = p.reads;
   Subs all = subs;
   all.emplace_back(s.red->src[1], p.red->src[1]);
-  // With S's ranges its own, none is under a buffer S reads: the substitution stops there.
-  const auto moved = [&](const UOpPtr& i) {
-    return s.own_ranges ? substitute_within(i, all, Op::BUFFERIZE) : substitute(i, all);
+  const auto found = [&](const UOpPtr& i) {
+    return std::find(p_reads.begin(), p_reads.end(), i) != p_reads.end();
   };
-  return !s_reads.empty() && std::all_of(s_reads.begin(), s_reads.end(), [&](const UOpPtr& i) {
-    return std::find(p_reads.begin(), p_reads.end(), moved(i)) != p_reads.end();
-  });
+  // With S's ranges its own, none is under a buffer S reads: the substitution stops
+  // there. Otherwise it may change a buffer S reads into one that uses P's ranges,
+  // which P reads only if some other buffer uses P's ranges: with P's ranges its own,
+  // a read that misses P's within the kernel misses them whole, found with no walk
+  // of the buffers below it (the test per pair of an unrolled LSTM's sums).
+  const auto shared = [&](const UOpPtr& i) {
+    const UOpPtr within = substitute_within(i, all, Op::BUFFERIZE);
+    if (s.own_ranges) return found(within);
+    if (!found(within) && p.own_ranges) return false;
+    return found(substitute(i, all));
+  };
+  return !s_reads.empty() && std::all_of(s_reads.begin(), s_reads.end(), shared);
 }
 
 // A one-to-one map of S's output ranges (from the i-th) onto P's of equal extents under
@@ -146,26 +158,71 @@ std::vector<Candidate> candidates(const UOpPtr& sink, const StageContext& ctx) {
   return out;
 }
 
+// The sum S that joins product P, if any, among the candidates not fused yet.
+const Candidate* partner(const Candidate& p, const std::vector<Candidate>& all,
+                         const std::unordered_set<const UOp*>& fused, Subs& subs) {
+  for (const Candidate& s : all) {
+    const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
+    if (s.buf == p.buf || fused.count(s.buf.get()) || s.outs.size() != s_ranges ||
+        s.buf->src.size() != s_ranges + 1)
+      continue;
+    if (trip(s.red->src[1]) != trip(p.red->src[1])) continue;
+    // A substitution within S keeps the buffers it reads: P must read each of them.
+    if (s.own_ranges &&
+        !std::includes(p.buffers.begin(), p.buffers.end(), s.buffers.begin(), s.buffers.end()))
+      continue;
+    // The walks of the whole graph last, for the few pairs that share their reads.
+    subs.clear();
+    if (!map_ranges(s, p, 0, subs) || reaches(p.buf, s.buf) || reaches(s.buf, p.buf)) continue;
+    return &s;
+  }
+  return nullptr;
+}
+
+// S over P's ranges. With S's ranges its own, no buffer S reads uses them: its
+// sources' substitution stops at those buffers, as reads_shared's does.
+UOpPtr moved(const UOpPtr& s, const Subs& subs, bool own_ranges) {
+  if (!own_ranges) return substitute(s, subs);
+  std::vector<UOpPtr> src;
+  for (const auto& x : s->src) src.push_back(substitute_within(x, subs, Op::BUFFERIZE));
+  return s->with_src(std::move(src));
+}
+
+// Every pair at once. A fused pair shares its ranges, which takes both out of the
+// candidates, and changes no other pair's test (the reads it compares are rebuilt alike,
+// no buffer comes to read another), so the pairs are those one fusion per pass would
+// find, in the same order, without a walk of the whole graph per fusion (an unrolled
+// LSTM fuses a bias gradient per step).
 UOpPtr fuse_column_sum(const Match& m) {
   const UOpPtr& sink = m.root();
   const std::vector<Candidate> all = candidates(sink, m.ctx<StageContext>());
+  std::unordered_set<const UOp*> fused;
+  std::unordered_map<const UOp*, std::pair<Subs, bool>> moves;  // S -> its ranges' new ones, own_ranges
   for (const Candidate& p : all) {
-    if (p.red->src[0]->op != Op::MUL || p.outs.empty() || !contracts(p)) continue;
-    for (const Candidate& s : all) {
-      const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
-      if (s.buf == p.buf || s.outs.size() != s_ranges || s.buf->src.size() != s_ranges + 1) continue;
-      if (trip(s.red->src[1]) != trip(p.red->src[1])) continue;
-      // A substitution within S keeps the buffers it reads: P must read each of them.
-      if (s.own_ranges &&
-          !std::includes(p.buffers.begin(), p.buffers.end(), s.buffers.begin(), s.buffers.end()))
-        continue;
-      // The walks of the whole graph last, for the few pairs that share their reads.
-      Subs subs;
-      if (!map_ranges(s, p, 0, subs) || reaches(p.buf, s.buf) || reaches(s.buf, p.buf)) continue;
-      return substitute(sink, {{s.buf, substitute(s.buf, subs)}});
-    }
+    if (fused.count(p.buf.get()) || p.red->src[0]->op != Op::MUL || p.outs.empty() || !contracts(p)) continue;
+    Subs subs;
+    const Candidate* s = partner(p, all, fused, subs);
+    if (!s) continue;
+    fused.insert(p.buf.get());
+    fused.insert(s->buf.get());
+    moves.emplace(s->buf.get(), std::make_pair(std::move(subs), s->own_ranges));
   }
-  return nullptr;
+  if (moves.empty()) return nullptr;
+  // Bottom up, so a sum under another fused one is moved first; each sum's ranges are
+  // then put for its product's (substitutions of distinct ranges commute).
+  std::unordered_map<const UOp*, UOpPtr> done;
+  for (const auto& n : toposort(sink)) {
+    std::vector<UOpPtr> src;
+    bool changed = false;
+    for (const auto& x : n->src) {
+      src.push_back(done.at(x.get()));
+      changed |= src.back() != x;
+    }
+    UOpPtr u = changed ? n->with_src(std::move(src)) : n;
+    if (auto it = moves.find(n.get()); it != moves.end()) u = moved(u, it->second.first, it->second.second);
+    done[n.get()] = std::move(u);
+  }
+  return done.at(sink.get());
 }
 
 }  // namespace

@@ -34,6 +34,7 @@ struct StepRecording {
     std::vector<UOpPtr> args;
     int64_t parallel_extent = 1;
     double work = kUnknownWork;  // as the engine passes it: decides whether TBB shares the run
+    std::vector<int64_t> vars;   // the kernel's variables (its offsets, src/offset_vars.hpp)
   };
   struct Binding {
     std::weak_ptr<TensorNode> node;
@@ -63,7 +64,7 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
   if (!rec) return;
   for (const auto& pk : plan.kernels) {
     if (!rec->with_kernels) break;
-    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent};
+    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, kUnknownWork, pk.vars};
     for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
     k.work = kernel_work(k.kernel->flops, kernel_bytes(pk, table));
     rec->kernels.push_back(std::move(k));
@@ -106,6 +107,7 @@ struct Program {
     std::vector<uint32_t> slots;
     int64_t parallel_extent = 1;
     double work = kUnknownWork;
+    std::vector<int64_t> vars;
   };
   struct Output {
     uint32_t slot;
@@ -337,7 +339,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     return it->second;
   };
   for (const auto& k : rec.kernels) {
-    Program::Kernel pk{k.kernel, {}, k.parallel_extent, k.work};
+    Program::Kernel pk{k.kernel, {}, k.parallel_extent, k.work, k.vars};
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
@@ -520,17 +522,16 @@ std::vector<UOpPtr> fresh_views(const Program& p) {
 
 void run_kernels(const Program& p, const std::vector<void*>& table) {
   std::vector<void*> bufs;
-  const std::vector<int64_t> vars;
   const bool timed = flags()->debug >= 2;
   for (const auto& k : p.kernels) {
     bufs.clear();
     for (uint32_t s : k.slots) bufs.push_back(table[s]);
     if (!timed) {
-      run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent, {}, k.work);
+      run_kernel(k.kernel->fn, bufs, k.vars, k.parallel_extent, {}, k.work);
       continue;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    run_kernel(k.kernel->fn, bufs, vars, k.parallel_extent, {}, k.work);
+    run_kernel(k.kernel->fn, bufs, k.vars, k.parallel_extent, {}, k.work);
     log().info("  {} {:.3f} ms (replayed)", k.kernel->name,
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }

@@ -18,6 +18,7 @@
 #include "src/autograd.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
+#include "src/offset_vars.hpp"
 #include "src/plan.hpp"
 #include "src/schedule_cache.hpp"
 #include "src/stage_observers.hpp"
@@ -73,14 +74,14 @@ void warn_unknown_disabled(const Flags& flags) {
     const auto& stages = rewrite_stage_names();
     const auto& passes = optional_kernel_pass_names();
     if (std::find(stages.begin(), stages.end(), name) != stages.end() ||
-        std::find(passes.begin(), passes.end(), name) != passes.end())
+        std::find(passes.begin(), passes.end(), name) != passes.end() || name == kOffsetVarsPass)
       continue;
     const std::lock_guard lock(mu);
     if (!warned->insert(name).second) continue;
     log().warn(
         "LOOM_DISABLE names '{}', which is no stage or pass; ignored. The stages are {}; the kernel "
-        "passes are {}",
-        name, fmt::join(stages, ", "), fmt::join(passes, ", "));
+        "passes are {}; the plan pass is {}",
+        name, fmt::join(stages, ", "), fmt::join(passes, ", "), kOffsetVarsPass);
   }
 }
 
@@ -305,8 +306,18 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
 std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,
                                                              bool keep_text) {
   auto compiled = compile_kernel(k.ast, k.name, flags, keep_text);
-  const std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
-  k.parallel_extent = parallel_extent(compiled->extent, vars);
+  // The values in the order of the compiled kernel's variables (sorted by name; the
+  // optimiser may have dropped one the kernel no longer reads).
+  k.vars.clear();
+  for (const UOpPtr& var : kernel_vars(compiled->extent)) {
+    const std::string& name = var->get<VarArg>().name;
+    const auto it =
+        std::find_if(k.bindings.begin(), k.bindings.end(), [&](const auto& b) { return b.first == name; });
+    if (it == k.bindings.end())
+      throw Error(fmt::format("kernel '{}' reads variable '{}', which the plan does not bind", k.name, name));
+    k.vars.push_back(it->second);
+  }
+  k.parallel_extent = parallel_extent(compiled->extent, k.vars);
   return compiled;
 }
 
@@ -373,7 +384,7 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   t.flops = k->flops;
   for (uint32_t slot : pk.args) bufs.push_back(buffer_data(table[slot]));
   t.bytes = kernel_bytes(pk, table);
-  std::vector<int64_t> vars;  // symbolic shapes arrive with DEFINE_VAR in the API
+  std::vector<int64_t> vars = pk.vars;  // the bounds check appends the slots' sizes
   const std::string profile_name = span.active() ? pk.name : std::string();
   const double work = kernel_work(t.flops, t.bytes);
   const auto t0 = Clock::now();

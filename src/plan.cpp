@@ -1,6 +1,7 @@
 #include "src/plan.hpp"
 
 #include "src/memory_plan.hpp"
+#include "src/offset_vars.hpp"
 
 #include "codegen/codegen.hpp"
 #include "ir/pattern.hpp"
@@ -50,10 +51,11 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   const ScheduleOptions options{matmul_panel_bytes(*flags()), matmul_panel_rows(*flags())};
   Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
   for (auto& k : schedule.kernels) {
-    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1};
+    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1, {}, {}};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
     plan.kernels.push_back(std::move(pk));
   }
+  if (!flags()->disabled(kOffsetVarsPass)) share_offset_kernels(plan.kernels);
   for (const auto& r : schedule.results) {
     const bool view = r->op == Op::RESHAPE;
     plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});

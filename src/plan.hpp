@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loom::detail {
@@ -18,6 +19,10 @@ struct PlanKernel {
   std::vector<uint32_t> args;   // argument slot -> buffer table index
   size_t outputs = 1;           // args[0, outputs) are the buffers the kernel stores
   int64_t parallel_extent = 1;  // set once the kernel is compiled; runs reuse it
+  // The values of the AST's variables (its offsets, src/offset_vars.hpp), by name,
+  // and in the order of the compiled kernel's `vars` (set with parallel_extent).
+  std::vector<std::pair<std::string, int64_t>> bindings;
+  std::vector<int64_t> vars;
 };
 
 struct PlanBuffer {  // a buffer the plan allocates on each run

@@ -245,7 +245,7 @@ TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; 
   Tensor a = make(DType::Float32, iota(48), {6, 8});
   test::LogCapture capture;
   {
-    Context ctx{{"DISABLE", "range_merge,simplfy"}};
+    Context ctx{{"DISABLE", "range_merge,offset_vars,simplfy"}};
     Tensor y = (a * 2.5f + 1).sum(1);
     y.realize();
     Tensor z = (a * 3.5f + 1).sum(0);  // a second schedule: the name was already warned of
@@ -260,4 +260,6 @@ TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; 
   CHECK(text.find(warning) != std::string::npos);
   CHECK(text.find("simplfy") == text.rfind("simplfy"));  // once
   CHECK(text.find("'range_merge'") == std::string::npos);
+  CHECK(text.find("'offset_vars'") == std::string::npos);
+  CHECK(text.find("the plan pass is offset_vars") != std::string::npos);
 }
