@@ -2,18 +2,20 @@
 // (docs/loom-dump.md "Checked listings"). `--update` rewrites the quoted blocks
 // from the commands instead, so one command refreshes the docs after a change.
 //
-//   loom-docs-check --root SRC --bin DIR [--update] [FILE...]
+//   loom-docs-check --root SRC --bin DIR... [--update] [FILE...]
 //
 // FILEs are relative to SRC (default: README.md and docs/*.md). Each command
-// runs in bash, in a fresh empty working directory, with DIR (where loom-dump
-// is) first on PATH and a fixed environment: every LOOM_* variable of the
+// runs in bash, in a fresh empty working directory, with each DIR (where
+// loom-dump and the examples are) first on PATH and a fixed environment: every LOOM_* variable of the
 // caller removed, then kFixedEnvironment set. Its stdout is its output (a
-// command quoting stderr says 2>&1); its exit status is not checked.
+// command quoting stderr says 2>&1); its exit status is not checked, except 77, which skips the listing
+// (the command says this machine cannot make it).
 #include "tools/doc_examples.hpp"
 
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +42,10 @@ const std::vector<std::pair<const char*, const char*>> kFixedEnvironment = {
     {"LOOM_CACHE_DIR", "off"}, {"LOOM_THREADS", "2"}, {"LOOM_VECTOR_WIDTH", "512"},
     {"NO_COLOR", "1"},         {"LC_ALL", "C"},       {"TZ", "UTC"}};
 
+// A command exits with this (as automake's tests do) when the machine cannot make
+// its listing, e.g. x86 assembly of AVX-512 code on a host without AVX-512.
+constexpr int kSkip = 77;
+
 std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -54,18 +60,21 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
-void fix_environment(const std::string& bin) {
+void fix_environment(const std::vector<std::string>& bins) {
   std::vector<std::string> loom_vars;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "LOOM_", 5) == 0) loom_vars.emplace_back(*e, std::strchr(*e, '=') - *e);
   for (const std::string& name : loom_vars) unsetenv(name.c_str());
   for (const auto& [name, value] : kFixedEnvironment) setenv(name, value, 1);
   const char* path = std::getenv("PATH");
-  setenv("PATH", (bin + (path ? ":" + std::string(path) : "")).c_str(), 1);
+  std::string dirs;
+  for (const std::string& b : bins) dirs += fs::absolute(b).string() + ":";
+  setenv("PATH", (dirs + (path ? std::string(path) : "")).c_str(), 1);
 }
 
 struct Ran {
   std::string output, work_dir;
+  bool skipped = false;  // exit status 77: this machine cannot make the listing
 };
 
 Ran run(const std::string& command) {
@@ -77,9 +86,15 @@ Ran run(const std::string& command) {
   std::string out;
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  pclose(pipe);
+  const int status = pclose(pipe);
   fs::remove_all(tmpl);
-  return {out, tmpl};
+  return {out, tmpl, WIFEXITED(status) && WEXITSTATUS(status) == kSkip};
+}
+
+std::string joined_body(const DocExample& e) {
+  std::string out;
+  for (const std::string& l : e.body) out += l + "\n";
+  return out;
 }
 
 std::vector<std::string> default_files(const fs::path& root) {
@@ -93,7 +108,8 @@ std::vector<std::string> default_files(const fs::path& root) {
 }
 
 int main_checked(int argc, char** argv) {
-  std::string root = ".", bin;
+  std::string root = ".";
+  std::vector<std::string> bins;
   bool update = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -103,17 +119,17 @@ int main_checked(int argc, char** argv) {
     else if (a == "--root" && i + 1 < argc)
       root = argv[++i];
     else if (a == "--bin" && i + 1 < argc)
-      bin = argv[++i];
+      bins.push_back(argv[++i]);
     else if (a.rfind("-", 0) == 0) {
-      fmt::print(stderr, "usage: loom-docs-check --root SRC --bin DIR [--update] [FILE...]\n");
+      fmt::print(stderr, "usage: loom-docs-check --root SRC --bin DIR... [--update] [FILE...]\n");
       return 2;
     } else
       files.push_back(a);
   }
-  if (bin.empty()) bin = fs::absolute(fs::path(argv[0])).parent_path().string();
+  if (bins.empty()) bins.push_back(fs::absolute(fs::path(argv[0])).parent_path().string());
   if (files.empty()) files = default_files(root);
-  fix_environment(bin);
-  int checked = 0, failed = 0, updated = 0;
+  fix_environment(bins);
+  int checked = 0, failed = 0, updated = 0, skipped = 0;
   for (const std::string& file : files) {
     const fs::path path = fs::path(root) / file;
     const std::string text = read_file(path);
@@ -130,6 +146,12 @@ int main_checked(int argc, char** argv) {
     for (const DocExample& e : examples) {
       const Ran r = run(e.command);
       outputs.push_back(r.output);
+      if (r.skipped) {
+        ++skipped;
+        outputs.back() = joined_body(e);
+        fmt::print("{}:{}: skipped: `{}` cannot run on this machine\n", file, e.marker_line, e.command);
+        continue;
+      }
       ++checked;
       const std::string where = fmt::format("{}:{}", file, e.marker_line);
       const std::string diff = example_mismatch(e, r.output, r.work_dir, where);
@@ -150,7 +172,7 @@ int main_checked(int argc, char** argv) {
       if (fresh != text) std::ofstream(path, std::ios::binary) << fresh;
     }
   }
-  fmt::print("loom-docs-check: {} listings, {} differ{}\n", checked, failed,
+  fmt::print("loom-docs-check: {} listings, {} differ, {} skipped{}\n", checked, failed, skipped,
              update ? fmt::format(", {} updated", updated) : "");
   if (failed > 0 && !update)
     fmt::print("after a change to what loom prints, refresh the docs with tools/update_docs.sh\n");

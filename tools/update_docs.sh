@@ -5,5 +5,5 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
-cmake --build "$build" --target loom-dump loom-docs-check
-"$build/tools/loom-docs-check" --root "$src" --bin "$build/tools" --update
+cmake --build "$build" --target loom-dump loom-docs-check demo
+"$build/tools/loom-docs-check" --root "$src" --bin "$build/tools" --bin "$build/examples" --update
