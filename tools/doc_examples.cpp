@@ -30,6 +30,7 @@ std::string joined(const std::vector<std::string>& lines) {
 std::vector<std::string> masked(const std::vector<std::string>& lines, const std::string& work_dir) {
   std::vector<std::string> out;
   for (const std::string& l : lines) out.push_back(mask_volatile(l, work_dir));
+  while (!out.empty() && out.back().empty()) out.pop_back();  // a dump ends its last section with one
   return out;
 }
 
@@ -133,8 +134,10 @@ std::string with_outputs(const std::string& markdown, const std::vector<DocExamp
     if (e.kind != DocCheck::output) continue;
     out.insert(out.end(), lines.begin() + static_cast<long>(next),
                lines.begin() + static_cast<long>(e.body_begin));
+    const size_t start = out.size();
     for (const std::string& l : text_lines(outputs[k]))
       out.push_back(l.substr(0, l.find_last_not_of(" \t") + 1));
+    while (out.size() > start && out.back().empty()) out.pop_back();
     next = e.body_end;
   }
   out.insert(out.end(), lines.begin() + static_cast<long>(next), lines.end());

@@ -33,7 +33,8 @@ std::vector<DocExample> doc_examples(const std::string& markdown);
 // What may differ between runs, replaced by a placeholder on both sides before
 // comparing: times (`0.215 ms`, `41.2 ms`, `1.3 s`, `us`) and rates (`9.75 GFLOP/s`,
 // `39 GB/s`) with the blanks before them, hexadecimal addresses of 6 or more
-// digits, the run's working directory `work_dir`, and trailing blanks.
+// digits, the run's working directory `work_dir`, and trailing blanks. Blank
+// lines at the end of a listing are not compared either.
 std::string mask_volatile(const std::string& line, const std::string& work_dir);
 
 // "" when `output` (the command's, unmasked) matches the block; otherwise a

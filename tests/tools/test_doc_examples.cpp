@@ -91,3 +91,11 @@ TEST_CASE("with_outputs rewrites output blocks from the commands, keeping prompt
   const auto again = doc_examples(fresh);
   CHECK(example_mismatch(again[0], "tensor\nrangeify\nkernel\n", "", "a.md:3") == "");
 }
+
+TEST_CASE("blank lines ending an output are neither compared nor written") {
+  const auto examples = doc_examples(kDoc);
+  CHECK(example_mismatch(examples[0], "tensor\nrangeify\n\n\n", "", "a.md:3") == "");
+  CHECK(with_outputs(kDoc, examples, {"tensor\nrangeify\n\n", ""}) == kDoc);
+  // A blank line inside the listing is compared.
+  CHECK(example_mismatch(examples[0], "tensor\n\nrangeify\n", "", "a.md:3") != "");
+}
