@@ -12,7 +12,7 @@ namespace loom::tools {
 
 namespace {
 
-const std::regex kMarker(R"(^\s*<!--\s*(output|excerpt):\s*(.*?)\s*-->\s*$)");
+const std::regex kMarker(R"(^<!--\s*(output|excerpt):\s*(.*?)\s*-->\s*$)");
 
 bool is_fence(const std::string& line) { return line.rfind("```", 0) == 0; }
 bool is_prompt(const std::string& line) { return line.rfind("$ ", 0) == 0; }
@@ -102,10 +102,17 @@ std::vector<DocExample> doc_examples(const std::string& markdown) {
   return out;
 }
 
+std::string without_clutter(const std::string& line) {
+  static const std::regex log_time(R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\] )");
+  std::string out = std::regex_replace(line, log_time, "");
+  out.erase(out.find_last_not_of(" \t") + 1);
+  return out;
+}
+
 std::string mask_volatile(const std::string& line, const std::string& work_dir) {
   static const std::regex time(R"([ \t]*\b\d+(\.\d+)?[ \t]*(ms|us|GFLOP/s|GB/s)\b)");
   static const std::regex address(R"(\b0x[0-9a-fA-F]{6,}\b)");
-  std::string out = line;
+  std::string out = without_clutter(line);
   if (!work_dir.empty())
     for (size_t at = out.find(work_dir); at != std::string::npos; at = out.find(work_dir, at))
       out.replace(at, work_dir.size(), "<dir>");
@@ -135,8 +142,7 @@ std::string with_outputs(const std::string& markdown, const std::vector<DocExamp
     out.insert(out.end(), lines.begin() + static_cast<long>(next),
                lines.begin() + static_cast<long>(e.body_begin));
     const size_t start = out.size();
-    for (const std::string& l : text_lines(outputs[k]))
-      out.push_back(l.substr(0, l.find_last_not_of(" \t") + 1));
+    for (const std::string& l : text_lines(outputs[k])) out.push_back(without_clutter(l));
     while (out.size() > start && out.back().empty()) out.pop_back();
     next = e.body_end;
   }

@@ -26,14 +26,19 @@ struct DocExample {
 // The file's lines, without their newlines.
 std::vector<std::string> text_lines(const std::string& text);
 
-// The marked blocks of a markdown text, in order. A marker not followed by a
+// The marked blocks of a markdown text, in order (a marker starts its line: an
+// indented one is an example of a marker, in a code block). A marker not followed by a
 // fenced block is a loom::Error naming its line.
 std::vector<DocExample> doc_examples(const std::string& markdown);
+
+// `line` without what a listing never quotes: the timestamp spdlog puts before a log
+// line (`[2026-12-02 06:44:13.815] `) and trailing blanks. --update writes this.
+std::string without_clutter(const std::string& line);
 
 // What may differ between runs, replaced by a placeholder on both sides before
 // comparing: times (`0.215 ms`, `41.2 ms`, `1.3 s`, `us`) and rates (`9.75 GFLOP/s`,
 // `39 GB/s`) with the blanks before them, hexadecimal addresses of 6 or more
-// digits, the run's working directory `work_dir`, and trailing blanks. Blank
+// digits, the run's working directory `work_dir`; and the clutter above. Blank
 // lines at the end of a listing are not compared either.
 std::string mask_volatile(const std::string& line, const std::string& work_dir);
 

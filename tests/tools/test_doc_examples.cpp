@@ -99,3 +99,15 @@ TEST_CASE("blank lines ending an output are neither compared nor written") {
   // A blank line inside the listing is compared.
   CHECK(example_mismatch(examples[0], "tensor\n\nrangeify\n", "", "a.md:3") != "");
 }
+
+TEST_CASE("log timestamps are dropped, so a quoted warning reads as the user's terminal shows it") {
+  CHECK(without_clutter("[2026-12-02 06:44:13.815] [loom] [warning] unknown  ") ==
+        "[loom] [warning] unknown");
+  CHECK(mask_volatile("[2026-12-02 06:44:13.815] [loom] [info] realize: 1 kernels in 0.5 ms", "") ==
+        "[loom] [info] realize: 1 kernels in <ms>");
+  CHECK(without_clutter("[loom] [warning] x") == "[loom] [warning] x");
+}
+
+TEST_CASE("an indented marker is quoted in a code block, not a marker") {
+  CHECK(doc_examples("    <!-- output: ls -->\n    ```\n    x\n    ```\n").empty());
+}
