@@ -10,7 +10,12 @@
 // caller removed, then kFixedEnvironment set. Its stdout is its output (a
 // command quoting stderr says 2>&1); its exit status is not checked, except 77, which skips the listing
 // (the command says this machine cannot make it).
+//
+//   loom-docs-check --root SRC --cpp OUT [FILE...]
+//
+// writes the files' marked C++ snippets to OUT as one program (tools/doc_snippets.hpp).
 #include "tools/doc_examples.hpp"
+#include "tools/doc_snippets.hpp"
 
 #include <loom/error.hpp>
 
@@ -107,27 +112,43 @@ std::vector<std::string> default_files(const fs::path& root) {
   return out;
 }
 
+// --cpp: the marked C++ snippets as one program, for the build to compile.
+int write_snippets(const std::string& root, const std::vector<std::string>& files, const std::string& out) {
+  std::vector<DocSnippet> all;
+  for (const std::string& file : files) {
+    const std::vector<DocSnippet> some = doc_snippets(read_file(fs::path(root) / file), file);
+    all.insert(all.end(), some.begin(), some.end());
+  }
+  std::ofstream(out, std::ios::binary) << snippets_program(all);
+  return 0;
+}
+
 int main_checked(int argc, char** argv) {
   std::string root = ".";
   std::vector<std::string> bins;
   bool update = false;
   std::vector<std::string> files;
+  std::string cpp_out;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--update")
       update = true;
+    else if (a == "--cpp" && i + 1 < argc)
+      cpp_out = argv[++i];
     else if (a == "--root" && i + 1 < argc)
       root = argv[++i];
     else if (a == "--bin" && i + 1 < argc)
       bins.push_back(argv[++i]);
     else if (a.rfind("-", 0) == 0) {
-      fmt::print(stderr, "usage: loom-docs-check --root SRC --bin DIR... [--update] [FILE...]\n");
+      fmt::print(stderr,
+                 "usage: loom-docs-check --root SRC (--bin DIR... [--update] | --cpp OUT) [FILE...]\n");
       return 2;
     } else
       files.push_back(a);
   }
   if (bins.empty()) bins.push_back(fs::absolute(fs::path(argv[0])).parent_path().string());
   if (files.empty()) files = default_files(root);
+  if (!cpp_out.empty()) return write_snippets(root, files, cpp_out);
   fix_environment(bins);
   int checked = 0, failed = 0, updated = 0, skipped = 0;
   for (const std::string& file : files) {
