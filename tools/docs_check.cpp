@@ -175,7 +175,9 @@ int main_checked(int argc, char** argv) {
       }
       ++checked;
       const std::string where = fmt::format("{}:{}", file, e.marker_line);
-      const std::string diff = example_mismatch(e, r.output, r.work_dir, where);
+      // The diff's line numbers count from the block's first quoted line.
+      const std::string diff = example_mismatch(e, r.output, r.work_dir,
+                                                fmt::format("{} (from line {})", where, e.body_begin + 1));
       if (diff.empty()) {
         outputs.back() = joined_body(e);  // kept as written: --update never churns the masked values
         continue;
