@@ -233,3 +233,27 @@ TEST_CASE("bad input to nn.functional is an error naming the op and the shapes")
   CHECK_THROWS_WITH_AS(F::interpolate(x, {}, 2.0, "bicubic"),
                        doctest::Contains("interpolate: mode \"bicubic\""), Error);
 }
+
+TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in place: no im2col buffer") {
+  Tensor x = Tensor::rand({2, 8, 16, 16}), w = Tensor::rand({16, 8, 3, 3});
+  realize({x, w});
+  x.requires_grad_();
+  w.requires_grad_();
+  for (int s : {1, 2}) {
+    CAPTURE(s);
+    const Tensor y = F::conv2d(x, w, {}, s, 1);
+    const std::vector<Tensor> g = gradient((y * y).sum(), {x, w});
+    const auto kernels = schedule_of({g[0], g[1]});
+    std::string listing;
+    for (const auto& k : kernels) {
+      listing += k.name + ":";
+      for (const auto& b : k.buffers) listing += " " + std::to_string(b.numel);
+      listing += "; ";
+    }
+    CAPTURE(listing);
+    // y (which the gradient of y*y reads), dx as a transposed correlation, dw as a correlation.
+    CHECK(kernels.size() == 3);
+    for (const auto& k : kernels)
+      for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
+  }
+}
