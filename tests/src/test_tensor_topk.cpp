@@ -17,7 +17,7 @@ TEST_CASE("topk matches PyTorch's values and indices, NaN the largest, both dire
 }
 
 TEST_CASE("topk at ties: PyTorch's values and gradient, the lower index first") {
-  // PyTorch's CPU order at ties is std::nth_element's (here [4, 1, 6] for the three 3s;
+  // PyTorch's CPU order at ties is std::nth_element's (here [1, 6, 4] of the four 3s;
   // docs/semantics.md); loom puts the lower index first. Values agree; the gradient goes to the
   // selected elements, so it lands on other, equal elements.
   const test::json& c =
