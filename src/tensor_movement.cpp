@@ -222,6 +222,33 @@ Tensor Tensor::unsqueeze(int axis) const {
   return make_tensor(reshape_uop(x, inserted(in, norm_insert_axis(axis, in.size(), "unsqueeze"), 1)));
 }
 
+// PyTorch's repeat: each axis of size d becomes [r, d] by a broadcast, then one axis of r*d. A
+// view, like expand: the copies are index arithmetic in the consumer's kernel.
+Tensor Tensor::repeat(Shape repeats) const {
+  const UOpPtr& x = uop(*this, "repeat");
+  const Shape& in = *x->shape();
+  if (repeats.size() < in.size())
+    throw Error(
+        fmt::format("repeat: {} repeats given for a tensor of shape {} ({} dimensions); expected at "
+                    "least one per dimension",
+                    repeats.size(), str(in), in.size()));
+  for (int64_t r : repeats)
+    if (r < 0) throw Error(fmt::format("repeat: repeats {} has a negative count", str(repeats)));
+  Shape full(repeats.size() - in.size(), 1);
+  full.insert(full.end(), in.begin(), in.end());
+  Shape pairs, wide, out;
+  for (size_t i = 0; i < full.size(); ++i) {
+    pairs.insert(pairs.end(), {1, full[i]});
+    wide.insert(wide.end(), {repeats[i], full[i]});
+    int64_t n = 0;
+    if (__builtin_mul_overflow(repeats[i], full[i], &n))
+      throw Error(fmt::format("repeat: repeating shape {} by {} overflows int64", str(in), str(repeats)));
+    out.push_back(n);
+  }
+  check_shape(out, "repeat", x->dtype);
+  return make_tensor(reshape_uop(expand_uop(reshape_uop(x, pairs), wide), out));
+}
+
 Tensor Tensor::flatten(int start, int end) const {
   const UOpPtr& x = uop(*this, "flatten");
   const Shape& in = *x->shape();

@@ -10,6 +10,7 @@
 //   Tensor y = fc(x);                          // x [..., 2] -> y [..., 16]
 //   auto named = fc.named_parameters("fc1");   // {"fc1.weight", ...}
 #include <loom/checkpoint.hpp>
+#include <loom/nn_functional.hpp>
 #include <loom/tensor.hpp>
 
 #include <optional>

@@ -155,6 +155,12 @@ class Tensor {
   Tensor std(int dim, double correction = 1, bool keepdim = false) const {
     return std(std::vector<int>{dim}, correction, keepdim);
   }
+  // The running sum along `dim`, as PyTorch's cumsum: integers and Bool sum in Int64.
+  Tensor cumsum(int dim) const;
+  // The k largest (smallest) elements along `dim`, sorted, and their Int64 indices; NaN is
+  // the largest, as in PyTorch. Among equal values the lower index comes first
+  // (docs/semantics.md: PyTorch's CPU order at ties is that of std::nth_element).
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
   Tensor argmax(int axis) const;  // Int32, first index on ties
   Tensor argmin(int axis) const;
   Tensor softmax(int axis = -1) const;
@@ -180,6 +186,8 @@ class Tensor {
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;  // [start, end) per axis
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
+  // Tiles the tensor: repeats[i] copies along axis i; extra leading repeats add axes (PyTorch's repeat).
+  Tensor repeat(Shape repeats) const;
   Tensor squeeze(int axis) const;  // a no-op on an axis whose size is not 1
   Tensor unsqueeze(int axis) const;
   Tensor flatten(int start = 0, int end = -1) const;

@@ -180,8 +180,9 @@ class Generator {
     const Tensor& t = x.t;
     const bool is_float = t.dtype().is_float();
     static const std::vector<std::string> float_ops{
-        "neg",  "exp",     "log",  "exp2", "log2", "sqrt",   "rsqrt",      "sin",  "cos",
-        "tanh", "sigmoid", "relu", "abs",  "sign", "square", "reciprocal", "clamp"};
+        "neg",   "exp",  "log",     "exp2",      "log2", "sqrt",     "rsqrt",     "sin",
+        "cos",   "tanh", "sigmoid", "relu",      "abs",  "sign",     "square",    "reciprocal",
+        "clamp", "erf",  "gelu",    "gelu_tanh", "silu", "softplus", "leaky_relu"};
     static const std::vector<std::string> int_ops{"neg",  "abs",         "sign", "square",
                                                   "relu", "bitwise_not", "exp",  "clamp"};
     static const std::vector<std::string> bool_ops{"logical_not", "bitwise_not"};
@@ -209,6 +210,12 @@ class Generator {
       return make_value(pole_allowed(x) ? t.reciprocal() : away_from_zero(t).reciprocal());
     if (op == "clamp")
       return make_value(t.clamp(-static_cast<double>(between(0, 3)), static_cast<double>(between(0, 5))));
+    if (op == "erf") return make_value(t.erf());
+    if (op == "gelu") return make_value(t.gelu());
+    if (op == "gelu_tanh") return make_value(t.gelu("tanh"));
+    if (op == "silu") return make_value(t.silu());
+    if (op == "softplus") return make_value(t.softplus(pick(std::vector<double>{1, 2, 0.5}), 20));
+    if (op == "leaky_relu") return make_value(t.leaky_relu(0.1));
     if (op == "logical_not") return make_value(t.logical_not());
     return make_value(~t);
   }
@@ -451,7 +458,8 @@ class Generator {
 
   Value special(const Value& x) {
     const Tensor& t = x.t;
-    switch (between(0, 8)) {
+    switch (between(0, 9)) {
+      case 8: return nn_step(x);
       case 0: return matmul_step(x);
       case 1: return gather_step(x);
       case 2: {
@@ -484,6 +492,55 @@ class Generator {
         Tensor idx = input(chance(0.5) ? DType::Int32 : DType::Int64, {between(0, 5)}, 0, n - 1);
         return make_value(t.index_select(axis, idx));
       }
+    }
+  }
+
+  // cumsum, topk, and nn.functional's convolution, pools and batch norm on a 4-D view of x.
+  Value nn_step(const Value& x) {
+    const Tensor& t = x.t;
+    switch (between(0, 6)) {
+      case 0: note("cumsum"); return make_value(t.cumsum(random_axis(t)));
+      case 1: {
+        if (t.dtype().is_bool()) throw Skip{};
+        const int axis = random_axis(t);
+        const int64_t n = t.shape()[static_cast<size_t>(axis < 0 ? axis + t.ndim() : axis)];
+        auto [values, indices] = t.topk(between(0, n), axis, chance(0.7));
+        // The indices of approximate values may swap at near-ties: exact inputs only.
+        if (!gradient_ && x.exact && chance(0.5)) {
+          note("topk_indices");
+          return make_value(indices);
+        }
+        note("topk");
+        return make_value(values);
+      }
+      default: break;
+    }
+    if (!t.dtype().is_float() || t.numel() == 0) throw Skip{};
+    const Tensor img = t.ndim() == 4   ? t
+                       : t.ndim() == 0 ? t.reshape({1, 1, 1, 1})
+                                       : t.reshape({1, 1, -1, t.shape().back()});
+    const int64_t c = img.shape()[1], h = img.shape()[2], w = img.shape()[3];
+    const int64_t kh = between(1, std::min<int64_t>(3, h + 2)), kw = between(1, std::min<int64_t>(3, w + 2));
+    namespace F = nn::functional;
+    switch (between(0, 3)) {
+      case 0: {
+        const int64_t groups = chance(0.6) ? 1 : c, out = groups * between(1, 2);
+        const Tensor weight = input(img.dtype(), {out, c / groups, kh, kw});
+        const Tensor bias = chance(0.5) ? input(img.dtype(), {out}) : Tensor{};
+        note("conv2d");
+        return make_value(F::conv2d(img, weight, bias, {between(1, 2), between(1, 2)},
+                                    {between(0, kh / 2), between(0, kw / 2)}, {between(1, 2), 1}, groups));
+      }
+      case 1:
+        note("max_pool2d");
+        return make_value(F::max_pool2d(img, {kh, kw}, chance(0.5) ? F::Size2d{} : F::Size2d{1, 2},
+                                        {between(0, kh / 2), between(0, kw / 2)}));
+      case 2:
+        note("avg_pool2d");
+        return make_value(F::avg_pool2d(img, {kh, kw}, {}, {between(0, kh / 2), 0}, false, chance(0.5)));
+      default:
+        note("batch_norm");
+        return make_value(F::batch_norm(img, Tensor{}, Tensor{}, input(img.dtype(), {c}), Tensor{}, true));
     }
   }
 

@@ -1,6 +1,8 @@
 // Movement ops and their chains, compiled, against the reference interpreter
 // and hand-computed values.
 #include "check.hpp"
+#include "gradcheck.hpp"
+#include "torch_table.hpp"
 
 #include <cmath>
 #include <limits>
@@ -342,4 +344,16 @@ TEST_CASE("gather, index_select and one_hot errors name the op, the shapes and t
       x.one_hot(3), doctest::Contains("one_hot: the tensor has dtype f32; expected an integer dtype"), Error);
   CHECK_THROWS_WITH_AS(x.cast(DType::Int32).one_hot(-1), doctest::Contains("one_hot: num_classes is -1"),
                        Error);
+}
+
+TEST_CASE("repeat matches PyTorch's tiling, with extra leading axes and zero counts") {
+  const int n =
+      loom::test::check_torch_table("repeat", [](const loom::test::json& a, const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0].repeat(a["repeats"].get<Shape>())};
+      });
+  CHECK(n == 6);
+  loom::test::gradcheck1([](const Tensor& x) { return x.repeat({2, 1, 3}); }, loom::test::Input{{2, 3}});
+  CHECK_THROWS_WITH_AS(Tensor::zeros({2, 3}).repeat({2}),
+                       doctest::Contains("repeat: 1 repeats given for a tensor of shape [2, 3]"), Error);
+  CHECK_THROWS_WITH_AS(Tensor::zeros({2}).repeat({-1}), doctest::Contains("negative"), Error);
 }

@@ -1,0 +1,164 @@
+// Convolutions as index arithmetic: the padded input's sliding windows (src/window.hpp, a view)
+// times the weight, summed over (C_in / groups, kh, kw). Rangeify turns the view into
+// x[n, c, i*s + ki*d, j*s + kj*d], so a conv2d forward is one kernel that reads x and w in
+// place, with no im2col buffer; the gradients come from the movement ops' rules (a transposed
+// conv for dx, a correlation for dw). conv_transpose2d is a conv2d of the stride-dilated input
+// with the flipped, channel-swapped weight.
+#include "src/tensor_ops.hpp"
+#include "src/window.hpp"
+
+#include <loom/nn_functional.hpp>
+
+namespace loom::nn::functional {
+
+using detail::str;
+
+namespace {
+
+void check_positive(Size2d v, const char* what, const char* op) {
+  if (v.h <= 0 || v.w <= 0)
+    throw Error(fmt::format("{}: {} must be positive, got ({}, {})", op, what, v.h, v.w));
+}
+
+// The checks every convolution shares; x is [N, C_in, H, W] and w [C_out, C_in / groups, kh, kw].
+void check_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t groups, const char* op) {
+  const Shape &xs = detail::uop(x, op)->shape().value(), &ws = detail::uop(w, op)->shape().value();
+  if (xs.size() != 4 || ws.size() != 4)
+    throw Error(
+        fmt::format("{}: expected a 4-D input [N, C, H, W] and a 4-D weight, got input {} and weight {}", op,
+                    str(xs), str(ws)));
+  if (!x.dtype().is_float() || x.dtype() != w.dtype())
+    throw Error(fmt::format("{}: input ({}) and weight ({}) must share one float dtype", op,
+                            scalar_name(x.dtype().scalar), scalar_name(w.dtype().scalar)));
+  if (groups <= 0) throw Error(fmt::format("{}: groups must be positive, got {}", op, groups));
+  if (xs[1] % groups != 0)
+    throw Error(fmt::format("{}: groups = {} does not divide the input's {} channels (input {})", op, groups,
+                            xs[1], str(xs)));
+  if (b.defined() && (b.dtype() != x.dtype() || b.ndim() != 1))
+    throw Error(fmt::format("{}: bias must be 1-D of the input's dtype {}, got {} of {}", op,
+                            scalar_name(x.dtype().scalar), str(b.shape()), scalar_name(b.dtype().scalar)));
+}
+
+// conv2d on an input already padded: windows [N, C, oh, ow, kh, kw] split by group, times the
+// weight split by group, summed over (C / groups, kh, kw).
+Tensor correlate(const Tensor& xp, const Tensor& w, const Tensor& b, Size2d stride, Size2d dilation,
+                 int64_t groups, const char* op) {
+  const Shape &xs = xp.shape(), &ws = w.shape();
+  const int64_t n = xs[0], cin = xs[1], cout = ws[0], kh = ws[2], kw = ws[3];
+  for (int a : {2, 3}) {
+    const int64_t k = ws[a], d = a == 2 ? dilation.h : dilation.w;
+    if (d * (k - 1) + 1 > xs[a])
+      throw Error(
+          fmt::format("{}: the kernel {} (dilated to {}) is larger than the padded input {} on axis {}", op,
+                      str(ws), d * (k - 1) + 1, str(xs), a));
+  }
+  const Tensor win = detail::sliding_windows(xp, {kh, kw}, {stride.h, stride.w}, {dilation.h, dilation.w});
+  const int64_t oh = win.shape()[2], ow = win.shape()[3], cg = cin / groups, og = cout / groups;
+  const Tensor xg = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
+  const Tensor wg = w.reshape({1, groups, og, cg, 1, 1, kh, kw});
+  Tensor y = (xg * wg).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+  if (b.defined()) y = y + b.reshape({1, cout, 1, 1});
+  return y;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
+              Size2d dilation, int64_t groups) {
+  const char* op = "conv2d";
+  check_conv(x, w, b, groups, op);
+  check_positive(stride, "stride", op);
+  check_positive(dilation, "dilation", op);
+  if (padding.h < 0 || padding.w < 0)
+    throw Error(fmt::format("{}: padding must be non-negative, got ({}, {})", op, padding.h, padding.w));
+  const Shape &xs = x.shape(), &ws = w.shape();
+  if (ws[1] * groups != xs[1])
+    throw Error(
+        fmt::format("{}: input {} has {} channels but weight {} with groups = {} expects {} ({} x {})", op,
+                    str(xs), xs[1], str(ws), groups, ws[1] * groups, ws[1], groups));
+  if (ws[0] % groups != 0)
+    throw Error(fmt::format("{}: groups = {} does not divide the weight's {} output channels (weight {})", op,
+                            groups, ws[0], str(ws)));
+  if (b.defined() && b.shape()[0] != ws[0])
+    throw Error(fmt::format("{}: bias {} does not match the weight's {} output channels (weight {})", op,
+                            str(b.shape()), ws[0], str(ws)));
+  const Tensor xp = x.pad({{0, 0}, {0, 0}, {padding.h, padding.h}, {padding.w, padding.w}});
+  return correlate(xp, w, b, stride, dilation, groups, op);
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  const Shape &xs = detail::uop(x, "conv1d")->shape().value(),
+              &ws = detail::uop(w, "conv1d")->shape().value();
+  if (xs.size() != 3 || ws.size() != 3)
+    throw Error(
+        fmt::format("conv1d: expected a 3-D input [N, C, L] and a 3-D weight [C_out, C_in / groups, k], "
+                    "got input {} and weight {}",
+                    str(xs), str(ws)));
+  return conv2d(x.unsqueeze(2), w.unsqueeze(2), b, {1, stride}, {0, padding}, {1, dilation}, groups)
+      .squeeze(2);
+}
+
+// PyTorch's transposed convolution: every input element spreads the weight over the output.
+// Equivalently, the input with stride - 1 zeros between elements, padded by d*(k-1) - p before
+// and d*(k-1) - p + output_padding after (cut where negative), correlated with the weight
+// flipped in space and with its in and out channels swapped per group.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
+                        Size2d output_padding, int64_t groups, Size2d dilation) {
+  const char* op = "conv_transpose2d";
+  check_conv(x, w, b, groups, op);
+  check_positive(stride, "stride", op);
+  check_positive(dilation, "dilation", op);
+  const Shape &xs = x.shape(), &ws = w.shape();
+  if (ws[0] != xs[1])
+    throw Error(
+        fmt::format("{}: input {} has {} channels but weight {} expects {} (weight [C_in, C_out / groups, "
+                    "kh, kw])",
+                    op, str(xs), xs[1], str(ws), ws[0]));
+  const int64_t cin = xs[1], og = ws[1], cout = og * groups, n = xs[0];
+  if (b.defined() && b.shape()[0] != cout)
+    throw Error(fmt::format("{}: bias {} does not match the {} output channels (weight {}, groups = {})", op,
+                            str(b.shape()), cout, str(ws), groups));
+  const int64_t sz[2] = {stride.h, stride.w}, pd[2] = {padding.h, padding.w},
+                opd[2] = {output_padding.h, output_padding.w}, dl[2] = {dilation.h, dilation.w};
+  for (int a = 0; a < 2; ++a) {
+    if (pd[a] < 0 || opd[a] < 0)
+      throw Error(fmt::format("{}: padding ({}, {}) and output_padding ({}, {}) must be non-negative", op,
+                              pd[0], pd[1], opd[0], opd[1]));
+    if (opd[a] >= std::max(sz[a], dl[a]))
+      throw Error(
+          fmt::format("{}: output_padding {} on axis {} must be smaller than the stride {} or the "
+                      "dilation {}",
+                      op, opd[a], a + 2, sz[a], dl[a]));
+    const int64_t out = (xs[a + 2] - 1) * sz[a] - 2 * pd[a] + dl[a] * (ws[a + 2] - 1) + opd[a] + 1;
+    if (out <= 0)
+      throw Error(
+          fmt::format("{}: input {} with weight {}, stride {}, padding {} gives an output of size {} on "
+                      "axis {}",
+                      op, str(xs), str(ws), sz[a], pd[a], out, a + 2));
+  }
+  // Stride: [.., H, W] -> [.., H, s, W, s] with zeros after each element -> [.., (H-1)*s + 1, ..].
+  Tensor up = x;
+  if (sz[0] > 1 || sz[1] > 1) {
+    const int64_t h = xs[2], wd = xs[3];
+    up = x.reshape({n, cin, h, 1, wd, 1})
+             .pad({{0, 0}, {0, 0}, {0, 0}, {0, sz[0] - 1}, {0, 0}, {0, sz[1] - 1}})
+             .reshape({n, cin, h * sz[0], wd * sz[1]})
+             .shrink({{0, n}, {0, cin}, {0, (h - 1) * sz[0] + 1}, {0, (wd - 1) * sz[1] + 1}});
+  }
+  std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0}), cut;
+  for (int64_t d : up.shape()) cut.emplace_back(0, d);
+  for (int a = 0; a < 2; ++a) {
+    const int64_t lo = dl[a] * (ws[a + 2] - 1) - pd[a], hi = lo + opd[a];
+    grow[a + 2] = {std::max<int64_t>(lo, 0), std::max<int64_t>(hi, 0)};
+    const int64_t size = up.shape()[a + 2] + grow[a + 2].first + grow[a + 2].second;
+    cut[a + 2] = {std::max<int64_t>(-lo, 0), size - std::max<int64_t>(-hi, 0)};
+  }
+  const Tensor xp = up.pad(grow).shrink(cut);
+  const int64_t cg = cin / groups, kh = ws[2], kw = ws[3];
+  const Tensor wt =
+      w.reshape({groups, cg, og, kh, kw}).transpose(1, 2).flip({3, 4}).reshape({cout, cg, kh, kw});
+  return correlate(xp, wt, b, {1, 1}, dilation, groups, op);
+}
+
+}  // namespace loom::nn::functional
