@@ -42,8 +42,10 @@ const Stage kSimplifier{"symbolic", symbolic, false};
 
 }  // namespace
 
-std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags) {
+std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags,
+                                  const std::optional<Target>& target) {
   StageContext ctx{flags, {}};
+  if (target) ctx.target = *target;
   const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
   const UOpPtr out =
       run_stages("split_reduceop", {{"split_reduceop", split_reduceop}}, sink, ctx, notify_graph_stage);
@@ -51,8 +53,10 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
 }
 
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows,
-                     const std::vector<bool>& in_place_roots) {
-  StageContext ctx{flags, {}, panel_bytes, panel_rows};
+                     const std::vector<bool>& in_place_roots, int64_t panel_depth,
+                     const std::optional<Target>& target) {
+  StageContext ctx{flags, {}, panel_bytes, panel_rows, panel_depth};
+  if (target) ctx.target = *target;
   ctx.in_place_roots = in_place_roots;
   place_ranges(sink, ctx);
   const UOpPtr out = run_stages("buffer_stages",

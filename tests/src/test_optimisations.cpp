@@ -5,8 +5,8 @@
 
 #include "codegen/codegen.hpp"
 #include "codegen/register_tile.hpp"
-#include "codegen/target.hpp"
 #include "ir/pass_observer.hpp"
+#include "ir/target.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "src/schedule_cache.hpp"
 
@@ -83,7 +83,7 @@ struct FreshCaches {
   }
 };
 
-int native_f32_lanes() { return host_vector_bytes() / 4; }
+int native_f32_lanes() { return current_target().vector_bytes / 4; }
 
 std::string vector_type(int lanes) { return "<" + std::to_string(lanes) + " x float>"; }
 
@@ -159,7 +159,7 @@ TEST_CASE("add [4096,4096]: upcast to the native lanes, vector loads and stores 
 // returns; a small output, which the next kernel reads from cache, is cached.
 TEST_CASE("a 64 MB output gets non-temporal vector stores and an sfence; a 4 MB one does not") {
   FreshCaches fresh;
-  CHECK(host_l3_bytes() >= (int64_t{1} << 20));
+  CHECK(current_target().l3_complex_bytes >= (int64_t{1} << 20));
   const EmitOptions l3_of_32mb{.streaming_store_bytes = int64_t{32} << 20};
   Tensor a = Tensor::randn({4096, 4096}).realize(), b = Tensor::randn({4096, 4096}).realize();
   Kernels big;
