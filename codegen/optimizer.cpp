@@ -529,10 +529,10 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
 // and the read of the previous blocks' sums of k, are masked by lane (j < n). Those
 // masked reads cost more than the blocks save: 512 x 507 @ 507 x 516 at one thread ran
 // at 55 to 78 GFLOP/s in three blocks of 169, 80 to 93 in one; 2040^3 71 against 88
-// (docs/performance.md). So such a product sums k in one block while a panel's k rows
-// (each tile_panel_bytes) stay within half of the L2, as a's row blocks do (k up to
-// 4096 with AVX-512 and 1 MiB of L2).
-int64_t masked_whole_k(const Target& t) { return t.l2_bytes / 2 / tile_panel_bytes(t.vector_bytes); }
+// (docs/performance.md). So such a product sums k in one block while k lines (a panel
+// row is one line with AVX2, two with AVX-512) stay within a quarter of the L2, as a's
+// row blocks do: k up to 4096 with 1 MiB of L2.
+int64_t masked_whole_k(const Target& t) { return t.l2_bytes / 4 / t.line_bytes; }
 
 bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
   const UOpPtr valid = valid_of(kernel->src.at(0)->src.at(0)->src.at(0));

@@ -35,13 +35,15 @@ constexpr int64_t kMaxLanes = 255;
 // (a cast, a scale): beyond, the tile widens to all the columns it can hold.
 constexpr int64_t kCheapA = 2;
 
-// A block of a's rows takes half the L2, leaving the rest to the b panel passing
-// through and the output; the blocks of a long k, whose kMinBlockTiles tiles would
-// not fit there, take an eighth of a core complex's L3 each instead (each thread
-// its own block). Row blocks at least (when there are as many tiles): one per core,
-// the blocks are what the threads share. docs/performance.md, "Target".
+// A block of a's rows takes a quarter of the L2, leaving the rest to the b panel
+// passing through and the output (half of it measured no better, and fewer, larger
+// blocks leave more to a preempted thread: docs/performance.md); the blocks of a long
+// k, whose kMinBlockTiles tiles would not fit there, take an eighth of a core
+// complex's L3 each instead (each thread its own block). Row blocks at least (when
+// there are as many tiles): one per core, the blocks are what the threads share.
+// docs/performance.md, "Target".
 constexpr int64_t kMinBlockTiles = 8;
-int64_t l2_block(const Target& t) { return t.l2_bytes / 2; }
+int64_t l2_block(const Target& t) { return t.l2_bytes / 4; }
 int64_t l3_block(const Target& t) { return t.l3_complex_bytes / 8; }
 int64_t min_blocks(const Target& t) { return std::max(1, t.cores); }
 

@@ -194,8 +194,10 @@ UOpPtr pack(const Match& m) {
     k *= *trip(red->src[d]);
   }
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
-  // b within the L1 data cache stays there whatever its row stride: nothing to gain.
-  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < ctx.target.l1d_bytes) return nullptr;
+  // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
+  // stays there whatever its row stride: nothing to gain.
+  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < ctx.target.l1d_bytes * 2 / 3)
+    return nullptr;
   const int64_t panels = (n + width - 1) / width;
   for (size_t b_src : {size_t{1}, size_t{0}}) {
     const UOpPtr &a = red->src[0]->src[1 - b_src], &b = red->src[0]->src[b_src];

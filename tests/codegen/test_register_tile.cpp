@@ -168,13 +168,14 @@ void check_inner_loads(const UOpPtr& lowered, const UOpPtr& reduce_range) {
 // The Target in force (LOOM_TARGET) planned for vectors of `bytes`.
 Target planned(int bytes) { return with_vector_bytes(current_target(), bytes); }
 
-// The machine the blocking expectations below were derived for: two cores, 512 KiB of
-// L2 (a row block takes half of it), 32 MiB of L3 per complex; explicit, so they hold
-// on any host.
-Target two_cores_512k_l2(int vector_bytes = 32) {
+// The machine the blocking expectations below were derived for: two cores, 1 MiB of L2
+// (a quarter of it, 256 KiB, for a row block and for a masked panel's k lines), 32 MiB
+// of L3 per complex, 64-byte lines; explicit, so they hold on any host.
+Target two_cores_1m_l2(int vector_bytes = 32) {
   Target t = with_vector_bytes(current_target(), vector_bytes);
   t.cores = 2;
-  t.l2_bytes = 512 << 10;
+  t.l2_bytes = 1 << 20;
+  t.line_bytes = 64;
   t.l3_complex_bytes = 32 << 20;
   return t;
 }
@@ -220,9 +221,9 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
 }  // namespace
 
 TEST_CASE("row_block: an even count of row blocks (two threads share them), few padded tiles") {
-  const Target t = two_cores_512k_l2(64);
+  const Target t = two_cores_1m_l2(64);
   auto blocks = [](int64_t tiles, int64_t block) { return (tiles + block - 1) / block; };
-  // 512 rows: 86 tiles of 6; 42 tiles x 6 rows x 256 floats fill half of L2, so at least
+  // 512 rows: 86 tiles of 6; 42 tiles x 6 rows x 256 floats fill a quarter of its L2, so at least
   // 3 blocks, and three blocks left one thread idle a third of the time: 4 blocks of 22
   const int64_t at512 = row_block(86, 6, 256, 4, t);
   CHECK(at512 * 6 * 256 * 4 <= 256 * 1024);
@@ -378,14 +379,14 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   REQUIRE(mm);
   REQUIRE(mm->panels.size() == 1);  // jo: b uses it, a does not
   CHECK(mm->panels[0]->get<AxisArg>().id == 2);
-  const auto opt = optimize_kernel(kernel, {true, two_cores_512k_l2()});
+  const auto opt = optimize_kernel(kernel, {true, two_cores_1m_l2()});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of rows: what the threads share
   CHECK(trip(loops[0]) >= 2);
   CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k: 256 (kc x 16 floats of a panel: half of L1)
   CHECK(trip(loops[2]) == 1024 / 16);   // the panels
-  // a block's rows x kc floats of a within half of L2: at most 42 tiles of 6 rows
+  // a block's rows x kc floats of a within a quarter of its 1 MiB L2: at most 42 tiles of 6 rows
   CHECK(trip(loops[3]) * 6 * 256 * 4 <= 256 * 1024);
   CHECK(trip(loops[0]) * trip(loops[3]) * 6 >= 1024);
   const auto red = of_kind(opt, AxisKind::Reduce);
@@ -482,15 +483,14 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   // k in one block: the previous blocks' sums would be read under the lane mask, which
   // costs more than the blocks save (codegen/optimizer.cpp's masked_whole_k: half of
   // L2 in rows of a panel, 4096 of 64 bytes in 256 KiB)
-  const auto opt = optimize_kernel(kernel, {true, two_cores_512k_l2()});
+  const auto opt = optimize_kernel(kernel, {true, two_cores_1m_l2()});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);  // blocks of rows (the threads'), panels, row tiles
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(loops[1]) == 64);
   CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
-  CHECK(
-      trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, two_cores_512k_l2()}))
-               .at(1)) == 4100 / 205);  // a k past 4096 keeps its blocks
+  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, two_cores_1m_l2()}))
+                 .at(1)) == 4100 / 205);  // a k past 4096 keeps its blocks
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
   const UOpPtr k = of_kind(low, AxisKind::Reduce).at(0);
