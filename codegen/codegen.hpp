@@ -2,6 +2,7 @@
 // codegen/'s interface to the engine: kernel AST in, optimised kernel AST and
 // LLVM IR text out. No LLVM types here; docs/kernel-ir.md is the contract.
 #include "ir/flags.hpp"
+#include "ir/target.hpp"
 #include "ir/uop.hpp"
 
 #include <string>
@@ -11,8 +12,10 @@
 namespace loom {
 
 struct OptimizerOptions {
-  bool enabled = true;   // LOOM_NOOPT=1 turns the optimiser off
-  int vector_bytes = 0;  // the SIMD register width to upcast to; 0: the host's (codegen/target.hpp)
+  bool enabled = true;  // LOOM_NOOPT=1 turns the optimiser off
+  // The machine to plan for: its vector width and registers (lanes, register
+  // tiles), its caches (blocks, chunks); target_of(flags) in lower_kernel.
+  Target target = current_target();
 };
 
 // Chooses per kernel which range goes to SIMD lanes (kind `upcast`), which is
@@ -31,14 +34,14 @@ UOpPtr expand_lanes(const UOpPtr& kernel);
 
 // Every REDUCE becomes accumulator registers (DEFINE_REG) with their updates
 // ordered by AFTER, so the linearizer only places what it is given. A vector
-// accumulator wider than `vector_bytes` (0: the host's SIMD width) becomes
-// several of that width, each its own register.
-UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = 0);
+// accumulator wider than `vector_bytes` (a Target's) becomes several of that
+// width, each its own register.
+UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = current_target().vector_bytes);
 
-// A value wider than `vector_bytes` (0: the host's SIMD width) is computed slice
+// A value wider than `vector_bytes` (a Target's) is computed slice
 // by slice where GEPs take its slices, and a per-lane validity that is one bool
 // in every lane becomes that bool (codegen/split_vectors.cpp).
-UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = 0);
+UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().vector_bytes);
 
 // The kernel passes in order (docs/pipeline.md): optimizer, transcendental,
 // expander, lower_reduce, split_vectors. Each is reported to the pass observers
@@ -56,6 +59,9 @@ const std::vector<std::string_view>& optional_kernel_pass_names();
 int64_t matmul_panel_bytes(const Flags& flags);
 // The rows of that tile: the height of the row panels a is packed into (0: none).
 int64_t matmul_panel_rows(const Flags& flags);
+// The rows of k that tile sums per block of a panel (kc), which sizes the share of
+// L1 the panel takes (0 when the optimiser is off).
+int64_t matmul_panel_depth(const Flags& flags);
 
 // Iterations of the kernel's parallel range for these variable values, 1 if none.
 int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars);
@@ -72,8 +78,11 @@ struct EmitOptions {
   // buffer's size and the function returns a status (docs/kernel-ir.md).
   bool check_bounds = false;
   // A contiguous vector store to a buffer that writes at least this many bytes
-  // in all is non-temporal (see llvm_emit.cpp); -1: the host's L3 size.
+  // in all is non-temporal (see llvm_emit.cpp); -1: the target's l3_complex_bytes.
   int64_t streaming_store_bytes = -1;
+  // The machine the code is for (its ISA's register width splits masked accesses;
+  // its L3 sets streaming_store_bytes): LOOM_TARGET's preset, not LOOM_VECTOR_WIDTH's plan.
+  Target target = target_named(flags()->target);
 };
 
 // LLVM IR text of one verified function `name` with the ABI of docs/kernel-ir.md.

@@ -6,7 +6,6 @@
 // The only file of loom that includes IRBuilder (it is slow to compile).
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
-#include "codegen/target.hpp"
 
 #include <fmt/format.h>
 #include <llvm/Analysis/VectorUtils.h>
@@ -85,6 +84,7 @@ class Emitter {
   std::map<int64_t, llvm::MDNode*> slot_scopes_;  // one alias scope per buffer slot
   bool check_bounds_;
   int64_t streaming_store_bytes_;
+  int register_bytes_;     // one SIMD register of the target's ISA
   bool streamed_ = false;  // a non-temporal store was emitted: sfence before returning
   std::map<int64_t, llvm::BasicBlock*> out_of_bounds_;  // per slot: `ret 1 + slot`
 
@@ -149,7 +149,8 @@ Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::st
       // Streaming stores need x86's sfence; elsewhere every store is cached.
       streaming_store_bytes_(!llvm::Triple(llvm::sys::getProcessTriple()).isX86() ? INT64_MAX
                              : options.streaming_store_bytes >= 0 ? options.streaming_store_bytes
-                                                                  : host_l3_bytes()) {
+                                                                  : options.target.l3_complex_bytes),
+      register_bytes_(options.target.vector_bytes) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* i64 = b_.getInt64Ty();
   llvm::Type* result = check_bounds_ ? b_.getInt32Ty() : b_.getVoidTy();
@@ -694,12 +695,12 @@ bool Emitter::streams(const UOp& store, const Access& a) const {
 // when its mask is a splat ANDed with constants: a half whose constant lanes are
 // all false becomes a plain load, which ignores the mask and reads past the
 // buffer (tests/fuzz/regressions/masked-load-wider-than-register.loom). So LLVM
-// never splits one: loom emits a contiguous masked access wider than the host's
+// never splits one: loom emits a contiguous masked access wider than the target's
 // register as register-wide pieces itself, loads and stores alike.
 unsigned Emitter::piece_lanes(llvm::Type* type) const {
   auto* vector = llvm::cast<llvm::FixedVectorType>(type);
   const unsigned bytes = std::max(1u, static_cast<unsigned>(vector->getScalarSizeInBits() / 8));
-  const unsigned lanes = std::max(1u, static_cast<unsigned>(host_vector_bytes()) / bytes);
+  const unsigned lanes = std::max(1u, static_cast<unsigned>(register_bytes_) / bytes);
   return std::min(lanes, vector->getNumElements());
 }
 

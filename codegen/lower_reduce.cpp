@@ -12,7 +12,6 @@
 // linearizer needs no notion of reductions at all.
 #include "codegen/codegen.hpp"
 #include "codegen/needed_loops.hpp"
-#include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
@@ -128,7 +127,7 @@ const PatternMatcher& reduce_lowering() {
 }  // namespace
 
 UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes) {
-  ReduceLowering ctx{NeededLoops(kernel), vector_bytes > 0 ? vector_bytes : host_vector_bytes()};
+  ReduceLowering ctx{NeededLoops(kernel), vector_bytes};
   return graph_rewrite(kernel, reduce_lowering(), ctx);
 }
 

@@ -16,7 +16,6 @@
 // docs/performance.md explains the choices with the kernels of the benchmarks.
 #include "codegen/codegen.hpp"
 #include "codegen/register_tile.hpp"
-#include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pattern.hpp"
 #include "ir/range_split.hpp"
@@ -530,9 +529,10 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
 // and the read of the previous blocks' sums of k, are masked by lane (j < n). Those
 // masked reads cost more than the blocks save: 512 x 507 @ 507 x 516 at one thread ran
 // at 55 to 78 GFLOP/s in three blocks of 169, 80 to 93 in one; 2040^3 71 against 88
-// (docs/performance.md). So such a product sums k in one block while a panel's k x 16
-// floats stay within half of the 512 KiB L2 (256 KiB: k up to 4096), as a's row blocks do.
-constexpr int64_t kMaskedWholeK = 4096;
+// (docs/performance.md). So such a product sums k in one block while k lines (a panel
+// row is one line with AVX2, two with AVX-512) stay within a quarter of the L2, as a's
+// row blocks do: k up to 4096 with 1 MiB of L2.
+int64_t masked_whole_k(const Target& t) { return t.l2_bytes / 4 / t.line_bytes; }
 
 bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
   const UOpPtr valid = valid_of(kernel->src.at(0)->src.at(0)->src.at(0));
@@ -544,9 +544,10 @@ bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
 // the outer loop (each thread keeps its block of b's columns in cache while
 // the rows of a stream past). When b comes in panels (schedule/panel_packing.hpp),
 // blocks of rows and of k instead.
-UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
-  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, registers, mm.a_ops);
-  const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= kMaskedWholeK;
+UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& target, int64_t itemsize) {
+  const RegisterTile tile =
+      register_tile(*trip(mm.rows), *trip(mm.cols), lanes, target.vector_registers, mm.a_ops);
+  const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= masked_whole_k(target);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
@@ -559,7 +560,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
   // in [kBlock / 2, kBlock] (a prime 1021) is one block, and a's rows span all of it.
   const int64_t k_len = *trip(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
   const int64_t kc = panels ? (divisor ? divisor : k_len) : 0;
-  const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize) : 1;
+  const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize, target) : 1;
   const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
   // Padded rows store the last real row again, unless blocks of k read partial sums back.
   const UOpPtr& store = split_cols->src.at(0)->src.at(0);
@@ -599,18 +600,18 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int
 constexpr int64_t kGemvChunk = 2048;
 constexpr int64_t kGemvRows = 8;  // streams of b in flight: within what a core's prefetchers follow
 // Columns per chunk when other loops (the parts of k) are what the threads share: a
-// whole row of [4096, 4096]'s b, 16 KiB of float32 partial sums, half of L1d; 10% more
-// bytes per CPU-second than 2048 in parts of 64 rows (docs/performance.md, GEMV).
-constexpr int64_t kGemvRowChunk = 4096;
+// whole row of [4096, 4096]'s b, 16 KiB of float32 partial sums: their partial sums
+// fill half of L1d; 10% more bytes per CPU-second than 2048 in parts of 64 rows
+// (docs/performance.md, GEMV).
+int64_t gemv_row_chunk(const Target& t, int64_t itemsize) { return t.l1d_bytes / 2 / itemsize; }
 constexpr int64_t kMinChunks = 2;  // the chunks are what the threads share
-constexpr int64_t kCacheLineBytes = 64;
 
 // Vectors of `lanes` elements in one cache line, at least one: a one-row tile that
 // wide reads one line of each of its block's rows a step, the kGemvRows streams
 // advancing together, as OpenBLAS's sgemv_n does; 8 vectors (4 lines of a row, then
 // the next row) read b about 25% slower (docs/performance.md, GEMV).
-int64_t line_vectors(int64_t lanes, int64_t itemsize) {
-  return std::max<int64_t>(1, kCacheLineBytes / (lanes * itemsize));
+int64_t line_vectors(int64_t lanes, int64_t itemsize, const Target& t) {
+  return std::max<int64_t>(1, t.line_bytes / (lanes * itemsize));
 }
 
 // Tiles of `width` columns per chunk: up to `columns` columns, at most `most` tiles,
@@ -634,9 +635,9 @@ std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
 // The other output loops (a batch, or split_reduceop's parts of k, each a run of whole
 // rows of b) go first: they are what the threads share (else the chunks), each streamed
 // whole.
-UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64_t itemsize) {
-  RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, registers, mm.a_ops);
-  if (mm.a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize));
+UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& target, int64_t itemsize) {
+  RegisterTile tile = register_tile(1, *trip(mm.cols), lanes, target.vector_registers, mm.a_ops);
+  if (mm.a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize, target));
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
   const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
@@ -644,8 +645,8 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, int lanes, int registers, int64
   if (!kb || !tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
-  const int64_t chunk =
-      batch.empty() ? gemv_chunk(n, width, n / kMinChunks) : gemv_chunk(n, width, n, kGemvRowChunk);
+  const int64_t chunk = batch.empty() ? gemv_chunk(n, width, n / kMinChunks)
+                                      : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto b = batch.rbegin(); b != batch.rend(); ++b)
     if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
@@ -673,9 +674,9 @@ UOpPtr block_all_sums(UOpPtr k) {
 // other output loops (split_reduceop's blocks of rows) go first: they are what the
 // threads share (else the chunks), each block of rows streamed whole. Without blocks
 // of k, the plain tiles with every long sum blocked.
-UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers, int64_t itemsize) {
-  RegisterTile tile = register_tile(1, *trip(cs.cols), lanes, registers);
-  tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize));
+UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, const Target& target, int64_t itemsize) {
+  RegisterTile tile = register_tile(1, *trip(cs.cols), lanes, target.vector_registers);
+  tile.vectors = std::min(tile.vectors, line_vectors(lanes, itemsize, target));
   auto [split_cols, cols_outer] = split_lanes(k, cs.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, cs.reduce->get<AxisArg>().id);
   const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
@@ -683,8 +684,8 @@ UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, int lanes, int registers,
   if (!kb || !tiles) return block_all_sums(drop_unit_loops(split_cols));
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
-  const int64_t chunk =
-      cs.panels.empty() ? gemv_chunk(n, width, n / kMinChunks) : gemv_chunk(n, width, n, kGemvRowChunk);
+  const int64_t chunk = cs.panels.empty() ? gemv_chunk(n, width, n / kMinChunks)
+                                          : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
     if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);
@@ -748,12 +749,15 @@ int64_t eval_index(const UOpPtr& u, const std::vector<UOpPtr>& vars, const std::
 
 }  // namespace
 
+int64_t matmul_panel_depth(const Flags& flags) { return matmul_panel_bytes(flags) > 0 ? kBlock : 0; }
+
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
   if (!options.enabled) return kernel;
   UOpPtr k = kernel;
   // Once per kernel: a kernel that already has lanes or threads was optimised.
   if (!has_kind(k, AxisKind::Upcast) && !has_kind(k, AxisKind::Unroll) && !has_kind(k, AxisKind::Parallel)) {
-    const int bytes = options.vector_bytes > 0 ? options.vector_bytes : host_vector_bytes();
+    const Target& target = options.target;
+    const int bytes = target.vector_bytes;
     const int width = bytes / widest_element(k);
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     // The GEMV and column-sum tiles order one END's loops: a kernel of several takes the plain path.
@@ -761,11 +765,11 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
     if (mm) {
-      k = simplify(tile_matmul(k, *mm, width, vector_registers(bytes), bytes / width));
+      k = simplify(tile_matmul(k, *mm, width, target, bytes / width));
     } else if (gemv) {
-      k = simplify(tile_gemv(k, *gemv, width, vector_registers(bytes), bytes / width));
+      k = simplify(tile_gemv(k, *gemv, width, target, bytes / width));
     } else if (column_sum) {
-      k = simplify(tile_column_sum(k, *column_sum, width, vector_registers(bytes), bytes / width));
+      k = simplify(tile_column_sum(k, *column_sum, width, target, bytes / width));
     } else {
       if (width >= 2)
         for (UOpPtr lane = lane_candidate(k); lane; lane = lane_candidate(k)) k = upcast(k, lane, width);
@@ -773,7 +777,7 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     }
     // A side END beside a tile takes vectors of half the registers, within what a UOp's vector holds.
     const int64_t side_vectors =
-        std::min<int64_t>(kMaxVectorLanes, vector_registers(bytes) * width / 2) / width;
+        std::min<int64_t>(kMaxVectorLanes, target.vector_registers * width / 2) / width;
     if (k->src.size() > 1)
       k = simplify(align_side_ends(k, mm ? std::optional<Lanes>(Lanes{width, side_vectors}) : std::nullopt));
   }

@@ -2,7 +2,6 @@
 // (LOOM_DEBUG=5, LOOM_DUMP_DIR) and the tests' kernel-IR checker see every step.
 #include "codegen/codegen.hpp"
 #include "codegen/register_tile.hpp"
-#include "codegen/target.hpp"
 #include "ir/pass_observer.hpp"
 
 #include <fmt/format.h>
@@ -25,14 +24,14 @@ const std::array<KernelPass, 5>& kernel_passes() {
   static const std::array<KernelPass, 5> passes{{
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f) {
-         return optimize_kernel(k, OptimizerOptions{!f.noopt, f.vector_bits / 8});
+         return optimize_kernel(k, OptimizerOptions{!f.noopt, target_of(f)});
        }},
       {"transcendental", true, [](const UOpPtr& k, const Flags&) { return lower_transcendental(k); }},
       {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
       {"lower_reduce", false,
-       [](const UOpPtr& k, const Flags& f) { return lower_reduce(k, f.vector_bits / 8); }},
+       [](const UOpPtr& k, const Flags& f) { return lower_reduce(k, target_of(f).vector_bytes); }},
       {"split_vectors", true,
-       [](const UOpPtr& k, const Flags& f) { return split_vectors(k, f.vector_bits / 8); }},
+       [](const UOpPtr& k, const Flags& f) { return split_vectors(k, target_of(f).vector_bytes); }},
   }};
   return passes;
 }
@@ -60,7 +59,7 @@ const std::vector<std::string_view>& optional_kernel_pass_names() {
 
 int64_t matmul_panel_bytes(const Flags& flags) {
   if (flags.noopt || flags.disabled("optimizer")) return 0;
-  return tile_panel_bytes(flags.vector_bits > 0 ? flags.vector_bits / 8 : host_vector_bytes());
+  return tile_panel_bytes(target_of(flags).vector_bytes);
 }
 
 int64_t matmul_panel_rows(const Flags& flags) {

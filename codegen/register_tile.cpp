@@ -35,16 +35,17 @@ constexpr int64_t kMaxLanes = 255;
 // (a cast, a scale): beyond, the tile widens to all the columns it can hold.
 constexpr int64_t kCheapA = 2;
 
-// A block of a's rows takes half the 512 KiB L2 (/sys/devices/system/cpu/cpu0/
-// cache/index2), leaving the rest to the b panel passing through and the
-// output; the blocks of a long k, whose 8 tiles would not fit there, take
-// 4 MiB of the 32 MiB L3 each instead (two threads, each its own block).
-constexpr int64_t kL2Block = 256 * 1024;
-constexpr int64_t kL3Block = 4 * 1024 * 1024;
+// A block of a's rows takes a quarter of the L2, leaving the rest to the b panel
+// passing through and the output (half of it measured no better, and fewer, larger
+// blocks leave more to a preempted thread: docs/performance.md); the blocks of a long
+// k, whose kMinBlockTiles tiles would not fit there, take an eighth of a core
+// complex's L3 each instead (each thread its own block). Row blocks at least (when
+// there are as many tiles): one per core, the blocks are what the threads share.
+// docs/performance.md, "Target".
 constexpr int64_t kMinBlockTiles = 8;
-// Row blocks at least (when there are as many tiles): the blocks are what the
-// threads share, and this machine has two cores.
-constexpr int64_t kMinBlocks = 2;
+int64_t l2_block(const Target& t) { return t.l2_bytes / 4; }
+int64_t l3_block(const Target& t) { return t.l3_complex_bytes / 8; }
+int64_t min_blocks(const Target& t) { return std::max(1, t.cores); }
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
@@ -197,10 +198,11 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
 int tile_panel_rows() { return static_cast<int>(kMaxRows); }
 
-int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize) {
+int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, const Target& target) {
+  const int64_t kMinBlocks = min_blocks(target);
   const int64_t tile_bytes = std::max<int64_t>(1, rows * k * itemsize);
-  int64_t most = kL2Block / tile_bytes;
-  if (most < kMinBlockTiles) most = kL3Block / tile_bytes;
+  int64_t most = l2_block(target) / tile_bytes;
+  if (most < kMinBlockTiles) most = l3_block(target) / tile_bytes;
   most = std::clamp<int64_t>(most, 1, (tiles + kMinBlocks - 1) / kMinBlocks);
   // A count of blocks the threads share evenly (a multiple of kMinBlocks: three blocks
   // on two threads left one idle a third of the time at 512), from the fewest the size

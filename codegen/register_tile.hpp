@@ -8,6 +8,7 @@
 // do not depend on i and are contiguous along j (one vector). Matmul, batched
 // matmul and the gradient matmuls with a transposed a all have this form.
 #include "ir/buffer_access.hpp"
+#include "ir/target.hpp"
 #include "ir/uop.hpp"
 
 #include <optional>
@@ -69,7 +70,8 @@ int tile_panel_rows();
 // while every panel passes by, so a is read from memory once, b once per block.
 // Of `tiles` row tiles in all: returns the block size (a divisor of the padded
 // count, chosen to pad few tiles).
-int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize);
+// `target`'s L2 and L3 size the block and its cores the count of blocks.
+int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, const Target& target);
 
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0);
 

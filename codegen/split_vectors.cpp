@@ -11,7 +11,6 @@
 // (about 70 vinsertps per tile, and spills), and a row's validity broadcast to
 // 16 lanes became chains of vpinsrb and masked moves where one scalar test does.
 #include "codegen/codegen.hpp"
-#include "codegen/target.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pattern.hpp"
 
@@ -70,7 +69,7 @@ const PatternMatcher& vector_splits() {
 }  // namespace
 
 UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes) {
-  VectorWidth ctx{vector_bytes > 0 ? vector_bytes : host_vector_bytes()};
+  VectorWidth ctx{vector_bytes};
   return graph_rewrite(kernel, vector_splits(), ctx);
 }
 

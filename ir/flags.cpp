@@ -1,6 +1,7 @@
 #include "ir/flags.hpp"
 
 #include "ir/log.hpp"
+#include "ir/target.hpp"
 
 #include <loom/error.hpp>
 
@@ -34,9 +35,14 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_CHECK_BOUNDS", "0 or 1",
      "1 makes every kernel check each load and store index against its buffer's size; a violation is a "
      "loom::Error naming the kernel and the buffer"},
+    {"LOOM_TARGET", "native, x86-64-v2, x86-64-v3 or x86-64-v4",
+     "the machine kernels are compiled for (default native: the host as CPUID and sysconf report it); a "
+     "preset keeps the host's caches and cores and restricts the instruction set, vector width and "
+     "registers to that x86-64 level (v3: AVX2 and FMA, v4: AVX-512), and so do LLVM's target features; "
+     "a level the host lacks is refused. loom-dump --target prints it"},
     {"LOOM_VECTOR_WIDTH", "0, 128, 256 or 512",
-     "the SIMD register width in bits the optimiser plans lanes and register tiles for (0: the host's); "
-     "a wider one than the host has still runs, LLVM splitting each vector"},
+     "the SIMD register width in bits the optimiser plans lanes and register tiles for (0: the target's); "
+     "a wider one than the target has still runs, LLVM splitting each vector"},
     {"LOOM_DUMP_DIR", "a directory",
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
     {"LOOM_CACHE_DIR", "a directory, or off",
@@ -130,6 +136,15 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
     if (!bits || (*bits != 0 && *bits != 128 && *bits != 256 && *bits != 512))
       return "expected 0, 128, 256 or 512";
     f.vector_bits = *bits;
+    return "";
+  }
+  if (name == "LOOM_TARGET") {
+    try {
+      target_named(v);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    f.target = v;
     return "";
   }
   if (name == "LOOM_DUMP_DIR") return f.dump_dir = v, "";

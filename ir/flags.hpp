@@ -23,7 +23,8 @@ struct Flags {
   std::vector<std::string> disable;                // LOOM_DISABLE: stage and pass names
   int pcontig = 0;                                 // LOOM_PCONTIG
   bool check_bounds = false;                       // LOOM_CHECK_BOUNDS
-  int vector_bits = 0;                             // LOOM_VECTOR_WIDTH; 0: the host's SIMD width
+  int vector_bits = 0;                             // LOOM_VECTOR_WIDTH; 0: the Target's SIMD width
+  std::string target = "native";                   // LOOM_TARGET: a preset of ir/target.hpp
   std::string dump_dir;                            // LOOM_DUMP_DIR; empty: off
   std::string cache_dir;                           // LOOM_CACHE_DIR; "off" disables
   uint64_t jit_cache_bytes = uint64_t{256} << 20;  // LOOM_JIT_CACHE_BYTES: the kernel cache's code limit

@@ -11,10 +11,12 @@
 #include "runtime/jit.hpp"
 
 #include "ir/log.hpp"
+#include "ir/target.hpp"
 
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/ExecutionEngine/JITLink/EHFrameSupport.h>
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
@@ -33,11 +35,13 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/X86TargetParser.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -63,6 +67,29 @@ std::vector<std::string> host_feature_list() {
     out.push_back(std::move(name));
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The host's features with every one the x86-64 level `preset` lacks turned off
+// (LLVM turns off what depends on them too): the host CPU's tuning, the level's ISA.
+std::vector<std::string> preset_feature_list(const std::vector<std::string>& host,
+                                             const std::string& preset) {
+  // The level's own features, what they imply (avx2: avx, sse4.2, ...), and 64-bit mode.
+  llvm::SmallVector<llvm::StringRef, 64> own;
+  llvm::X86::getFeaturesForCPU(preset, own);
+  llvm::StringMap<bool> allowed;
+  allowed["64bit"] = true;
+  for (const llvm::StringRef f : own) {
+    allowed[f] = true;
+    llvm::X86::updateImpliedFeatures(f, true, allowed);
+  }
+  std::vector<std::string> out;
+  for (const std::string& f : host) {
+    const llvm::StringRef name = llvm::StringRef(f).drop_front();
+    const auto it = allowed.find(name);
+    const bool kept = f[0] == '+' && it != allowed.end() && it->second;
+    out.push_back((kept ? "+" : "-") + name.str());
+  }
   return out;
 }
 
@@ -221,11 +248,19 @@ class CodeBytesPlugin : public llvm::orc::ObjectLinkingLayer::Plugin {
 
 }  // namespace
 
-struct Jit::Impl {
-  std::string cpu;
+// What one LOOM_TARGET compiles with: its features and a pool of its TargetMachines.
+struct JitTarget {
   std::vector<std::string> features;
   bool avx512 = false;
   std::unique_ptr<TargetMachinePool> machines;
+};
+
+struct Jit::Impl {
+  std::string cpu;
+  std::vector<std::string> features;
+  std::mutex targets_mu;
+  std::map<std::string, JitTarget, std::less<>> targets;  // by preset name; entries are never removed
+  JitTarget& target(const std::string& name);
   std::unique_ptr<llvm::orc::LLJIT> jit;
   CodeBytesPlugin* code_bytes = nullptr;  // owned by the JIT's object linking layer
   std::atomic<uint64_t> next_dylib{0};
@@ -247,14 +282,11 @@ Jit::Jit() : impl_(new Impl) {
   llvm::InitializeNativeTargetAsmParser();
   impl_->cpu = llvm::sys::getHostCPUName().str();
   impl_->features = host_feature_list();
-  impl_->avx512 =
-      std::find(impl_->features.begin(), impl_->features.end(), "+avx512f") != impl_->features.end();
 
   llvm::orc::JITTargetMachineBuilder host{llvm::Triple(llvm::sys::getProcessTriple())};
   host.setCPU(impl_->cpu);
   for (const std::string& f : impl_->features) host.getFeatures().AddFeature(f);
   host.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-  impl_->machines = std::make_unique<TargetMachinePool>(host);
 
   // JITLink, with EH frames registered as LLJIT would, and the code-bytes count.
   auto linking_layer = [impl = impl_](
@@ -286,7 +318,29 @@ Jit::Jit() : impl_(new Impl) {
       [](llvm::Error error) { log().debug("jit: {}", message(std::move(error))); });
 }
 
+JitTarget& Jit::Impl::target(const std::string& name) {
+  std::lock_guard lock(targets_mu);
+  auto it = targets.find(name);
+  if (it != targets.end()) return it->second;
+  target_named(name);  // an unknown preset, or one the host lacks, is a loom::Error here
+  JitTarget t;
+  t.features = name == "native" ? features : preset_feature_list(features, name);
+  t.avx512 = std::find(t.features.begin(), t.features.end(), "+avx512f") != t.features.end();
+  llvm::orc::JITTargetMachineBuilder builder{llvm::Triple(llvm::sys::getProcessTriple())};
+  builder.setCPU(cpu);
+  for (const std::string& f : t.features) builder.getFeatures().AddFeature(f);
+  builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  t.machines = std::make_unique<TargetMachinePool>(builder);
+  return targets.emplace(name, std::move(t)).first->second;
+}
+
 std::string Jit::host_cpu() const { return impl_->cpu; }
+
+std::string Jit::target_features(const std::string& target) const {
+  std::string out;
+  for (const std::string& f : impl_->target(target).features) out += (out.empty() ? "" : ",") + f;
+  return out;
+}
 
 std::string Jit::host_features() const {
   std::string out;
@@ -332,7 +386,8 @@ JitObject Jit::compile_object(const std::string& llvm_ir, const std::string& nam
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> module = impl_->parse(llvm_ir, name, ctx);
   out.timings.parse = ms_since(t0);
-  TargetMachineLease lease{*impl_->machines};
+  JitTarget& target = impl_->target(options.target);
+  TargetMachineLease lease{*target.machines};
   const bool full = options.level == JitLevel::Full;
   lease.tm->setOptLevel(full                               ? llvm::CodeGenOptLevel::Default
                         : options.level == JitLevel::Light ? llvm::CodeGenOptLevel::Less
@@ -341,7 +396,7 @@ JitObject Jit::compile_object(const std::string& llvm_ir, const std::string& nam
   module->setTargetTriple(lease.tm->getTargetTriple().str());
   // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want
   // the 16 float lanes (docs/design.md §6).
-  if (impl_->avx512)
+  if (target.avx512)
     for (llvm::Function& fn : *module)
       if (!fn.isDeclaration()) fn.addFnAttr("prefer-vector-width", "512");
   t0 = Clock::now();

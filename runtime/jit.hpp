@@ -35,6 +35,10 @@ struct JitOptions {
   bool keep_optimized_ir = false;  // print the optimised module into JitObject::optimized_ir
   bool keep_assembly = false;      // print its assembly into JitObject::assembly (LOOM_DEBUG=6)
   JitLevel level = JitLevel::Full;
+  // The LOOM_TARGET preset to generate code for (ir/target.hpp): "native" is the
+  // host's CPU and features; a preset keeps the host's CPU for tuning and turns
+  // off every feature its x86-64 level does not have.
+  std::string target = "native";
 };
 
 // Where one compile's time went, in milliseconds.
@@ -107,6 +111,8 @@ class Jit {
   static void release_unused();
   std::string host_cpu() const;
   std::string host_features() const;
+  // The features LLVM compiles for under the preset `target`, as host_features() spells them.
+  std::string target_features(const std::string& target) const;
 
  private:
   Jit();

@@ -17,9 +17,6 @@ namespace {
 // writes it once (about two reads of b), a tile reads b once per 6 rows, so 32
 // rows read it 5 times.
 constexpr int64_t kMinRows = 32;
-// b within the L1 data cache (32 KiB, /sys/devices/system/cpu/cpu0/cache) stays
-// there whatever its row stride: nothing to gain.
-constexpr int64_t kMinBytes = 32 * 1024;
 // Float ALU ops an a value may cost: a is computed again for every panel. A
 // costly a (a fused softmax) keeps the tile as wide as the columns instead
 // (codegen/register_tile.cpp).
@@ -27,14 +24,15 @@ constexpr int64_t kCheapA = 2;
 // Panels of b a's rows meet at least, before a's copy into row panels pays: the copy
 // reads and writes a once, and the tiles read a once per panel.
 constexpr int64_t kMinPanels = 4;
-// L1 here: 64 sets of 8 ways of 64-byte lines (32 KiB, /sys/devices/system/cpu/cpu0/
-// cache/index0). The kc x W slice of a b panel the tile reads (16 KiB at kc = 256)
-// takes 4 lines of every set, leaving 4 ways to a's rows: a is packed when more of
-// a tile's rows than that fall in one set (at a row stride of 2 KiB, k = 512, 3 do,
-// and the copy cost more than it saved; at 4 KiB all 6 do).
-constexpr int64_t kL1Sets = 64;
-constexpr int64_t kLine = 64;
-constexpr int64_t kFreeWays = 4;
+// The ways of each L1 set that a tile's rows of a may take: the kc x W slice of a
+// b panel the tile reads (kc = panel_depth) takes kc x W / (sets x line) lines of
+// every set, the rest is a's. a is packed when more of a tile's rows than that fall
+// in one set (docs/performance.md, "Target": 4 of 12 on AVX-512 with 48 KiB; at a
+// row stride of 2 KiB, k = 512, 3 rows do, and the copy cost more than it saved; at
+// 4 KiB all 6 do).
+int64_t free_ways(const Target& t, int64_t panel_bytes, int64_t panel_depth) {
+  return t.l1d_ways - panel_depth * panel_bytes / (t.l1d_sets() * t.line_bytes);
+}
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
@@ -141,18 +139,19 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
   return copy_load(a, l);
 }
 
-// Do more of a tile's `rows` rows of a than kFreeWays fall in one set of L1 (their
-// row stride a multiple of 4 KiB at most, as at k = 1024: all in one set)?
-bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t itemsize) {
+// Do more of a tile's `rows` rows of a than `free` fall in one set of L1 (their row
+// stride a multiple of sets x line at most, as at k = 1024: all in one set)?
+bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t itemsize, const Target& t,
+                       int64_t free) {
+  const int64_t line = t.line_bytes, sets = t.l1d_sets();
   for (const auto& index : own(a, Op::INDEX)) {
     const auto stride = address_stride(index, i);
     if (!stride) return false;
     // Rows a line or less apart (a max or a sum per row) share lines, not just sets.
-    if (std::abs(*stride) * itemsize < kLine) continue;
-    std::vector<int64_t> in_set(kL1Sets, 0);
+    if (std::abs(*stride) * itemsize < line) continue;
+    std::vector<int64_t> in_set(static_cast<size_t>(sets), 0);
     for (int64_t r = 0; r < rows; ++r)
-      if (++in_set[static_cast<size_t>(std::abs(*stride) * itemsize * r / kLine % kL1Sets)] > kFreeWays)
-        return true;
+      if (++in_set[static_cast<size_t>(std::abs(*stride) * itemsize * r / line % sets)] > free) return true;
   }
   return false;
 }
@@ -195,7 +194,10 @@ UOpPtr pack(const Match& m) {
     k *= *trip(red->src[d]);
   }
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
-  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < kMinBytes) return nullptr;
+  // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
+  // stays there whatever its row stride: nothing to gain.
+  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < ctx.target.l1d_bytes * 2 / 3)
+    return nullptr;
   const int64_t panels = (n + width - 1) / width;
   for (size_t b_src : {size_t{1}, size_t{0}}) {
     const UOpPtr &a = red->src[0]->src[1 - b_src], &b = red->src[0]->src[b_src];
@@ -216,7 +218,9 @@ UOpPtr pack(const Match& m) {
     const bool costly = float_ops(a) > kCheapA;
     const bool rows_ok = ctx.panel_rows > 1 && own(a, Op::REDUCE).empty();
     if (costly && !rows_ok) continue;
-    const bool crowded = rows_ok && rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize);
+    const bool crowded =
+        rows_ok && rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize, ctx.target,
+                                     free_ways(ctx.target, ctx.panel_bytes, ctx.panel_depth));
     if (rows_ok && ((costly && !crowded) || (crowded && (costly || panels >= kMinPanels))))
       product[1 - b_src] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
     std::vector<UOpPtr> reduce = red->src;

@@ -17,7 +17,7 @@ bool is_buffer_view(const UOpPtr& u) {
 Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
                          const std::vector<UOpPtr>& into, const ScheduleOptions& options) {
   const std::shared_ptr<const Flags> flags = loom::flags();
-  const std::vector<UOpPtr> staged = tensor_stages(targets, *flags);
+  const std::vector<UOpPtr> staged = tensor_stages(targets, *flags, options.target);
   UOpPtr ranged;
   {
     ProfileSpan span("stage", "rangeify");
@@ -27,8 +27,8 @@ Schedule create_schedule(const std::vector<UOpPtr>& targets, const BufferFactory
     notify_pass({PassLevel::Graph, "rangeify", "", UOp::make(Op::SINK, DType::Bool, staged), ranged});
   std::vector<bool> in_place(into.size());
   for (size_t i = 0; i < into.size(); ++i) in_place[i] = into[i] != nullptr;
-  const UOpPtr staged_buffers =
-      buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows, in_place);
+  const UOpPtr staged_buffers = buffer_stages(ranged, *flags, options.panel_bytes, options.panel_rows,
+                                              in_place, options.panel_depth, options.target);
   ProfileSpan span("stage", "kernel_split");
   return split_kernels(
       staged_buffers, make_buffer, into,

@@ -2,6 +2,7 @@
 // The scheduler's interface to the engine: tensor-level graphs in, an ordered
 // list of kernels out. Each kernel is an AST (docs/kernel-ir.md) that refers to
 // buffers only by argument slot, plus the buffers bound to those slots.
+#include "ir/target.hpp"
 #include "ir/uop.hpp"
 
 #include <functional>
@@ -32,10 +33,14 @@ bool is_buffer_view(const UOpPtr& u);
 
 // What the scheduler is told of the code generator: the width of a register
 // tile's column panel in bytes (schedule/panel_packing.hpp; 0: no tiles, so
-// no packing), and its rows, the height of a's row panels (0: a not packed).
+// no packing), and its rows, the height of a's row panels (0: a not packed),
+// and the rows of k it sums per block (kc, which sizes the panel's share of L1);
+// and the machine the kernels are for, whose caches size the stages' blocks.
 struct ScheduleOptions {
   int64_t panel_bytes = 0;
   int64_t panel_rows = 0;
+  int64_t panel_depth = 0;
+  Target target = current_target();
 };
 
 // `into[i]`, when given and not null, is an existing BUFFER that target i is

@@ -3,8 +3,10 @@
 #include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/movement_index.hpp"
+#include "schedule/stage.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <optional>
 #include <unordered_set>
@@ -24,16 +26,18 @@ constexpr int64_t kSplitOutputsBelow = 256;
 // a negligible reduce), at least 8, and at most 2^22 first-stage outputs.
 constexpr int64_t kMaxParts = 256, kMinParts = 8, kMaxFirstOutputs = int64_t{1} << 22;
 // Rows a column tile walks per block: as many sequential streams as an L1 set has
-// ways (8 on x86 cores), since rows a power of two apart alias one set.
-constexpr int64_t kStridedRows = 8;
+// ways, a power of two (rows a power of two apart alias one set): 8 of 8 or 12 ways.
+int64_t strided_rows(const Target& t) {
+  return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max(1, t.l1d_ways))));
+}
 // Rows per block of a float sum: the optimiser's column-sum tiles read them as
-// blocks of kStridedRows streams each (codegen/optimizer.cpp), so a block's partial
+// blocks of strided_rows streams each (codegen/optimizer.cpp), so a block's partial
 // sums wait in cache and only one partial row per 64 rows goes to the second reduce.
 constexpr int64_t kStridedSumRows = 64;
 // Inputs from this size on come from L3 or memory rather than the cores' L2 caches
-// (512 KB each here), where the prefetchers decide the bandwidth; a smaller input is
-// not split.
-constexpr int64_t kStridedBytes = int64_t{2} << 20;
+// (all of them together), where the prefetchers decide the bandwidth; a smaller input
+// is not split.
+int64_t strided_bytes(const Target& t) { return t.l2_bytes * t.cores; }
 
 int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
@@ -159,8 +163,8 @@ bool matmul_product(const UOpPtr& x) {
 
 // A reduce over an outer axis of rows of a page or more: the kernel's column tile
 // would walk every row, each step on a new page, where no hardware prefetcher
-// follows. Blocks of kStridedRows rows instead: each walk is kStridedRows
-// sequential streams, and the second reduce sums n / kStridedRows partial rows.
+// follows. Blocks of strided_rows rows instead: each walk is strided_rows
+// sequential streams, and the second reduce sums n / strided_rows partial rows.
 // A float sum takes blocks of kStridedSumRows rows where they divide n, and is left
 // whole when it has no more.
 UOpPtr split_strided(const Match& m) {
@@ -171,13 +175,14 @@ UOpPtr split_strided(const Match& m) {
   if (arg.axes.size() != 1) return nullptr;
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
   const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
-  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < kStridedBytes) return nullptr;
+  const Target& t = m.ctx<StageContext>().target;
+  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < strided_bytes(t)) return nullptr;
   // A float sum of at most kStridedSumRows rows is the column-sum tiles' own.
   const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
   if (float_sum && n <= kStridedSumRows) return nullptr;
-  const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : kStridedRows;
+  const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : strided_rows(t);
   if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x) ||
-      matmul_product(x) || !reads_at_least(x, kStridedBytes))
+      matmul_product(x) || !reads_at_least(x, strided_bytes(t)))
     return nullptr;
   return split_axis(red, a, n / rows);
 }
@@ -210,7 +215,7 @@ UOpPtr split_gemv(const Match& m) {
     }
     const auto step = data_stride(q, a);
     if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes &&
-        reads_at_least(x, kStridedBytes))
+        reads_at_least(x, strided_bytes(m.ctx<StageContext>().target)))
       return split_axis(red, static_cast<int64_t>(a), n / kStridedSumRows, Parts::First);
   }
   return nullptr;

@@ -8,6 +8,7 @@
 #include "ir/flags.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
+#include "ir/target.hpp"
 
 #include <functional>
 #include <string_view>
@@ -38,6 +39,7 @@ struct StageContext {
   std::vector<std::pair<UOpPtr, int64_t>> pending_splits;  // range_split: (RANGE, factor)
   int64_t panel_bytes = 0;  // panel_packing: the register tile's width in bytes (0: no packing)
   int64_t panel_rows = 0;   // panel_packing: the register tile's rows (0: a is not packed)
+  int64_t panel_depth = 0;  // panel_packing: the rows of k a tile sums per block of its panel (kc)
   // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
   std::unordered_map<const UOp*, RangePlace> range_places = {};
   std::vector<UOpPtr> held = {};
@@ -45,6 +47,9 @@ struct StageContext {
   std::vector<bool> in_place_roots = {};
   // range_merge: the loops more than one END of the kernel lists (several outputs).
   std::unordered_set<const UOp*> shared_loops = {};
+  // The machine the kernels are for (LOOM_TARGET): its caches size split_reduceop's
+  // blocks and panel_packing's thresholds.
+  Target target = target_of(flags);
 };
 
 // Told what a group made of the graph: (group, before, after).

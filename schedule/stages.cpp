@@ -68,16 +68,20 @@ const std::vector<std::string_view>& rewrite_stage_names() {
   return names;
 }
 
-std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags) {
+std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flags& flags,
+                                  const std::optional<Target>& target) {
   StageContext ctx{flags, {}};
+  if (target) ctx.target = *target;
   const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
   const UOpPtr out = run_stages("split_reduceop", {kSplitReduceop}, sink, ctx, notify_graph_stage);
   return out->src;
 }
 
 UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes, int64_t panel_rows,
-                     const std::vector<bool>& in_place_roots) {
-  StageContext ctx{flags, {}, panel_bytes, panel_rows};
+                     const std::vector<bool>& in_place_roots, int64_t panel_depth,
+                     const std::optional<Target>& target) {
+  StageContext ctx{flags, {}, panel_bytes, panel_rows, panel_depth};
+  if (target) ctx.target = *target;
   ctx.in_place_roots = in_place_roots;
   place_ranges(sink, ctx);
   const UOpPtr out = run_stages(

@@ -53,7 +53,8 @@ std::string codegen_options(const Flags& flags) {
     if (flags.disabled(pass)) out += fmt::format(" -{}", pass);
   if (flags.check_bounds) out += " check_bounds";
   if (flags.vector_bits) out += fmt::format(" vector_bits={}", flags.vector_bits);
-  return out;
+  // The machine: its ISA and caches change the code (and the objects on disk).
+  return out + " " + target_named(flags.target).key();
 }
 
 // The flags that change what the scheduler makes of a graph, and the codegen
@@ -253,10 +254,12 @@ void compile_fresh(CompiledKernel& k, const UOpPtr& optimized, const Flags& flag
     show_stage(flags, 3, k.name, "linear", "txt", k.linear);
   }
   auto t0 = Clock::now();
-  std::string llvm_ir = emit_llvm_ir(optimized, k.name, EmitOptions{k.checks_bounds});
+  std::string llvm_ir =
+      emit_llvm_ir(optimized, k.name, EmitOptions{k.checks_bounds, -1, target_named(flags.target)});
   times.emit = ms_since(t0);
   if (texts) show_stage(flags, 4, k.name, "llvm", "ll", llvm_ir);
   JitOptions jit_options;
+  jit_options.target = flags.target;
   jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
   jit_options.level = jit_level(optimized, llvm_ir);
   JitObject object = Jit::instance().compile_object(llvm_ir, k.name, jit_options);

@@ -48,7 +48,9 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     return placeholder(dtype, plan.inputs + plan.allocations.size() - 1, size);
   };
   // b of a matmul is packed in panels as wide as the tile codegen will give it.
-  const ScheduleOptions options{matmul_panel_bytes(*flags()), matmul_panel_rows(*flags())};
+  const std::shared_ptr<const Flags> f = flags();
+  const ScheduleOptions options{matmul_panel_bytes(*f), matmul_panel_rows(*f), matmul_panel_depth(*f),
+                                target_of(*f)};
   Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
   for (auto& k : schedule.kernels) {
     PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1, {}, {}};

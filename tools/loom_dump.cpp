@@ -1,6 +1,7 @@
 // loom-dump: shows what loom makes of a computation, stage by stage, and runs
 // it, without writing C++. docs/loom-dump.md is the manual.
 #include "ir/flags.hpp"
+#include "ir/target.hpp"
 #include "tools/examples.hpp"
 #include "tools/expression.hpp"
 #include "tools/stage_dump.hpp"
@@ -79,6 +80,7 @@ options:
   --save=FILE         write the computation as a graph file (loom::save_graph)
   --color=WHEN        auto (the default: colour on a terminal), always or never
   --env-table         print the LOOM_* flags as the markdown table of docs/env.md
+  --target            print the machine kernels are compiled for (LOOM_TARGET; docs/env.md)
   -h, --help          this text
 
 examples:
@@ -129,6 +131,10 @@ bool parse(int argc, char** argv, Options& o) {
     }
     if (arg == "--env-table") {
       std::fputs(env_table().c_str(), stdout);
+      return false;
+    }
+    if (arg == "--target") {
+      std::fputs(target_of(*flags()).describe().c_str(), stdout);
       return false;
     }
     if (arg == "-e" || is(arg, "--expr"))

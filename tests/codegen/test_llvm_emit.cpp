@@ -3,7 +3,7 @@
 // and, on every run, against the kernel-IR interpreter (run_kernel.hpp).
 #include "codegen/codegen.hpp"
 #include "codegen/run_kernel.hpp"
-#include "codegen/target.hpp"
+#include "ir/target.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -215,7 +215,7 @@ TEST_CASE("emit: a masked access wider than a SIMD register goes as register-wid
   auto count = reduce(Op::ADD, cast(load(a, i * 5 + j) < padded, DType::Int32), {i, j});
   const auto kernel = optimize_kernel(sink({store(index(out, i64(0)), cast(count, f64))}));
   const std::string ir = emit_llvm_ir(lower_reduce(expand_lanes(kernel)), "masked_wide");
-  for (int lanes = 2 * host_vector_bytes() / 8; lanes <= 64; lanes *= 2)
+  for (int lanes = 2 * target_named(flags()->target).vector_bytes / 8; lanes <= 64; lanes *= 2)
     CHECK(ir.find(fmt::format("@llvm.masked.load.v{}f64", lanes)) == std::string::npos);
   // a = -0.5 everywhere, b = -1 (and so is what lies past it): a < b never holds,
   // a < 0 holds on the 9 padded cells.

@@ -1,6 +1,6 @@
 #include "codegen/codegen.hpp"
 #include "codegen/run_kernel.hpp"
-#include "codegen/target.hpp"
+#include "ir/target.hpp"
 
 #include <doctest/doctest.h>
 
@@ -35,7 +35,7 @@ std::vector<UOpPtr> ranges_of_kind(const UOpPtr& kernel, AxisKind k) {
   return out;
 }
 int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
-int native_lanes(DType dt) { return host_vector_bytes() / dt.itemsize(); }
+int native_lanes(DType dt) { return current_target().vector_bytes / dt.itemsize(); }
 
 }  // namespace
 
@@ -211,7 +211,8 @@ TEST_CASE("optimize_kernel: a byte max over a row gets no more lanes and accumul
   auto out = global(0, u8), in = global(1, u8);
   auto i = make_range(4, 0), k = make_range(1024, 1, AxisKind::Reduce);
   const auto kernel = sink({end(store(index(out, i), reduce(Op::MAX, load(in, i * 1024 + k), {k})), {i})});
-  const auto opt = optimize_kernel(kernel, OptimizerOptions{.vector_bytes = 64});
+  const auto opt =
+      optimize_kernel(kernel, OptimizerOptions{.target = with_vector_bytes(current_target(), 64)});
   const auto upcast = ranges_of_kind(opt, AxisKind::Upcast), unroll = ranges_of_kind(opt, AxisKind::Unroll);
   REQUIRE(upcast.size() == 1);
   REQUIRE(unroll.size() == 1);

@@ -2,7 +2,7 @@
 
 #include "codegen/codegen.hpp"
 #include "codegen/run_kernel.hpp"
-#include "codegen/target.hpp"
+#include "ir/target.hpp"
 
 #include <doctest/doctest.h>
 
@@ -165,10 +165,26 @@ void check_inner_loads(const UOpPtr& lowered, const UOpPtr& reduce_range) {
   CHECK(scalars >= 1);
 }
 
+// The Target in force (LOOM_TARGET) planned for vectors of `bytes`.
+Target planned(int bytes) { return with_vector_bytes(current_target(), bytes); }
+
+// The machine the blocking expectations below were derived for: two cores, 1 MiB of L2
+// (a quarter of it, 256 KiB, for a row block and for a masked panel's k lines), 32 MiB
+// of L3 per complex, 64-byte lines; explicit, so they hold on any host.
+Target two_cores_1m_l2(int vector_bytes = 32) {
+  Target t = with_vector_bytes(current_target(), vector_bytes);
+  t.cores = 2;
+  t.l2_bytes = 1 << 20;
+  t.line_bytes = 64;
+  t.l3_complex_bytes = 32 << 20;
+  return t;
+}
+
 // The optimised kernel lowered as the pipeline lowers it for `vector_bytes`.
 UOpPtr lowered(const UOpPtr& kernel, int vector_bytes) {
   return split_vectors(
-      lower_reduce(expand_lanes(optimize_kernel(kernel, {true, vector_bytes})), vector_bytes), vector_bytes);
+      lower_reduce(expand_lanes(optimize_kernel(kernel, {true, planned(vector_bytes)})), vector_bytes),
+      vector_bytes);
 }
 
 // Compiled with the tile for `vector_bytes`, run on whole numbers, and checked
@@ -183,7 +199,7 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
                         : form == Form::Gemv          ? gemv_kernel(s, epilogue)
                         : form == Form::RowPanels     ? row_panels_kernel(s)
                                                       : matmul_kernel(s, epilogue);
-  const UOpPtr opt = optimize_kernel(kernel, {true, vector_bytes});
+  const UOpPtr opt = optimize_kernel(kernel, {true, planned(vector_bytes)});
   const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), vector_bytes), vector_bytes);
   const KernelFn fn = Jit::instance().compile(emit_llvm_ir(tile, "tile"), "tile").fn;
   Aligned<float> out(static_cast<size_t>(s.batch * s.m * s.n), -99.0f);
@@ -205,20 +221,21 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
 }  // namespace
 
 TEST_CASE("row_block: an even count of row blocks (two threads share them), few padded tiles") {
+  const Target t = two_cores_1m_l2(64);
   auto blocks = [](int64_t tiles, int64_t block) { return (tiles + block - 1) / block; };
-  // 512 rows: 86 tiles of 6; 42 tiles x 6 rows x 256 floats fill half of L2, so at least
+  // 512 rows: 86 tiles of 6; 42 tiles x 6 rows x 256 floats fill a quarter of its L2, so at least
   // 3 blocks, and three blocks left one thread idle a third of the time: 4 blocks of 22
-  const int64_t at512 = row_block(86, 6, 256, 4);
+  const int64_t at512 = row_block(86, 6, 256, 4, t);
   CHECK(at512 * 6 * 256 * 4 <= 256 * 1024);
   CHECK(blocks(86, at512) % 2 == 0);
   CHECK(blocks(86, at512) * at512 - 86 <= 2);
-  const int64_t at1024 = row_block(171, 6, 256, 4);
+  const int64_t at1024 = row_block(171, 6, 256, 4, t);
   CHECK(blocks(171, at1024) % 2 == 0);
   CHECK(blocks(171, at1024) * at1024 - 171 <= 3);
-  CHECK(row_block(683, 6, 256, 4) * 6 * 256 * 4 <= 256 * 1024);  // 4096 rows
-  CHECK(blocks(683, row_block(683, 6, 256, 4)) % 2 == 0);
-  CHECK(row_block(1, 6, 256, 4) == 1);  // one tile: one block, none padded
-  CHECK(blocks(3, row_block(3, 6, 256, 4)) * row_block(3, 6, 256, 4) <= 4);
+  CHECK(row_block(683, 6, 256, 4, t) * 6 * 256 * 4 <= 256 * 1024);  // 4096 rows
+  CHECK(blocks(683, row_block(683, 6, 256, 4, t)) % 2 == 0);
+  CHECK(row_block(1, 6, 256, 4, t) == 1);  // one tile: one block, none padded
+  CHECK(blocks(3, row_block(3, 6, 256, 4, t)) * row_block(3, 6, 256, 4, t) <= 4);
 }
 
 TEST_CASE("matmul_axes: the rows a reads, the columns b and the output are contiguous along, the sum") {
@@ -294,7 +311,7 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
 
 TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with LOOM_VECTOR_WIDTH=512") {
   const auto kernel = matmul_kernel({1, 1024, 1024, 1024});
-  const auto opt = optimize_kernel(kernel, {true, 64});
+  const auto opt = optimize_kernel(kernel, {true, planned(64)});
   const auto upcast = of_kind(opt, AxisKind::Upcast), unroll = of_kind(opt, AxisKind::Unroll);
   REQUIRE(upcast.size() == 1);
   CHECK(trip(upcast[0]) == 16);
@@ -315,7 +332,7 @@ TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with 
 }
 
 TEST_CASE("a 1024 matmul on the host's own width: 12 or more accumulators of native lanes") {
-  const int bytes = host_vector_bytes();
+  const int bytes = current_target().vector_bytes;
   const int lanes = bytes / 4;
   const auto low = lowered(matmul_kernel({1, 1024, 1024, 1024}), bytes);
   CHECK(accumulators(low, lanes) >= 12);
@@ -327,8 +344,8 @@ TEST_CASE("a 1024 matmul on the host's own width: 12 or more accumulators of nat
 }
 
 TEST_CASE("the epilogue (bias, relu) stays in the tiled kernel's store") {
-  const auto low = lowered(matmul_kernel({1, 64, 64, 64}, true), host_vector_bytes());
-  CHECK(accumulators(low, host_vector_bytes() / 4) >= 12);
+  const auto low = lowered(matmul_kernel({1, 64, 64, 64}, true), current_target().vector_bytes);
+  CHECK(accumulators(low, current_target().vector_bytes / 4) >= 12);
   int maxes = 0, stores = 0;
   for (const auto& u : toposort(low)) {
     maxes += u->op == Op::MAX;
@@ -336,7 +353,7 @@ TEST_CASE("the epilogue (bias, relu) stays in the tiled kernel's store") {
   }
   CHECK(maxes >= 1);
   CHECK(stores >= 1);
-  check_values({1, 64, 64, 64}, host_vector_bytes(), true);
+  check_values({1, 64, 64, 64}, current_target().vector_bytes, true);
 }
 
 TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row and batched shapes") {
@@ -348,12 +365,12 @@ TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row an
       {"batched", {2, 5, 9, 19}},
       {"a transposed", {3, 6, 11, 16, true}},
   };
-  for (int bytes : {host_vector_bytes(), 64})
+  for (int bytes : {current_target().vector_bytes, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes);
     }
-  check_values({1, 25, 40, 70}, host_vector_bytes(), true);
+  check_values({1, 25, 40, 70}, current_target().vector_bytes, true);
 }
 
 TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then panels, then row tiles") {
@@ -362,14 +379,14 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   REQUIRE(mm);
   REQUIRE(mm->panels.size() == 1);  // jo: b uses it, a does not
   CHECK(mm->panels[0]->get<AxisArg>().id == 2);
-  const auto opt = optimize_kernel(kernel, {true, 32});
+  const auto opt = optimize_kernel(kernel, {true, two_cores_1m_l2()});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of rows: what the threads share
   CHECK(trip(loops[0]) >= 2);
   CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k: 256 (kc x 16 floats of a panel: half of L1)
   CHECK(trip(loops[2]) == 1024 / 16);   // the panels
-  // a block's rows x kc floats of a within half of L2: at most 42 tiles of 6 rows
+  // a block's rows x kc floats of a within a quarter of its 1 MiB L2: at most 42 tiles of 6 rows
   CHECK(trip(loops[3]) * 6 * 256 * 4 <= 256 * 1024);
   CHECK(trip(loops[0]) * trip(loops[3]) * 6 >= 1024);
   const auto red = of_kind(opt, AxisKind::Reduce);
@@ -384,12 +401,12 @@ TEST_CASE("b in panels, a prime k: one block of k, and a's row blocks sized for 
   // 2039 has no divisor in [128, 256]: the tiles sum it whole, so a block's rows span
   // 2039 floats each, not the 256 of a block of k (1020 x 2039 @ 2039 x 1024 at one
   // thread: 68 -> 91 to 95 GFLOP/s)
-  const auto opt = optimize_kernel(packed_kernel({1, 1020, 2039, 1024}), {true, 32});
+  const auto opt = optimize_kernel(packed_kernel({1, 1020, 2039, 1024}), {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);  // blocks of rows, panels, row tiles
   CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 2039);
-  CHECK(trip(loops[2]) == row_block(1020 / 6, 6, 2039, 4));
-  CHECK(trip(loops[2]) != row_block(1020 / 6, 6, 256, 4));
+  CHECK(trip(loops[2]) == row_block(1020 / 6, 6, 2039, 4, current_target()));
+  CHECK(trip(loops[2]) != row_block(1020 / 6, 6, 256, 4, current_target()));
 }
 
 TEST_CASE("b in panels: the tile's epilogue works a row of registers at a time, rows tested as scalars") {
@@ -420,14 +437,15 @@ TEST_CASE(
       {"k prime (263): one block; columns padded to whole panels (20 of 32)", {1, 7, 263, 20}},
       {"batched, a transposed", {2, 7, 260, 32, true}},
   };
-  for (int bytes : {host_vector_bytes(), 64})
+  for (int bytes : {current_target().vector_bytes, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes, false, Form::Packed);
     }
-  check_values({1, 7, 350, 45}, host_vector_bytes(), true, Form::Packed);  // the bias read where j < n
+  check_values({1, 7, 350, 45}, current_target().vector_bytes, true,
+               Form::Packed);  // the bias read where j < n
   // columns padded, k past 4096 in blocks of 205: their sums read back under the lane mask
-  check_values({1, 2, 4100, 20}, host_vector_bytes(), false, Form::Packed);
+  check_values({1, 2, 4100, 20}, current_target().vector_bytes, false, Form::Packed);
 }
 
 TEST_CASE(
@@ -437,7 +455,7 @@ TEST_CASE(
   // blocks; 1010 columns padded to 64 panels, so k = 1024 is one block. Every use of the
   // row is clamped to the last real one (docs/performance.md: the row tests cost a padded
   // product 3 to 8%); the store keeps its lane mask (j < n) alone.
-  const auto opt = optimize_kernel(packed_kernel({1, 1022, 1024, 1010}), {true, 32});
+  const auto opt = optimize_kernel(packed_kernel({1, 1022, 1024, 1010}), {true, planned(32)});
   const UOpPtr& index = opt->src.at(0)->src.at(0)->src.at(0);
   const UOpPtr valid = valid_of(index);
   REQUIRE(valid);
@@ -451,7 +469,7 @@ TEST_CASE(
   CHECK(std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& u) { return u->op == Op::WHERE; }));
   // Values, also where the stored value depends on the row other than through a load (the
   // row's index added): 7 and 13 rows leave 5 padded rows, k = 263 is one block.
-  for (int bytes : {host_vector_bytes(), 64})
+  for (int bytes : {current_target().vector_bytes, 64})
     for (const int64_t m : {7, 13}) check_values({1, m, 263, 20}, bytes, false, Form::PackedRowTerm);
 }
 
@@ -463,15 +481,16 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   REQUIRE(mm);
   REQUIRE(mm->panels.size() == 1);
   // k in one block: the previous blocks' sums would be read under the lane mask, which
-  // costs more than the blocks save (codegen/optimizer.cpp's kMaskedWholeK)
-  const auto opt = optimize_kernel(kernel, {true, 32});
+  // costs more than the blocks save (codegen/optimizer.cpp's masked_whole_k: half of
+  // L2 in rows of a panel, 4096 of 64 bytes in 256 KiB)
+  const auto opt = optimize_kernel(kernel, {true, two_cores_1m_l2()});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);  // blocks of rows (the threads'), panels, row tiles
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(loops[1]) == 64);
   CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
-  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, 32})).at(1)) ==
-        4100 / 205);  // a k past 4096 keeps its blocks
+  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, two_cores_1m_l2()}))
+                 .at(1)) == 4100 / 205);  // a k past 4096 keeps its blocks
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
   const UOpPtr k = of_kind(low, AxisKind::Reduce).at(0);
@@ -492,7 +511,7 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
 TEST_CASE("a in row panels as tall as the tile (m a multiple of 6): the panels are the row tiles, blocked") {
   // 1020 rows: the schedule split them into 170 panels of 6, which were left one loop of
   // 170 tiles with no row blocks and no threads (3072 x 3072 too).
-  const auto opt = optimize_kernel(row_panels_kernel({1, 1020, 1024, 1024}), {true, 32});
+  const auto opt = optimize_kernel(row_panels_kernel({1, 1020, 1024, 1024}), {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of row panels
@@ -504,7 +523,7 @@ TEST_CASE("a in row panels as tall as the tile (m a multiple of 6): the panels a
   CHECK(std::any_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return trip(r) == 6; }));
   // Two panels of rows in each of two batches, k in two blocks of 150: the interpreters run
   // every element twice, so few of them.
-  check_values({2, 12, 300, 16}, host_vector_bytes(), false, Form::RowPanels);
+  check_values({2, 12, 300, 16}, current_target().vector_bytes, false, Form::RowPanels);
 }
 
 TEST_CASE("b in panels, a kernel that reads its own output (an in-place update): no blocks of k") {
@@ -515,7 +534,7 @@ TEST_CASE("b in panels, a kernel that reads its own output (an in-place update):
   auto at = i * 32 + jo * 16 + ji;
   auto sum = reduce(Op::ADD, load(a, i * 512 + k) * load(p, jo * (512 * 16) + k * 16 + ji), {k});
   const auto kernel = sink({end(store(index(out, at), load(out, at) - sum), {i, jo, ji})});
-  const auto opt = optimize_kernel(kernel, {true, 32});
+  const auto opt = optimize_kernel(kernel, {true, planned(32)});
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
   CHECK(trip(red[0]) == 512);  // partial sums in the output would be read back as its old value
@@ -527,7 +546,7 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   const auto mm = gemv_axes(kernel);
   REQUIRE(mm);
   CHECK_FALSE(mm->rows);
-  const auto opt = optimize_kernel(kernel, {true, 32});
+  const auto opt = optimize_kernel(kernel, {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
@@ -541,12 +560,12 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   // OpenBLAS's sgemv_n does: 2 accumulators of 8 floats with AVX2, 1 of 16 with AVX-512.
   CHECK(accumulators(lowered(kernel, 32), 8) == 2);
   CHECK(accumulators(lowered(kernel, 64), 16) == 1);
-  CHECK(trip(loops_in_order(optimize_kernel(kernel, {true, 64}))[2]) == 2048 / 16);
+  CHECK(trip(loops_in_order(optimize_kernel(kernel, {true, planned(64)}))[2]) == 2048 / 16);
 }
 
 TEST_CASE(
     "GEMV in parts (split_reduceop's, or a batch): the parts first, shared by the threads, whole rows") {
-  const auto opt = optimize_kernel(gemv_kernel({64, 1, 64, 4096}), {true, 32});
+  const auto opt = optimize_kernel(gemv_kernel({64, 1, 64, 4096}), {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
@@ -554,7 +573,8 @@ TEST_CASE(
   CHECK(trip(loops[1]) == 64 / 8);     // blocks of 8 rows: no chunks, each block 8 whole rows
   CHECK(trip(loops[2]) == 4096 / 16);  // tiles of one 64-byte line
   // Rows of 8192 columns: chunks of 4096 (16 KiB of partial sums), inside the parts.
-  const std::vector<UOpPtr> wide = loops_in_order(optimize_kernel(gemv_kernel({4, 1, 64, 8192}), {true, 32}));
+  const std::vector<UOpPtr> wide =
+      loops_in_order(optimize_kernel(gemv_kernel({4, 1, 64, 8192}), {true, planned(32)}));
   REQUIRE(wide.size() == 4);
   CHECK(trip(wide[0]) == 4);
   CHECK(trip(wide[1]) == 2);
@@ -580,13 +600,13 @@ TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns
       {"k prime: no blocks", {1, 1, 97, 128}},
       {"batched", {3, 1, 40, 200}},
   };
-  for (int bytes : {host_vector_bytes(), 64})
+  for (int bytes : {current_target().vector_bytes, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       REQUIRE(gemv_axes(gemv_kernel(shape)));
       check_values(shape, bytes, false, Form::Gemv);
     }
-  check_values({1, 1, 256, 512}, host_vector_bytes(), true, Form::Gemv);
+  check_values({1, 1, 256, 512}, current_target().vector_bytes, true, Form::Gemv);
 }
 
 TEST_CASE("column_sum_axes: a sum of loads alone down rows of a page or more") {
@@ -602,7 +622,7 @@ TEST_CASE("column_sum_axes: a sum of loads alone down rows of a page or more") {
 }
 
 TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8 rows at a time") {
-  const auto opt = optimize_kernel(column_sum_kernel(64, 64, 4096), {true, 32});
+  const auto opt = optimize_kernel(column_sum_kernel(64, 64, 4096), {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
@@ -614,7 +634,7 @@ TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8
   CHECK(trip(red[0]) == 8);
   CHECK(accumulators(lowered(column_sum_kernel(64, 64, 4096), 32), 8) == 2);
   // One block of rows: the chunks are what the threads share.
-  const auto one = loops_in_order(optimize_kernel(column_sum_kernel(0, 64, 4096), {true, 32}));
+  const auto one = loops_in_order(optimize_kernel(column_sum_kernel(0, 64, 4096), {true, planned(32)}));
   REQUIRE(one.size() == 3);
   CHECK(one[0]->get<AxisArg>().kind == AxisKind::Parallel);
   CHECK(trip(one[0]) == 2);
@@ -625,14 +645,14 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
   struct Shape {
     int64_t blocks, k, n;
   };
-  for (int bytes : {host_vector_bytes(), 64})
+  for (int bytes : {current_target().vector_bytes, 64})
     // Few rows: the interpreters run every element, and under the sanitizers this
     // case must stay seconds. 23 is prime (no block of 8 rows divides it).
     for (const Shape s : {Shape{2, 16, 1024}, Shape{0, 40, 1100}, Shape{3, 23, 1024}, Shape{0, 64, 2048}}) {
       INFO("blocks " << s.blocks << " k " << s.k << " n " << s.n << " vector bytes " << bytes);
       const UOpPtr kernel = column_sum_kernel(s.blocks, s.k, s.n);
       REQUIRE(column_sum_axes(kernel));
-      const UOpPtr opt = optimize_kernel(kernel, {true, bytes});
+      const UOpPtr opt = optimize_kernel(kernel, {true, planned(bytes)});
       const KernelFn fn =
           Jit::instance()
               .compile(emit_llvm_ir(split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes), "sum"),

@@ -3,6 +3,8 @@
 // loom::Error naming the kernel.
 #include "runtime/jit.hpp"
 
+#include "ir/target.hpp"
+
 #include "support/memory_use.hpp"
 
 #include <loom/error.hpp>
@@ -240,4 +242,52 @@ TEST_CASE("Jit: a kernel's footprint covers what the JIT really holds for it, co
   Jit::release_unused();
   CHECK(Jit::instance().live_code_bytes() == code);
   CHECK(test::heap_bytes() <= heap + 64 * 1024);  // the bookkeeping went with the code
+}
+
+namespace {
+// out[i] = fma(a[i], 2, 1) over 16 floats, as one <16 x float> vector.
+std::string fma16_ir(const std::string& name) {
+  return fmt::format(R"(
+define void @{0}(ptr %bufs, ptr %vars, i64 %begin, i64 %end) nounwind {{
+entry:
+  %out = load ptr, ptr %bufs
+  %a.slot = getelementptr ptr, ptr %bufs, i64 1
+  %a = load ptr, ptr %a.slot
+  %x = load <16 x float>, ptr %a, align 64
+  %y = call <16 x float> @llvm.fma.v16f32(<16 x float> %x, <16 x float> splat (float 2.0), <16 x float> splat (float 1.0))
+  store <16 x float> %y, ptr %out, align 64
+  ret void
+}}
+declare <16 x float> @llvm.fma.v16f32(<16 x float>, <16 x float>, <16 x float>)
+)",
+                     name);
+}
+}  // namespace
+
+TEST_CASE("Jit: a preset target's code has only its level's instructions: x86-64-v3 has no zmm") {
+  if (!host_target().isa.avx2 || !host_target().isa.fma) return;  // the host has no v3
+  auto run = [](KernelFn fn) {
+    alignas(64) float a[16], out[16];
+    for (int i = 0; i < 16; ++i) a[i] = static_cast<float>(i) - 3.5f;
+    void* bufs[] = {out, a};
+    fn(bufs, nullptr, 0, 1);
+    for (int i = 0; i < 16; ++i) CHECK(out[i] == a[i] * 2 + 1);
+  };
+  const JitResult v3 = Jit::instance().compile(fma16_ir("fma16_v3"), "fma16_v3",
+                                               JitOptions{.keep_assembly = true, .target = "x86-64-v3"});
+  CHECK(v3.assembly.find("zmm") == std::string::npos);
+  CHECK(v3.assembly.find("vfmadd") != std::string::npos);  // FMA is part of v3
+  CHECK(v3.assembly.find("ymm") != std::string::npos);
+  run(v3.fn);
+  const JitResult native =
+      Jit::instance().compile(fma16_ir("fma16_native"), "fma16_native", JitOptions{.keep_assembly = true});
+  CHECK((native.assembly.find("zmm") != std::string::npos) == host_target().isa.avx512f);
+  run(native.fn);
+  const std::string features = Jit::instance().target_features("x86-64-v3");
+  CHECK(features.find("+avx2") != std::string::npos);
+  CHECK(features.find("+avx512f") == std::string::npos);
+  CHECK(features.find("+avxvnni") == std::string::npos);  // beyond the level, though the host may have it
+  CHECK_THROWS_AS(
+      Jit::instance().compile_object(fma16_ir("fma16_bad"), "fma16_bad", JitOptions{.target = "nope"}),
+      Error);
 }

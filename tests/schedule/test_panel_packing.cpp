@@ -7,6 +7,7 @@
 #include "ir/buffer_access.hpp"
 
 #include "ir/flags.hpp"
+#include "ir/target.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,6 +21,19 @@ namespace {
 // AVX2's tile: 2 vectors of 8 float32 lanes, 64 bytes (16 floats) a panel row.
 constexpr int64_t kPanelBytes = 64;
 constexpr int64_t kWidth = kPanelBytes / 4;
+// The rows of k a tile sums per block (codegen's kc).
+constexpr int64_t kPanelDepth = 256;
+
+// The L1 these expectations were derived for: 32 KiB, 8 ways of 64-byte lines (64
+// sets), so b's 256 x 64-byte slice takes 4 ways of every set and a's rows 4 more;
+// explicit, so they hold on any host.
+Target l1_32k_8way() {
+  Target t = host_target();
+  t.l1d_bytes = 32 << 10;
+  t.l1d_ways = 8;
+  t.line_bytes = 64;
+  return t;
+}
 
 UOpPtr movement(Op op, const UOpPtr& x, Shape shape) {
   return UOp::make(op, x->dtype, {x}, std::move(shape));
@@ -46,7 +60,7 @@ Schedule schedule(Shape batch, int64_t m, int64_t k, int64_t n, int64_t panel_by
   sb.insert(sb.end(), {k, n});
   FakeBuffers fb;
   return create_schedule({matmul(input(1, sa), input(2, sb), batch, m, k, n)}, fb.factory(), {},
-                         ScheduleOptions{panel_bytes, panel_rows});
+                         ScheduleOptions{panel_bytes, panel_rows, kPanelDepth, l1_32k_8way()});
 }
 
 UOpPtr only_reduce_range(const UOpPtr& ast) {
@@ -207,7 +221,7 @@ namespace {
 Schedule schedule_of(const UOpPtr& a, const UOpPtr& b, int64_t m, int64_t k, int64_t n, int64_t panel_rows) {
   FakeBuffers fb;
   return create_schedule({matmul(a, b, {}, m, k, n)}, fb.factory(), {},
-                         ScheduleOptions{kPanelBytes, panel_rows});
+                         ScheduleOptions{kPanelBytes, panel_rows, kPanelDepth, l1_32k_8way()});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "tools/examples.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -222,8 +223,40 @@ TEST_CASE("an unknown LOOM_ variable or a bad value is a warning naming it; LOOM
 TEST_CASE("docs/env.md's table is the flag table in code, row for row") {
   const Run table = loom_dump({"--env-table"});
   REQUIRE(table.code == 0);
-  CHECK(lines(table.out).size() == 14);  // heading, rule, twelve flags
+  CHECK(lines(table.out).size() == 15);  // heading, rule, thirteen flags
   const std::string doc = read_file(std::filesystem::path(LOOM_SOURCE_DIR) / "docs" / "env.md");
   CHECK_MESSAGE(has(doc, table.out), "regenerate the table with loom-dump --env-table");
   CHECK(has(loom_dump({"--help"}).out, "LOOM_PROFILE"));
+}
+
+TEST_CASE("loom-dump --target prints the Target: sysconf's caches, the preset's ISA") {
+  const Run native = loom_dump({"--target"});
+  REQUIRE(native.code == 0);
+  CHECK(has(native.out, "target             native\n"));
+  CHECK(has(native.out, fmt::format("cores              {}\n", sysconf(_SC_NPROCESSORS_ONLN))));
+  if (sysconf(_SC_LEVEL1_DCACHE_SIZE) > 0)
+    CHECK(has(native.out, fmt::format("l1d_bytes          {}\n", sysconf(_SC_LEVEL1_DCACHE_SIZE))));
+  if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0)
+    CHECK(has(native.out, fmt::format("l2_bytes           {}\n", sysconf(_SC_LEVEL2_CACHE_SIZE))));
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  const Run v3 = loom_dump({"--target"}, {"LOOM_TARGET=x86-64-v3"});
+  REQUIRE(v3.code == 0);
+  CHECK(has(v3.out, "target             x86-64-v3\n"));
+  CHECK(has(v3.out, "vector_bytes       32\n"));
+  CHECK(has(v3.out, "-avx512f"));
+}
+
+TEST_CASE("LOOM_TARGET=x86-64-v3: the 1024 matmul's assembly has no AVX-512 register") {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  const std::vector<std::string> args{"-e", "a = rand(1024, 1024); b = rand(1024, 1024); out = a.matmul(b)",
+                                      "--stage=asm", "--color=never"};
+  const Run v3 = loom_dump(args, {"LOOM_TARGET=x86-64-v3", "LOOM_CACHE_DIR=off"});
+  REQUIRE(v3.code == 0);
+  CHECK_FALSE(has(v3.out, "zmm"));
+  CHECK(has(v3.out, "vfmadd"));
+  CHECK(has(v3.out, "ymm"));
+  if (!__builtin_cpu_supports("avx512f")) return;
+  const Run native = loom_dump(args, {"LOOM_TARGET=native", "LOOM_CACHE_DIR=off"});
+  REQUIRE(native.code == 0);
+  CHECK(has(native.out, "zmm"));
 }

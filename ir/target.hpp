@@ -1,0 +1,95 @@
+#pragma once
+// The machine loom compiles for: its instruction set, vector registers and
+// caches, detected once from CPUID and sysconf (sysfs may be empty in a VM), or
+// a preset that LOOM_TARGET names (docs/env.md). Every stage, the optimiser, the
+// emitter and the JIT read it through their context, never the host directly;
+// every machine constant is derived from it (docs/performance.md, "Target").
+// In ir/, the lowest floor, so schedule/, codegen/ and runtime/ all see it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+struct Flags;
+
+// x86 instruction-set extensions loom cares about (AMX only where present).
+struct TargetIsa {
+  bool sse42 = false;
+  bool avx = false;
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512dq = false;
+  bool avx512vl = false;
+  bool avx512bf16 = false;
+  bool avx512vnni = false;
+  bool amx_tile = false;
+  bool amx_bf16 = false;
+  bool amx_int8 = false;
+
+  bool operator==(const TargetIsa&) const = default;
+};
+
+struct Target {
+  std::string name = "native";  // "native", "x86-64-v2", "x86-64-v3" or "x86-64-v4"
+  TargetIsa isa;
+  int vector_bytes = 16;      // one SIMD register: 64 with AVX-512, 32 with AVX, 16 otherwise
+  int vector_registers = 16;  // SIMD registers of that width: 32 with AVX-512, else 16
+  int64_t l1d_bytes = 0;      // L1 data cache of one core
+  int l1d_ways = 0;           // its associativity
+  int line_bytes = 0;         // its line
+  int64_t l2_bytes = 0;       // L2 of one core
+  int64_t l3_bytes = 0;       // L3 as sysconf reports it (on AMD: the whole package's)
+  // The L3 one core complex shares (sysfs's index3 where Linux shows it; else
+  // l3_bytes, at most a common complex's 32 MiB: see target.cpp).
+  int64_t l3_complex_bytes = 0;
+  int cores = 1;  // processors online
+
+  bool operator==(const Target&) const = default;
+
+  // Sets of the L1 data cache: rows a multiple of sets x line apart share one.
+  int64_t l1d_sets() const { return l1d_bytes / (int64_t{l1d_ways} * line_bytes); }
+  // The ISA as LLVM spells its features, for the keys and for the JIT:
+  // "+avx2,+fma,-avx512f,...", every extension above listed.
+  std::string features() const;
+  // What distinguishes the code made for it: the kernel and disk caches' key.
+  std::string key() const;
+  // One line per field, for loom-dump --target and logs.
+  std::string describe() const;
+};
+
+// The host's caches as one source reports them (0: not reported): the tests
+// compare the two; host_target() takes sysconf's (what getconf prints) and
+// CPUID's where sysconf has none.
+struct TargetCaches {
+  int64_t l1d_bytes = 0;
+  int l1d_ways = 0;
+  int line_bytes = 0;
+  int64_t l2_bytes = 0;
+  int64_t l3_bytes = 0;
+};
+TargetCaches cpuid_caches();
+TargetCaches sysconf_caches();
+
+// The host as detected at first use (thread-safe; the same value ever after).
+const Target& host_target();
+// The preset `name` derived from the host (its caches and cores kept, the ISA,
+// vector width and registers restricted to the preset's level), or the host
+// itself for "native". Throws loom::Error naming the known presets otherwise.
+const Target& target_named(std::string_view name);
+// The preset names LOOM_TARGET takes, "native" first.
+const std::vector<std::string_view>& target_names();
+// `t` planned for vectors of `bytes` instead (the registers: that width's count):
+// what LOOM_VECTOR_WIDTH does, and what tests of one width use.
+Target with_vector_bytes(Target t, int bytes);
+// The Target the flags ask for: LOOM_TARGET's preset, its vector width replaced
+// by LOOM_VECTOR_WIDTH's (and the registers by that width's count) where set.
+Target target_of(const Flags& flags);
+// The same for the flags in force (loom::flags()): the default of the options
+// of codegen's passes, so a test or tool without flags of its own follows LOOM_TARGET.
+Target current_target();
+
+}  // namespace loom
