@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 mode=${1:-run}
 
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
-  nlohmann-json3-dev libasan8 libubsan1)
+  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
