@@ -64,15 +64,27 @@ void Module::collect(const std::string& prefix, bool params, bool buffers, Named
   for (const auto& c : children_) child(c).collect(joined(prefix, c.name), params, buffers, out);
 }
 
+namespace {
+// A tensor registered twice (a tied weight, a module used twice) is listed
+// once, under its first name, as PyTorch's named_parameters does.
+NamedTensors first_of_each(NamedTensors all) {
+  NamedTensors out;
+  for (auto& [name, t] : all)
+    if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.second.node() == t.node(); }))
+      out.emplace_back(std::move(name), std::move(t));
+  return out;
+}
+}  // namespace
+
 NamedTensors Module::named_parameters(const std::string& prefix) const {
   NamedTensors out;
   collect(prefix, true, false, out);
-  return out;
+  return first_of_each(std::move(out));
 }
 NamedTensors Module::named_buffers(const std::string& prefix) const {
   NamedTensors out;
   collect(prefix, false, true, out);
-  return out;
+  return first_of_each(std::move(out));
 }
 NamedTensors Module::state_dict(const std::string& prefix) const {
   NamedTensors out;

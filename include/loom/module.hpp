@@ -41,7 +41,8 @@ class Module {
   // Parameters and buffers of this module and every submodule, depth first in
   // registration order (own first), with PyTorch's dotted names ("0.weight",
   // "fc1.bias"); `prefix` is prepended with a dot. Undefined tensors (a Linear
-  // without bias) are left out.
+  // without bias) are left out, and a tensor registered twice (a tied weight)
+  // is listed once, under its first name; state_dict lists every name.
   std::vector<Tensor> parameters() const;
   NamedTensors named_parameters(const std::string& prefix = "") const;
   std::vector<Tensor> buffers() const;

@@ -35,6 +35,14 @@ std::vector<std::string> names(const NamedTensors& named) {
 
 bool same(const Tensor& a, const Tensor& b) { return a.node() == b.node(); }
 
+// What an optimizer requires of its parameters: distinct leaves.
+void optim_ready(const std::vector<Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    CHECK(params[i].requires_grad());
+    for (size_t j = 0; j < i; ++j) CHECK(!same(params[i], params[j]));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("named_parameters uses PyTorch's dotted names, depth first in registration order") {
@@ -72,6 +80,15 @@ TEST_CASE("a copied or moved module lists its own members; a rebound member is w
   copy.fc1.weight = Tensor::zeros({4, 3}).requires_grad_();
   CHECK(same(copy.parameters()[0], copy.fc1.weight));
   CHECK(!same(copy.parameters()[0], models[0].fc1.weight));
+}
+
+TEST_CASE("a tied weight or a module used twice is listed once; state_dict keeps every name") {
+  auto shared = std::make_shared<nn::Linear>(2, 2);
+  nn::Sequential seq;
+  seq.push_back(shared).push_back(nn::ReLU()).push_back(shared);
+  CHECK(names(seq.named_parameters()) == std::vector<std::string>{"0.weight", "0.bias"});
+  CHECK(names(seq.state_dict()) == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+  optim_ready(seq.parameters());
 }
 
 TEST_CASE("train and eval reach every submodule") {
