@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 mode=${1:-run}
 
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
-  nlohmann-json3-dev libasan8 libubsan1)
+  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1)
 if [[ $mode == compare ]]; then
   packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread)
 fi

@@ -433,6 +433,8 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
 
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
   std::vector<std::shared_ptr<TensorNode>> nodes = requested;
+  for (auto& d : take_deferred())  // module state updates join whatever this thread realizes next
+    if (std::find(nodes.begin(), nodes.end(), d) == nodes.end()) nodes.push_back(std::move(d));
   const GraphsToKeep kept = prepare_realize(nodes);
   std::vector<UOpPtr> targets;
   std::vector<std::shared_ptr<TensorNode>> pending;

@@ -99,6 +99,23 @@ std::vector<std::shared_ptr<TensorNode>> assigns_reached(
   return out;
 }
 
+namespace {
+thread_local std::vector<std::weak_ptr<TensorNode>> t_deferred;
+}
+
+void defer_realize(const std::shared_ptr<TensorNode>& holder) { t_deferred.push_back(holder); }
+
+std::vector<std::shared_ptr<TensorNode>> take_deferred() {
+  std::vector<std::shared_ptr<TensorNode>> out;
+  if (t_deferred.empty()) return out;
+  std::vector<std::weak_ptr<TensorNode>> list;
+  list.swap(t_deferred);
+  for (const auto& w : list)
+    if (auto h = w.lock())
+      if (!is_buffer_view(h->uop) && std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  return out;
+}
+
 std::vector<std::shared_ptr<TensorNode>> assigns_into(const std::vector<const void*>& memory) {
   if (memory.empty()) return {};
   const auto live = PendingAssigns::get().live();

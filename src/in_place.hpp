@@ -31,6 +31,15 @@ void note_assign(const std::shared_ptr<TensorNode>& holder);
 std::vector<std::shared_ptr<TensorNode>> assigns_reached(
     const GraphSignature& graph, const std::vector<std::shared_ptr<TensorNode>>& pending);
 
+// State updates a module made during a forward pass (BatchNorm's running
+// statistics): the next realize on this thread, whatever it computes, realizes
+// them too, so they join the training step's schedule (and a Capture's
+// recording of it) instead of waiting for someone to read them. Per thread,
+// like NoGrad; held weakly.
+void defer_realize(const std::shared_ptr<TensorNode>& holder);
+// The deferred tensors of this thread still alive and not realized; empties the list.
+std::vector<std::shared_ptr<TensorNode>> take_deferred();
+
 // The live tensors holding an assign not yet realized into one of `memory`
 // (buffers' storage): loom::Capture realizes them before a replay reads it.
 std::vector<std::shared_ptr<TensorNode>> assigns_into(const std::vector<const void*>& memory);

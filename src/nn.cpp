@@ -1,6 +1,7 @@
 // loom::nn: layers, losses and initialisers composed from Tensor ops, so the
 // gradient and the scheduler see nothing but ordinary graphs.
 #include "schedule/schedule.hpp"
+#include "src/nn_common.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <loom/gradient.hpp>
@@ -12,55 +13,12 @@
 namespace loom::nn {
 
 using detail::str;
+using namespace detail_nn;
 
 namespace {
 
-std::string joined(const std::string& prefix, const char* name) {
-  return prefix.empty() ? name : prefix + "." + name;
-}
-
-NamedTensors named(const std::string& prefix, std::initializer_list<std::pair<const char*, Tensor>> params) {
-  NamedTensors out;
-  for (const auto& [name, t] : params)
-    if (t.defined()) out.emplace_back(joined(prefix, name), t);
-  return out;
-}
-
-std::vector<Tensor> tensors_of(const NamedTensors& named) {
-  std::vector<Tensor> out;
-  for (const auto& [name, t] : named) out.push_back(t);
-  return out;
-}
-
-// A realized leaf that requires a gradient, holding `init`.
-Tensor parameter(Tensor init) {
-  init.realize();
-  return init.requires_grad_();
-}
-
 Tensor uniform_values(const Shape& shape, double low, double high, DType dtype = DType::Float32) {
   return Tensor::rand(shape, dtype) * (high - low) + low;
-}
-
-void check_float(const Tensor& t, const char* op) {
-  if (!t.defined()) throw Error(fmt::format("{}: the tensor is undefined (default-constructed)", op));
-  if (!t.dtype().is_float())
-    throw Error(
-        fmt::format("{}: expected a Float32 or Float64 tensor, got {}", op, scalar_name(t.dtype().scalar)));
-}
-
-// As PyTorch, a layer or loss combines only tensors of one dtype: an input
-// whose dtype differs from the parameters' (UInt8 pixels, Float64 data into
-// Float32 weights) is an error naming both, never a silent promotion
-// (docs/semantics.md, "Where loom is stricter than promotion").
-void check_same_dtype(const char* op, const Tensor& input, const char* input_name, const Tensor& other,
-                      const char* other_name) {
-  if (input.dtype() == other.dtype()) return;
-  throw Error(
-      fmt::format("{}: {} has dtype {} but {} has dtype {}; expected the same dtype (cast the {} with "
-                  ".cast(DType::{}) first)",
-                  op, input_name, scalar_name(input.dtype().scalar), other_name,
-                  scalar_name(other.dtype().scalar), input_name, scalar_name(other.dtype().scalar)));
 }
 
 void check_last_axis(const Tensor& x, int64_t dim, const char* op) {
@@ -118,7 +76,9 @@ Tensor& fill_(Tensor& t, const Tensor& values) {
 
 // ---- layers --------------------------------------------------------------------------
 
-Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) : Module("Linear") {
+  register_parameter("weight", &Linear::weight);
+  register_parameter("bias", &Linear::bias);
   if (in_features < 0 || out_features < 0)
     throw Error(
         fmt::format("Linear: sizes must be non-negative, got in {} and out {}", in_features, out_features));
@@ -127,7 +87,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
   if (with_bias) bias = parameter(uniform_values({out_features}, -bound, bound));
 }
 
-Tensor Linear::operator()(const Tensor& x) const {
+Tensor Linear::forward(const Tensor& x) const {
   if (!x.defined() || x.ndim() == 0 || x.shape().back() != weight.shape()[1])
     throw Error(fmt::format("Linear: input of shape {} does not end in in_features {}",
                             x.defined() ? str(x.shape()) : "undefined", weight.shape()[1]));
@@ -135,31 +95,27 @@ Tensor Linear::operator()(const Tensor& x) const {
   Tensor y = x.matmul(weight.transpose());
   return bias.defined() ? y + bias : y;
 }
-std::vector<Tensor> Linear::parameters() const { return tensors_of(named_parameters()); }
-NamedTensors Linear::named_parameters(const std::string& prefix) const {
-  return named(prefix, {{"weight", weight}, {"bias", bias}});
-}
 
-Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) {
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) : Module("Embedding") {
+  register_parameter("weight", &Embedding::weight);
   if (num_embeddings < 0 || embedding_dim < 0)
     throw Error(
         fmt::format("Embedding: sizes must be non-negative, got {} x {}", num_embeddings, embedding_dim));
   weight = parameter(Tensor::randn({num_embeddings, embedding_dim}));
 }
 
-Tensor Embedding::operator()(const Tensor& indices) const {
+Tensor Embedding::forward(const Tensor& indices) const {
   if (!indices.defined()) throw Error("Embedding: the indices are undefined (default-constructed)");
   check_indices(indices, weight.shape()[0], "Embedding", "indices");
   Shape out = indices.shape();
   out.push_back(weight.shape()[1]);
   return weight.index_select(0, indices.reshape({-1})).reshape(out);
 }
-std::vector<Tensor> Embedding::parameters() const { return {weight}; }
-NamedTensors Embedding::named_parameters(const std::string& prefix) const {
-  return named(prefix, {{"weight", weight}});
-}
 
-LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine) : dim(dim_), eps(eps_) {
+LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine)
+    : Module("LayerNorm"), dim(dim_), eps(eps_) {
+  register_parameter("weight", &LayerNorm::weight);
+  register_parameter("bias", &LayerNorm::bias);
   if (dim <= 0) throw Error(fmt::format("LayerNorm: the normalized size must be positive, got {}", dim));
   if (elementwise_affine) {
     weight = parameter(Tensor::ones({dim}));
@@ -167,7 +123,7 @@ LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine) : dim(d
   }
 }
 
-Tensor LayerNorm::operator()(const Tensor& x) const {
+Tensor LayerNorm::forward(const Tensor& x) const {
   check_float(x, "LayerNorm");
   check_last_axis(x, dim, "LayerNorm");
   if (weight.defined()) check_same_dtype("LayerNorm", x, "input", weight, "weight");
@@ -175,17 +131,15 @@ Tensor LayerNorm::operator()(const Tensor& x) const {
   Tensor y = centred * (centred.square().mean(-1, true) + eps).rsqrt();
   return weight.defined() ? y * weight + bias : y;
 }
-std::vector<Tensor> LayerNorm::parameters() const { return tensors_of(named_parameters()); }
-NamedTensors LayerNorm::named_parameters(const std::string& prefix) const {
-  return named(prefix, {{"weight", weight}, {"bias", bias}});
-}
 
-RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affine) : dim(dim_), eps(eps_) {
+RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affine)
+    : Module("RMSNorm"), dim(dim_), eps(eps_) {
+  register_parameter("weight", &RMSNorm::weight);
   if (dim <= 0) throw Error(fmt::format("RMSNorm: the normalized size must be positive, got {}", dim));
   if (elementwise_affine) weight = parameter(Tensor::ones({dim}));
 }
 
-Tensor RMSNorm::operator()(const Tensor& x) const {
+Tensor RMSNorm::forward(const Tensor& x) const {
   check_float(x, "RMSNorm");
   check_last_axis(x, dim, "RMSNorm");
   if (weight.defined()) check_same_dtype("RMSNorm", x, "input", weight, "weight");
@@ -193,10 +147,6 @@ Tensor RMSNorm::operator()(const Tensor& x) const {
                                                             : std::numeric_limits<float>::epsilon());
   Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
   return weight.defined() ? y * weight : y;
-}
-std::vector<Tensor> RMSNorm::parameters() const { return tensors_of(named_parameters()); }
-NamedTensors RMSNorm::named_parameters(const std::string& prefix) const {
-  return named(prefix, {{"weight", weight}});
 }
 
 // ---- functions ------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 // loom::optim: PyTorch's update rules written as lazy Tensor graphs and
 // assigned, so the update fuses into the step's schedule.
+#include "src/in_place.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <loom/gradient.hpp>
 #include <loom/optim.hpp>
 
 #include <cmath>
+#include <set>
 
 namespace loom::optim {
 
@@ -63,6 +65,113 @@ void Optimizer::realize_step(std::vector<Tensor> assigned) {
   ++steps_;
 }
 
+// ---- state dicts ------------------------------------------------------------------------------
+
+namespace {
+const std::string kGroup = "param_groups.0.";
+Tensor f64_scalar(double v) { return Tensor::from_vector<double>({v}, {}); }
+// The one value of a 0-d tensor from a state dict, as a double.
+double scalar_of(const std::map<std::string, Tensor>& state, const std::string& key, const char* name) {
+  const Tensor& t = state.at(key);
+  if (t.numel() != 1)
+    throw Error(
+        fmt::format("{}.load_state_dict: '{}' has shape {}; expected one value", name, key, str(t.shape())));
+  return t.cast(DType::Float64).item<double>();
+}
+}  // namespace
+
+NamedTensors Optimizer::state_dict() const {
+  NamedTensors out{{kGroup + "lr", f64_scalar(lr_value_)}};
+  for (const auto& [key, v] : const_cast<Optimizer*>(this)->hyper_parameters())
+    out.emplace_back(kGroup + key, f64_scalar(*v));
+  if (initial_lr) out.emplace_back(kGroup + "initial_lr", f64_scalar(*initial_lr));
+  out.emplace_back("steps", Tensor::from_vector<int64_t>({steps_}, {}));
+  for (auto& named : state_tensors()) out.push_back(std::move(named));
+  return out;
+}
+
+void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
+  const auto fail = [&](const std::string& what) {
+    return Error(fmt::format("{}.load_state_dict: {}", name_, what));
+  };
+  // Hyper-parameters first: they decide which state tensors exist (SGD's momentum).
+  std::vector<std::string> missing;
+  for (const auto& key : {std::string("lr"), std::string("steps")})
+    if (!state.contains(key == "lr" ? kGroup + key : key))
+      missing.push_back(key == "lr" ? kGroup + key : key);
+  for (const auto& [key, v] : hyper_parameters())
+    if (!state.contains(kGroup + key)) missing.push_back(kGroup + key);
+  if (!missing.empty()) throw fail(fmt::format("missing keys [{}]", fmt::join(missing, ", ")));
+  const auto saved_hyper = hyper_parameters();
+  std::vector<double> old;
+  for (const auto& [key, v] : saved_hyper) old.push_back(*v);
+  for (const auto& [key, v] : saved_hyper) *v = scalar_of(state, kGroup + key, name_);
+  try {
+    hyper_parameters_loaded();
+  } catch (...) {
+    for (size_t i = 0; i < old.size(); ++i) *saved_hyper[i].second = old[i];
+    throw;
+  }
+  const NamedTensors own = state_dict();
+  std::set<std::string> expected;
+  std::vector<std::string> unexpected, wrong;
+  for (const auto& [key, t] : own) {
+    if (key == kGroup + "initial_lr") continue;  // optional: set by a scheduler
+    expected.insert(key);
+    const auto it = state.find(key);
+    if (it == state.end())
+      missing.push_back(key);
+    else if (it->second.shape() != t.shape())
+      wrong.push_back(fmt::format("'{}' has shape {} in the state dict but {} here", key,
+                                  str(it->second.shape()), str(t.shape())));
+  }
+  for (const auto& [key, t] : state)
+    if (!expected.contains(key) && key != kGroup + "initial_lr") unexpected.push_back(key);
+  if (!missing.empty() || !unexpected.empty() || !wrong.empty()) {
+    for (size_t i = 0; i < old.size(); ++i) *saved_hyper[i].second = old[i];
+    std::vector<std::string> parts;
+    if (!missing.empty()) parts.push_back(fmt::format("missing keys [{}]", fmt::join(missing, ", ")));
+    if (!unexpected.empty())
+      parts.push_back(fmt::format("unexpected keys [{}]", fmt::join(unexpected, ", ")));
+    for (auto& w : wrong) parts.push_back(std::move(w));
+    throw fail(fmt::format("{}", fmt::join(parts, "; ")));
+  }
+  set_lr(scalar_of(state, kGroup + "lr", name_));
+  steps_ = state.at("steps").cast(DType::Int64).item<int64_t>();
+  if (const auto it = state.find(kGroup + "initial_lr"); it != state.end())
+    initial_lr = scalar_of(state, it->first, name_);
+  NoGrad no_grad;
+  std::vector<Tensor> written;
+  for (auto [key, t] : state_tensors()) {
+    const Tensor& v = state.at(key);
+    t.assign(v.dtype() == t.dtype() ? v : v.cast(t.dtype()));
+    written.push_back(t);
+  }
+  loom::realize(written);
+}
+
+// ---- clip_grad_norm_ ----------------------------------------------------------------------------
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  if (!(max_norm >= 0) || !std::isfinite(max_norm))
+    throw Error(fmt::format("clip_grad_norm_: max_norm must be finite and non-negative, got {}", max_norm));
+  NoGrad no_grad;
+  std::vector<Tensor> grads, norms;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].defined()) throw Error(fmt::format("clip_grad_norm_: parameter {} is undefined", i));
+    if (Tensor g = params[i].grad(); g.defined()) grads.push_back(g);
+  }
+  if (grads.empty()) return Tensor::scalar(0);
+  const DType dt = grads[0].dtype();
+  for (const Tensor& g : grads) norms.push_back(g.square().sum().sqrt().cast(dt));
+  // PyTorch's order: the norm of the per-parameter norms.
+  Tensor total = stack(norms).square().sum().sqrt();
+  const Tensor coef = (max_norm / (total + 1e-6)).minimum(1.0);
+  for (Tensor& g : grads) g.assign(g * coef.cast(g.dtype()));
+  detail::defer_realize(total.node());
+  return total;
+}
+
 // ---- SGD --------------------------------------------------------------------------------------
 
 SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay)
@@ -70,6 +179,22 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
   check_hyper(std::isfinite(momentum) && momentum >= 0, name_, "momentum", momentum);
   check_hyper(std::isfinite(weight_decay) && weight_decay >= 0, name_, "weight_decay", weight_decay);
   if (momentum_ != 0) momentum_buffers_ = zeros_like_params();
+}
+
+std::vector<std::pair<std::string, double*>> SGD::hyper_parameters() {
+  return {{"momentum", &momentum_}, {"weight_decay", &weight_decay_}};
+}
+NamedTensors SGD::state_tensors() const {
+  NamedTensors out;
+  for (size_t i = 0; i < momentum_buffers_.size(); ++i)
+    out.emplace_back(fmt::format("state.{}.momentum_buffer", i), momentum_buffers_[i]);
+  return out;
+}
+void SGD::hyper_parameters_loaded() {
+  check_hyper(std::isfinite(momentum_) && momentum_ >= 0, name_, "momentum", momentum_);
+  check_hyper(std::isfinite(weight_decay_) && weight_decay_ >= 0, name_, "weight_decay", weight_decay_);
+  if (momentum_ != 0 && momentum_buffers_.empty()) momentum_buffers_ = zeros_like_params();
+  if (momentum_ == 0) momentum_buffers_.clear();
 }
 
 void SGD::step() {
@@ -116,6 +241,24 @@ Adam::Adam(std::vector<Tensor> params, double lr, double b1, double b2, double e
 
 AdamW::AdamW(std::vector<Tensor> params, double lr, double b1, double b2, double eps, double weight_decay)
     : Adam(std::move(params), lr, b1, b2, eps, weight_decay, true, "AdamW") {}
+
+std::vector<std::pair<std::string, double*>> Adam::hyper_parameters() {
+  return {{"betas.0", &b1_}, {"betas.1", &b2_}, {"eps", &eps_}, {"weight_decay", &weight_decay_}};
+}
+NamedTensors Adam::state_tensors() const {
+  NamedTensors out{{"state.step", t_}};
+  for (size_t i = 0; i < m_.size(); ++i) {
+    out.emplace_back(fmt::format("state.{}.exp_avg", i), m_[i]);
+    out.emplace_back(fmt::format("state.{}.exp_avg_sq", i), v_[i]);
+  }
+  return out;
+}
+void Adam::hyper_parameters_loaded() {
+  check_hyper(b1_ >= 0 && b1_ < 1, name_, "beta1", b1_);
+  check_hyper(b2_ >= 0 && b2_ < 1, name_, "beta2", b2_);
+  check_hyper(std::isfinite(eps_) && eps_ >= 0, name_, "eps", eps_);
+  check_hyper(std::isfinite(weight_decay_) && weight_decay_ >= 0, name_, "weight_decay", weight_decay_);
+}
 
 void Adam::step() {
   NoGrad no_grad;

@@ -8,6 +8,7 @@
 #include <loom/error.hpp>
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
+#include <loom/lr_scheduler.hpp>
 #include <loom/memory.hpp>
 #include <loom/nn.hpp>
 #include <loom/optim.hpp>

@@ -1,15 +1,16 @@
 #pragma once
-// Neural-network building blocks (namespace loom::nn): layers, losses,
+// Neural-network building blocks (namespace loom::nn): modules, losses,
 // attention and initialisers, built from Tensor ops so they differentiate and
-// fuse like any other graph. docs/api.md, "nn", is the reference.
+// fuse like any other graph. docs/api.md, "nn" and "Modules", is the reference.
 //
-// Layers are small value types holding their parameters as public tensors
-// (leaves that require gradients). Copies share the parameters, like Tensor
-// copies. Each is callable and lists its parameters:
+// Every layer is a Module (<loom/module.hpp>) holding its parameters as public
+// tensors (leaves that require gradients). Copies share the parameters, like
+// Tensor copies. Each is callable and lists its parameters:
 //   nn::Linear fc(2, 16);
 //   Tensor y = fc(x);                          // x [..., 2] -> y [..., 16]
 //   auto named = fc.named_parameters("fc1");   // {"fc1.weight", ...}
 #include <loom/checkpoint.hpp>
+#include <loom/module.hpp>
 #include <loom/nn_functional.hpp>
 #include <loom/tensor.hpp>
 
@@ -23,31 +24,25 @@ namespace loom::nn {
 
 // y = x W^T + b, W [out, in], b [out]; PyTorch's default initialisation:
 // W and b uniform on [-1/sqrt(in), 1/sqrt(in)].
-struct Linear {
+struct Linear : Module {
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
-  Tensor operator()(const Tensor& x) const;  // x [..., in] -> [..., out]
-  std::vector<Tensor> parameters() const;
-  NamedTensors named_parameters(const std::string& prefix = "") const;  // weight, bias
-  Tensor weight, bias;                                                  // bias undefined without one
+  Tensor forward(const Tensor& x) const override;  // x [..., in] -> [..., out]
+  Tensor weight, bias;                             // bias undefined without one
 };
 
 // Rows of a [num, dim] table, N(0, 1) initialised: indices [...] (Int32 or
 // Int64) -> [..., dim]. A realized index outside [0, num) is an error.
-struct Embedding {
+struct Embedding : Module {
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
-  Tensor operator()(const Tensor& indices) const;
-  std::vector<Tensor> parameters() const;
-  NamedTensors named_parameters(const std::string& prefix = "") const;  // weight
+  Tensor forward(const Tensor& indices) const override;
   Tensor weight;
 };
 
 // Normalises over the last axis: (x - mean) / sqrt(var + eps) * weight + bias,
 // var biased; weight ones and bias zeros, both absent without elementwise_affine.
-struct LayerNorm {
+struct LayerNorm : Module {
   explicit LayerNorm(int64_t dim, double eps = 1e-5, bool elementwise_affine = true);
-  Tensor operator()(const Tensor& x) const;  // x [..., dim]
-  std::vector<Tensor> parameters() const;
-  NamedTensors named_parameters(const std::string& prefix = "") const;  // weight, bias
+  Tensor forward(const Tensor& x) const override;  // x [..., dim]
   Tensor weight, bias;
   int64_t dim;
   double eps;
@@ -55,14 +50,78 @@ struct LayerNorm {
 
 // x / sqrt(mean(x^2 over the last axis) + eps) * weight, weight ones. Without
 // eps, the machine epsilon of x's dtype, as PyTorch.
-struct RMSNorm {
+struct RMSNorm : Module {
   explicit RMSNorm(int64_t dim, std::optional<double> eps = std::nullopt, bool elementwise_affine = true);
-  Tensor operator()(const Tensor& x) const;  // x [..., dim]
-  std::vector<Tensor> parameters() const;
-  NamedTensors named_parameters(const std::string& prefix = "") const;  // weight
+  Tensor forward(const Tensor& x) const override;  // x [..., dim]
   Tensor weight;
   int64_t dim;
   std::optional<double> eps;
+};
+
+// ---- activations and shape (no parameters) ----
+
+struct ReLU : Module {
+  ReLU() : Module("ReLU") {}
+  Tensor forward(const Tensor& x) const override;
+};
+// approximate: "none" (erf) or "tanh", as Tensor::gelu.
+struct GELU : Module {
+  explicit GELU(std::string approximate = "none");
+  Tensor forward(const Tensor& x) const override;
+  std::string approximate;
+};
+struct SiLU : Module {
+  SiLU() : Module("SiLU") {}
+  Tensor forward(const Tensor& x) const override;
+};
+// Merges axes start_dim..end_dim (the batch axis stays by default).
+struct Flatten : Module {
+  explicit Flatten(int start_dim = 1, int end_dim = -1);
+  Tensor forward(const Tensor& x) const override;
+  int start_dim, end_dim;
+};
+
+// In training, zeroes each element with probability p (loom's generator,
+// manual_seed) and scales the rest by 1 / (1 - p); in evaluation, the identity.
+// p must lie in [0, 1).
+struct Dropout : Module {
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) const override;
+  double p;
+};
+
+// Batch normalisation over every axis but the channel axis 1:
+// (x - mean) / sqrt(var + eps) * weight + bias, var biased. In training (or
+// without running statistics) mean and var are the batch's, and the buffers
+// running_mean, running_var (the unbiased batch variance) move by `momentum`
+// (a cumulative average when momentum is nullopt) and num_batches_tracked
+// counts; in evaluation the running statistics are used. The updates are
+// realized with the next realize on this thread (Module::update_buffer).
+// weight ones, bias zeros, running_mean zeros, running_var ones, as PyTorch.
+struct BatchNorm : Module {
+  Tensor forward(const Tensor& x) const override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  int64_t num_features;
+  double eps;
+  std::optional<double> momentum;
+  bool affine, track_running_stats;
+
+ protected:
+  BatchNorm(const char* type, std::vector<int64_t> ranks, int64_t num_features, double eps,
+            std::optional<double> momentum, bool affine, bool track_running_stats);
+
+ private:
+  std::vector<int64_t> ranks_;  // the input ranks accepted
+};
+// Input [N, C] or [N, C, L].
+struct BatchNorm1d : BatchNorm {
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true);
+};
+// Input [N, C, H, W].
+struct BatchNorm2d : BatchNorm {
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true);
 };
 
 // ---- functions ----

@@ -10,9 +10,14 @@
 // the kernels compiled at the first steps serve every later one.
 //   optim::SGD opt(model.parameters(), 0.1);
 //   for (...) { opt.zero_grad(); loss(...).backward(); opt.step(); }
+#include <loom/checkpoint.hpp>
 #include <loom/tensor.hpp>
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace loom::optim {
@@ -31,6 +36,22 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& params() const { return params_; }
 
+  // Everything a resumed run needs to continue bit for bit, as flat named
+  // tensors loom::save writes (PyTorch's state_dict flattened):
+  // "param_groups.0.lr" and the other hyper-parameters (Float64, 0-d), "steps"
+  // (Int64), and per parameter i its state ("state.i.momentum_buffer",
+  // "state.i.exp_avg", ...; the state tensors themselves, not copies).
+  NamedTensors state_dict() const;
+  // Restores it into this optimizer (built over parameters of the same shapes,
+  // in the same order): hyper-parameters, learning rate (into its buffer, so a
+  // Capture's recording stays valid), step count and state (assigned, realized
+  // together). Missing or unexpected keys and wrong shapes are a loom::Error naming them.
+  void load_state_dict(const std::map<std::string, Tensor>& state);
+
+  // PyTorch's param_groups[0]["initial_lr"]: set by the first LR scheduler
+  // attached (the base rate every scheduler of this optimizer starts from).
+  std::optional<double> initial_lr;
+
  protected:
   Optimizer(std::vector<Tensor> params, double lr, const char* name);
   // Realizes the assigned tensors together with every parameter's gradient.
@@ -39,6 +60,11 @@ class Optimizer {
   std::vector<Tensor> zeros_like_params() const;
   // The learning rate as a scalar tensor of `dtype`, read from its buffer.
   Tensor lr_as(DType dtype) const;
+  // The hyper-parameters state_dict saves beside the lr, by name ("momentum"), and the state tensors.
+  virtual std::vector<std::pair<std::string, double*>> hyper_parameters() = 0;
+  virtual NamedTensors state_tensors() const = 0;
+  // Checks hyper-parameters just loaded and makes the state tensors they need.
+  virtual void hyper_parameters_loaded() = 0;
 
   std::vector<Tensor> params_;
   Tensor lr_;  // Float64 scalar buffer
@@ -53,6 +79,11 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, double lr, double momentum = 0, double weight_decay = 0);
   void step() override;
+
+ protected:
+  std::vector<std::pair<std::string, double*>> hyper_parameters() override;
+  NamedTensors state_tensors() const override;
+  void hyper_parameters_loaded() override;
 
  private:
   double momentum_, weight_decay_;
@@ -72,6 +103,9 @@ class Adam : public Optimizer {
  protected:
   Adam(std::vector<Tensor> params, double lr, double b1, double b2, double eps, double weight_decay,
        bool decoupled, const char* name);
+  std::vector<std::pair<std::string, double*>> hyper_parameters() override;
+  NamedTensors state_tensors() const override;
+  void hyper_parameters_loaded() override;
 
  private:
   double b1_, b2_, eps_, weight_decay_;
@@ -85,5 +119,13 @@ class AdamW : public Adam {
   AdamW(std::vector<Tensor> params, double lr = 1e-3, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8,
         double weight_decay = 1e-2);
 };
+
+// Scales every gradient of `params` by min(1, max_norm / (total + 1e-6)), where
+// total is the 2-norm of all the gradients together (the norm of the
+// per-parameter norms), as torch.nn.utils.clip_grad_norm_; returns total, a
+// 0-d tensor computed with the next realize on this thread (the optimizer's
+// step), so reading it afterwards costs nothing. Parameters without a
+// gradient are skipped; with none, total is 0.
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace loom::optim

@@ -167,3 +167,29 @@ TEST_CASE("optimizers reject bad hyper-parameters and parameters that are not le
   optim::SGD opt({p}, 0.1);
   check_message(error_of([&] { opt.set_lr(NAN); }), {"SGD", "learning rate"});
 }
+
+TEST_CASE("clip_grad_norm_ scales gradients by max_norm / (total + 1e-6) when above, and returns the total") {
+  Tensor p = Tensor::from_vector<double>({1, 2}, {2}).requires_grad_();
+  Tensor q = Tensor::from_vector<double>({3}, {1}).requires_grad_();
+  Tensor unused = Tensor::zeros({2}, DType::Float64).requires_grad_();
+  (p * Tensor::from_vector<double>({3, 4}, {2})).sum().backward();  // grad [3, 4]
+  (q * 12.0).sum().backward();  // grad [12]: total sqrt(9 + 16 + 144) = 13
+  const Tensor total = optim::clip_grad_norm_({p, q, unused}, 6.5);
+  const double coef = 6.5 / (13 + 1e-6);
+  check_close(values(p.grad()), {3 * coef, 4 * coef}, 1e-14);
+  check_close(values(q.grad()), {12 * coef}, 1e-14);
+  CHECK(total.item<double>() == doctest::Approx(13).epsilon(1e-15));
+  CHECK(!unused.grad().defined());
+  // Below max_norm: unchanged; the norm is computed with the step's schedule.
+  optim::SGD opt({p, q}, 0.1);
+  opt.zero_grad();
+  (p.sum() + q.sum()).backward();
+  const Tensor small = optim::clip_grad_norm_(opt.params(), 10);
+  opt.step();
+  const Counters before = counters();
+  CHECK(small.item<double>() == doctest::Approx(std::sqrt(3.0)).epsilon(1e-15));
+  CHECK(counters().kernels_executed == before.kernels_executed);
+  check_close(values(p.grad()), {1, 1}, 0);
+  CHECK(optim::clip_grad_norm_({unused}, 1).item<float>() == 0);
+  check_message(error_of([&] { optim::clip_grad_norm_({p}, -1); }), {"clip_grad_norm_", "max_norm", "-1"});
+}
