@@ -99,6 +99,10 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
 //   for about a microsecond at either level, while O2 and its code generator
 //   take several times longer to compile it (light code runs a few times slower
 //   per iteration, so larger kernels keep O2);
+// - JitLevel::Light for an elementwise kernel (no accumulator, no reduce range):
+//   loom's optimiser already vectorised and threaded it, and O2 adds nothing to
+//   its speed but its compile time (docs/performance.md); reductions keep O2,
+//   whose loop vectoriser and unroller they measurably need;
 // - JitLevel::Bulk for LLVM IR of kLightLines lines or more: O2's time, and the
 //   O1 code generator's, grow faster than the IR (seconds and half a second
 //   for cat of 200 tensors) and would take thousands of runs to pay back.
@@ -119,11 +123,20 @@ int64_t kernel_work(const UOpPtr& kernel) {
   return work;
 }
 
+// Whether the optimised kernel accumulates: a register accumulator or a reduce range.
+bool accumulates(const UOpPtr& kernel) {
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::DEFINE_REG || (n->op == Op::RANGE && n->get<AxisArg>().kind == AxisKind::Reduce))
+      return true;
+  return false;
+}
+
 JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
   const int64_t work = kernel_work(kernel);
   const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
   if (lines >= kLightLines) return JitLevel::Bulk;
-  return work >= 0 && work <= kLightWork ? JitLevel::Light : JitLevel::Full;
+  if (work >= 0 && work <= kLightWork) return JitLevel::Light;
+  return accumulates(kernel) ? JitLevel::Full : JitLevel::Light;
 }
 
 // Where one kernel's compile time went, for LOOM_DEBUG=2.

@@ -51,6 +51,31 @@ TEST_CASE("LOOM_DEBUG=2 adds each kernel's time, GFLOP/s and GB/s") {
   CHECK_FALSE(has(two, "at stage kernel"));
 }
 
+TEST_CASE("LOOM_DEBUG=2 names the level: an elementwise kernel compiles light, a reduction O2") {
+  // Both too large for the small-kernel rule (512 runs of the body, vectorised).
+  Tensor a = make(DType::Float32, iota(512 * 128), {512, 128});
+  LogCapture capture;
+  Tensor y, s;
+  {
+    Context ctx{{"DEBUG", 2}};
+    s = (a * 0.25).sum(1);
+    s.realize();
+    y = a * 2.75 + 1;
+    y.realize();
+  }
+  INFO(capture.text());
+  CHECK(has(capture.text(), "r_512_128 compiled in"));
+  CHECK(has(capture.text(), "(O2)"));
+  CHECK(has(capture.text(), "E_65536 compiled in"));
+  CHECK(has(capture.text(), "(light)"));
+  const auto sums = s.to_vector<float>();
+  REQUIRE(sums.size() == 512);
+  CHECK(sums[1] == 0.25f * (128 * 128 + 127 * 128 / 2));  // 0.25 * (128 + ... + 255), exact in float
+  const auto values = y.to_vector<float>();
+  REQUIRE(values.size() == 512 * 128);
+  for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == static_cast<float>(i) * 2.75f + 1);
+}
+
 TEST_CASE("LOOM_DEBUG=3 adds the kernel as scheduled and its loops; 4 the LLVM IR") {
   const std::string three = realize_at(3, 2.25);
   CHECK(has(three, "kernel r_64_32 at stage kernel:"));
