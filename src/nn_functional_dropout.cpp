@@ -17,7 +17,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     throw Error(fmt::format("dropout: expected a float input, got {}", scalar_name(x.dtype().scalar)));
   if (!training || p == 0) return x;
   const Tensor keep = Tensor::rand(x.shape(), x.dtype()) >= p;
-  return keep.where(x * (1 / (1 - p)), 0.0);
+  // x times the scaled mask, as PyTorch's input * noise: a dropped inf or NaN gives NaN.
+  return x * keep.where(Tensor::scalar(1 / (1 - p), x.dtype()), Tensor::scalar(0, x.dtype()));
 }
 
 }  // namespace loom::nn::functional

@@ -5,20 +5,6 @@
 
 namespace loom::nn {
 
-namespace {
-
-// Training-mode dropout: each element kept with probability 1 - p and scaled
-// by 1 / (1 - p), as PyTorch's bernoulli mask. One small function, so the
-// module can call nn::functional::dropout instead once that exists.
-Tensor dropout_in_training(const Tensor& x, double p) {
-  if (p == 0) return x;
-  const Tensor keep = Tensor::rand(x.shape(), x.dtype()) >= p;  // rand is uniform on [0, 1)
-  const Tensor scale = Tensor::scalar(1 / (1 - p), x.dtype());
-  return x * keep.where(scale, Tensor::scalar(0, x.dtype()));
-}
-
-}  // namespace
-
 Tensor ReLU::forward(const Tensor& x) const { return x.relu(); }
 Tensor SiLU::forward(const Tensor& x) const { return x.silu(); }
 
@@ -37,7 +23,7 @@ Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
 }
 Tensor Dropout::forward(const Tensor& x) const {
   detail_nn::check_float(x, "Dropout");
-  return is_training() ? dropout_in_training(x, p) : x;
+  return functional::dropout(x, p, is_training());
 }
 
 }  // namespace loom::nn

@@ -124,6 +124,68 @@ struct BatchNorm2d : BatchNorm {
                        bool affine = true, bool track_running_stats = true);
 };
 
+// ---- convolution and pooling: torch.nn's modules over nn::functional ----
+
+// Where PyTorch takes an int or a pair, Size2d takes either (2 is (2, 2)).
+using functional::Size2d;
+
+// conv2d(x, weight, bias, stride, padding, dilation, groups): x [N, in, H, W] or
+// [in, H, W], weight [out, in / groups, kh, kw], bias [out]. PyTorch's default
+// initialisation: weight kaiming_uniform_ with a = sqrt(5), which is uniform on
+// +-1/sqrt(fan_in), and bias the same, fan_in = in / groups * kh * kw.
+struct Conv2d : Module {
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Size2d stride = 1, Size2d padding = 0,
+         Size2d dilation = 1, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) const override;
+  Tensor weight, bias;  // bias undefined without one
+  int64_t in_channels, out_channels;
+  Size2d kernel_size, stride, padding, dilation;
+  int64_t groups;
+};
+
+// conv1d: x [N, in, L] or [in, L], weight [out, in / groups, k]; initialised as Conv2d.
+struct Conv1d : Module {
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride = 1,
+         int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) const override;
+  Tensor weight, bias;
+  int64_t in_channels, out_channels, kernel_size, stride, padding, dilation, groups;
+};
+
+// conv_transpose2d: x [N, in, H, W] or [in, H, W], weight [in, out / groups, kh, kw],
+// PyTorch's argument order (output_padding before groups, dilation last). fan_in is
+// taken from the weight as PyTorch does: out / groups * kh * kw.
+struct ConvTranspose2d : Module {
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size2d kernel_size, Size2d stride = 1,
+                  Size2d padding = 0, Size2d output_padding = 0, int64_t groups = 1, bool bias = true,
+                  Size2d dilation = 1);
+  Tensor forward(const Tensor& x) const override;
+  Tensor weight, bias;
+  int64_t in_channels, out_channels;
+  Size2d kernel_size, stride, padding, output_padding;
+  int64_t groups;
+  Size2d dilation;
+};
+
+// max_pool2d; stride unset means the kernel size. return_indices and ceil_mode
+// are kept for PyTorch's argument order but not implemented (an error).
+struct MaxPool2d : Module {
+  explicit MaxPool2d(Size2d kernel_size, Size2d stride = {}, Size2d padding = 0, Size2d dilation = 1,
+                     bool return_indices = false, bool ceil_mode = false);
+  Tensor forward(const Tensor& x) const override;
+  Size2d kernel_size, stride, padding, dilation;
+  bool ceil_mode;
+};
+
+// avg_pool2d; stride unset means the kernel size.
+struct AvgPool2d : Module {
+  explicit AvgPool2d(Size2d kernel_size, Size2d stride = {}, Size2d padding = 0, bool ceil_mode = false,
+                     bool count_include_pad = true);
+  Tensor forward(const Tensor& x) const override;
+  Size2d kernel_size, stride, padding;
+  bool ceil_mode, count_include_pad;
+};
+
 // ---- functions ----
 
 // softmax(q k^T * scale + mask) v over the last two axes; leading axes

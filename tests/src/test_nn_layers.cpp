@@ -5,6 +5,9 @@
 
 #include <loom/nn.hpp>
 
+#include <cmath>
+#include <limits>
+
 using namespace loom;
 using test::check_message;
 using test::error_of;
@@ -51,4 +54,18 @@ TEST_CASE("Dropout keeps each element with probability 1 - p, scaled by 1 / (1 -
   for (size_t i = 0; i < g.size(); ++i) CHECK(g[i] == outv[i]);
   for (double bad : {-0.1, 1.0, 2.0})
     check_message(error_of([&] { nn::Dropout{bad}; }), {"Dropout", "[0, 1)"});
+  // The module is nn::functional::dropout: the same mask for the same seed. As PyTorch's
+  // input * mask / (1 - p), a dropped infinity is NaN and a kept one stays infinite.
+  manual_seed(12);
+  const auto module_y = values(drop(x));
+  manual_seed(12);
+  CHECK(values(nn::functional::dropout(x, p)) == module_y);
+  const auto inf = values(drop(Tensor::full({1000}, std::numeric_limits<double>::infinity())));
+  int64_t nans = 0;
+  for (double v : inf) {
+    CHECK((std::isnan(v) || v == std::numeric_limits<double>::infinity()));
+    nans += std::isnan(v);
+  }
+  CHECK(nans > 0);
+  CHECK(nans < 1000);
 }
