@@ -14,7 +14,6 @@ using detail::str;
 
 namespace {
 
-// The checks every convolution module makes of its sizes, naming the module.
 void check_channels(const char* op, int64_t in, int64_t out, int64_t groups) {
   if (in <= 0 || out <= 0)
     throw Error(fmt::format("{}: in_channels and out_channels must be positive, got {} and {}", op, in, out));
@@ -32,6 +31,16 @@ void check_positive(const char* op, const char* what, Size2d s) {
 void check_non_negative(const char* op, const char* what, Size2d s) {
   if (s.h < 0 || s.w < 0)
     throw Error(fmt::format("{}: {} must be non-negative, got ({}, {})", op, what, s.h, s.w));
+}
+
+// The checks every convolution module makes of its sizes, naming the module.
+void check_sizes(const char* op, int64_t in, int64_t out, int64_t groups, Size2d kernel, Size2d stride,
+                 Size2d dilation, Size2d padding) {
+  check_channels(op, in, out, groups);
+  check_positive(op, "kernel_size", kernel);
+  check_positive(op, "stride", stride);
+  check_positive(op, "dilation", dilation);
+  check_non_negative(op, "padding", padding);
 }
 
 // PyTorch's _ConvNd.reset_parameters: kaiming_uniform_(weight, a = sqrt(5)), whose bound
@@ -85,11 +94,7 @@ Conv2d::Conv2d(int64_t in, int64_t out, Size2d kernel, Size2d stride_, Size2d pa
       groups(groups_) {
   register_parameter("weight", &Conv2d::weight);
   register_parameter("bias", &Conv2d::bias);
-  check_channels("Conv2d", in, out, groups);
-  check_positive("Conv2d", "kernel_size", kernel);
-  check_positive("Conv2d", "stride", stride);
-  check_positive("Conv2d", "dilation", dilation);
-  check_non_negative("Conv2d", "padding", padding);
+  check_sizes("Conv2d", in, out, groups, kernel, stride, dilation, padding);
   std::tie(weight, bias) = conv_parameters({out, in / groups, kernel.h, kernel.w}, with_bias, out);
 }
 
@@ -112,11 +117,8 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_, int64_t
       groups(groups_) {
   register_parameter("weight", &Conv1d::weight);
   register_parameter("bias", &Conv1d::bias);
-  check_channels("Conv1d", in, out, groups);
-  check_positive("Conv1d", "kernel_size", {kernel, kernel});
-  check_positive("Conv1d", "stride", {stride, stride});
-  check_positive("Conv1d", "dilation", {dilation, dilation});
-  check_non_negative("Conv1d", "padding", {padding, padding});
+  check_sizes("Conv1d", in, out, groups, {kernel, kernel}, {stride, stride}, {dilation, dilation},
+              {padding, padding});
   std::tie(weight, bias) = conv_parameters({out, in / groups, kernel}, with_bias, out);
 }
 
@@ -140,11 +142,7 @@ ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Size2d kernel, Size2d 
       dilation(dilation_) {
   register_parameter("weight", &ConvTranspose2d::weight);
   register_parameter("bias", &ConvTranspose2d::bias);
-  check_channels("ConvTranspose2d", in, out, groups);
-  check_positive("ConvTranspose2d", "kernel_size", kernel);
-  check_positive("ConvTranspose2d", "stride", stride);
-  check_positive("ConvTranspose2d", "dilation", dilation);
-  check_non_negative("ConvTranspose2d", "padding", padding);
+  check_sizes("ConvTranspose2d", in, out, groups, kernel, stride, dilation, padding);
   check_non_negative("ConvTranspose2d", "output_padding", output_padding);
   if ((output_padding.h >= stride.h && output_padding.h >= dilation.h) ||
       (output_padding.w >= stride.w && output_padding.w >= dilation.w))

@@ -62,18 +62,6 @@ bool occurs_in(const std::vector<std::string>& want, const std::vector<std::stri
 
 }  // namespace
 
-std::vector<std::string> text_lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::vector<DocExample> doc_examples(const std::string& markdown) {
   const std::vector<std::string> lines = text_lines(markdown);
   std::vector<DocExample> out;

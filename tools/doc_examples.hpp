@@ -8,6 +8,8 @@
 // order and consecutive, in the output, a line `...` standing for any number of
 // lines. The block's leading `$ ` lines are the prompt the reader sees; they are
 // kept as written and not compared, so the prompt may shorten the command.
+#include "tools/unified_diff.hpp"
+
 #include <string>
 #include <vector>
 
@@ -22,9 +24,6 @@ struct DocExample {
   size_t body_begin = 0, body_end = 0;  // the quoted lines [begin, end), 0-based lines of the file
   std::vector<std::string> body;
 };
-
-// The file's lines, without their newlines.
-std::vector<std::string> text_lines(const std::string& text);
 
 // The marked blocks of a markdown text, in order (a marker starts its line: an
 // indented one is an example of a marker, in a code block). A marker not followed by a

@@ -7,9 +7,7 @@
 
 namespace loom::tools {
 
-namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> text_lines(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start < text.size()) {
@@ -20,6 +18,8 @@ std::vector<std::string> lines_of(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 enum class Edit : char { Keep = ' ', Remove = '-', Add = '+' };
 
@@ -73,7 +73,7 @@ std::vector<Edit> shortest_edits(const std::vector<std::string>& a, const std::v
 std::string unified_diff(const std::string& before, const std::string& after, const std::string& before_name,
                          const std::string& after_name, int context) {
   if (before == after) return "";
-  const std::vector<std::string> a = lines_of(before), b = lines_of(after);
+  const std::vector<std::string> a = text_lines(before), b = text_lines(after);
   const std::vector<Edit> edits = shortest_edits(a, b);
   // Position of each edit in a and b.
   std::vector<size_t> at_a(edits.size() + 1), at_b(edits.size() + 1);

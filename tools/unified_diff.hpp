@@ -2,8 +2,12 @@
 // A unified diff of two texts, line by line (loom-dump --diff): what a stage
 // changed, in the form `diff -u` and `patch` read.
 #include <string>
+#include <vector>
 
 namespace loom::tools {
+
+// The text's lines, without their newlines.
+std::vector<std::string> text_lines(const std::string& text);
 
 // "" when the texts are equal; otherwise `--- before` / `+++ after` headers and
 // `@@ -a,n +b,m @@` hunks with `context` unchanged lines around each change.

@@ -2,6 +2,7 @@
 // PyTorch's values and Float64 gradients (tests/data/ops_table.json, made once by
 // tests/data/make_ops_table.py), float64 finite differences, and their errors.
 #include "gradcheck.hpp"
+#include "torch_table.hpp"
 
 #include <doctest/doctest.h>
 #include <loom/loom.hpp>
@@ -15,39 +16,11 @@
 
 using namespace loom;
 using nlohmann::json;
+using test::table_number;
+using test::table_tensor;
+using test::table_values;
 
 namespace {
-
-double number(const json& v) {
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    return s == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-  }
-  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  return v.get<double>();
-}
-
-Tensor tensor_of(const json& j) {
-  Shape shape = j["shape"].get<Shape>();
-  const std::string dt = j["dtype"];
-  std::vector<double> v;
-  for (const json& e : j["values"]) v.push_back(number(e));
-  if (dt == "float32") return Tensor::from_vector<float>(std::vector<float>(v.begin(), v.end()), shape);
-  if (dt == "float64") return Tensor::from_vector<double>(v, shape);
-  if (dt == "int64") return Tensor::from_vector<int64_t>(std::vector<int64_t>(v.begin(), v.end()), shape);
-  std::vector<bool> b;
-  for (double x : v) b.push_back(x != 0);
-  return Tensor::from_vector<bool>(b, shape);
-}
-
-std::vector<double> values_of(const Tensor& t) {
-  auto as_double = [](const auto& v) { return std::vector<double>(v.begin(), v.end()); };
-  if (t.dtype() == DType::Float32) return as_double(t.to_vector<float>());
-  if (t.dtype() == DType::Float64) return t.to_vector<double>();
-  if (t.dtype() == DType::Int64) return as_double(t.to_vector<int64_t>());
-  return as_double(t.to_vector<bool>());
-}
 
 Tensor run_op(const json& c, const Tensor& x) {
   const std::string op = c["op"];
@@ -64,7 +37,7 @@ Tensor run_op(const json& c, const Tensor& x) {
   }
   if (op == "triu") return x.triu(a["k"]);
   if (op == "tril") return x.tril(a["k"]);
-  if (op == "masked_fill") return x.masked_fill(tensor_of(c["mask"]), number(a["value"]));
+  if (op == "masked_fill") return x.masked_fill(table_tensor(c["mask"]), table_number(a["value"]));
   FAIL("unknown op " << op);
   return x;
 }
@@ -86,10 +59,10 @@ void check_close(const std::vector<double>& got, const json& want, Tolerance tol
                  const char* what) {
   REQUIRE(got.size() == want["values"].size());
   for (size_t i = 0; i < got.size(); ++i) {
-    const double w = number(want["values"][i]);
+    const double w = table_number(want["values"][i]);
     INFO(what, " element ", i, ": loom ", got[i], ", PyTorch ", w);
     if (std::isinf(w) && std::string(what) == "softplus value")
-      CHECK(got[i] == number(want["x"][i]));  // docs/semantics.md: loom's softplus does not overflow
+      CHECK(got[i] == table_number(want["x"][i]));  // docs/semantics.md: loom's softplus does not overflow
     else if (std::isnan(w))
       CHECK(std::isnan(got[i]));
     else if (std::isinf(w) || tol.rtol == 0)
@@ -117,9 +90,9 @@ void check_table(const std::string& op) {
     CAPTURE(c["args"].dump());
     CAPTURE(dt);
     CAPTURE(c["x"]["shape"].dump());
-    Tensor x = tensor_of(c["x"]);
+    Tensor x = table_tensor(c["x"]);
     double scale = 1;
-    for (double v : values_of(x))
+    for (double v : table_values(x))
       if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
     const Tensor y = run_op(c, x);
     CHECK(y.shape() == c["y"]["shape"].get<Shape>());
@@ -128,14 +101,15 @@ void check_table(const std::string& op) {
     for (const json& v : c["y"]["values"]) finite = finite && !v.is_string();
     json want = c["y"];
     if (op == "softplus") want["x"] = c["x"]["values"];
-    check_close(values_of(y), want, tolerance(op, dt), scale, op == "softplus" ? "softplus value" : "value");
+    check_close(table_values(y), want, tolerance(op, dt), scale,
+                op == "softplus" ? "softplus value" : "value");
     // Gradients where PyTorch's value is inf or NaN differ (docs/semantics.md): var's where
     // N - correction <= 0, softplus's where PyTorch's exp overflows.
     const bool degenerate = (op == "var" || op == "std" || op == "softplus") && !finite;
     if (c.contains("grad") && y.numel() > 0 && !degenerate) {
       x.requires_grad_();
       const Tensor g = gradient(run_op(c, x).sum(), {x})[0];
-      check_close(values_of(g), c["grad"], {1e-13, 1e-15}, scale, "gradient");
+      check_close(table_values(g), c["grad"], {1e-13, 1e-15}, scale, "gradient");
     }
   }
   CHECK(n > 0);

@@ -1,5 +1,7 @@
 #pragma once
-// Reads tests/data/nn_table.json (made once by tests/data/make_nn_table.py with PyTorch) and checks
+// Reads the tables PyTorch made once (tests/data/*.json: numbers, with "nan" and "inf" as strings,
+// and tensors as shape, dtype and values). Also reads tests/data/nn_table.json (made by
+// tests/data/make_nn_table.py) and checks
 // an op's outputs and Float64 gradients against it. Each case holds the inputs, the outputs, a
 // weight w per element of the first output, and PyTorch's gradient of sum(y * w) for each Float64
 // input, in order.
