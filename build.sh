@@ -5,9 +5,11 @@
 #                        then the sanitizer pass below (what CI runs, .ci/run)
 #   ./build.sh sanitize  install what is missing, build with ASan and UBSan (build-sanitize/,
 #                        no benchmarks) and run the whole suite, fuzzer included, under them
-#   ./build.sh compare   also install the bench-only peers (PyTorch, numpy, threadpoolctl, and
+#   ./build.sh compare   also install the bench-only peers (PyTorch, numpy, threadpoolctl,
 #                        OpenBLAS's threaded build, without which torch falls back to the
-#                        reference BLAS), build, and run bench/compare (docs/performance.md)
+#                        reference BLAS, and oneDNN and Eigen for bench/peers/bench_peers;
+#                        oneDNN's CMake package needs OpenCL's headers), build, and run
+#                        bench/compare (docs/performance.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -15,7 +17,8 @@ mode=${1:-run}
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
   nlohmann-json3-dev zlib1g-dev libasan8 libubsan1)
 if [[ $mode == compare ]]; then
-  packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread)
+  packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread libdnnl-dev
+    ocl-icd-opencl-dev libeigen3-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

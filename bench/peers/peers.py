@@ -3,12 +3,19 @@
 
 Prints one JSON object: {"threads": n, "torch": {workload: ms}, "numpy": {workload: ms},
 "torch_losses": {model: [first, twentieth]}, "torch_isa": "AVX2", "blas": "openblas 0.3.21
-Haswell"}, each time the median
+Cooperlake", "blas_core": "Cooperlake"}, each time the median
 of repeated runs on realized inputs; a model's time is one training step of its PyTorch
 twin (model_twins.py), its losses those of the warm-up steps before timing. bench/compare runs it beside
 loom; the peers are never a build or test dependency. Run torch with
 GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (bench/compare sets it) so its large buffers get
-huge pages as loom's do.
+huge pages as loom's do. `--peers numpy` runs numpy alone.
+
+OpenBLAS (numpy's BLAS, and torch's: Debian builds torch with BLAS_INFO=generic, the
+libblas.so.3 that libopenblas0-pthread provides) reads OPENBLAS_CORETYPE once, when it is
+loaded: unset, it picks its kernels from CPUID (Cooperlake's AVX-512 ones on a Zen 4/5);
+OPENBLAS_CORETYPE=Haswell gives its AVX2 ones. "blas_core" is the core it ran, from
+threadpoolctl. bench/compare runs this once with OPENBLAS_CORETYPE unset and numpy once
+more with it set to Haswell.
 """
 import argparse
 import json
@@ -148,11 +155,14 @@ def numpy_workloads():
 
 
 def blas():
-    """The BLAS behind numpy's and torch's matmuls. Debian's libblas.so.3 is netlib's
-    reference BLAS unless an optimised one (libopenblas0-pthread) is installed."""
-    known = [f"{i['internal_api']} {i.get('version') or ''} {i.get('architecture') or ''}".strip()
-             for i in threadpool_info() if i["user_api"] == "blas"]
-    return ", ".join(known) or "reference BLAS (no OpenBLAS, MKL or BLIS loaded)"
+    """The BLAS behind numpy's and torch's matmuls and the core its kernels are for
+    (OpenBLAS's architecture: Haswell is AVX2, SkylakeX and Cooperlake AVX-512). Debian's
+    libblas.so.3 is netlib's reference BLAS unless an optimised one (libopenblas0-pthread)
+    is installed."""
+    found = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    known = [f"{i['internal_api']} {i.get('version') or ''} {i.get('architecture') or ''}".strip() for i in found]
+    cores = sorted({i.get("architecture") or "unknown" for i in found})
+    return ", ".join(known) or "reference BLAS (no OpenBLAS, MKL or BLIS loaded)", ", ".join(cores) or "reference"
 
 
 def main():
@@ -160,17 +170,22 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--min-time", type=float, default=0.5, help="seconds per workload")
     p.add_argument("--filter", default="", help="only workloads whose name matches this regular expression")
+    p.add_argument("--peers", default="torch,numpy", help="which peers to run: torch, numpy or both")
     args = p.parse_args()
+    peers = args.peers.split(",")
     torch.set_num_threads(args.threads)
+    blas_name, blas_core = blas()
     out = {"threads": args.threads, "torch": {}, "numpy": {}, "torch_losses": {},
-           "torch_isa": model_twins.cpu_capability(), "blas": blas()}
+           "torch_isa": model_twins.cpu_capability(), "blas": blas_name, "blas_core": blas_core}
     with threadpool_limits(limits=args.threads):
-        for peer, workloads in (("torch", torch_workloads()), ("numpy", numpy_workloads())):
-            for name, fn in workloads.items():
+        for peer, workloads in (("torch", torch_workloads), ("numpy", numpy_workloads)):
+            if peer not in peers:
+                continue
+            for name, fn in workloads().items():
                 if re.search(args.filter, name):
                     out[peer][name] = median_ms(fn, args.min_time)
         for twin in model_twins.MODELS:
-            if re.search(args.filter, twin.name):
+            if "torch" in peers and re.search(args.filter, twin.name):
                 step, out["torch_losses"][twin.name] = model_twins.training_step(twin)
                 out["torch"][twin.name] = median_ms(step, args.min_time)
     print(json.dumps(out))
