@@ -17,6 +17,7 @@
 #include "codegen/codegen.hpp"
 #include "codegen/register_tile.hpp"
 #include "codegen/vector_ops.hpp"
+#include "ir/contraction.hpp"
 #include "ir/pattern.hpp"
 #include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
@@ -598,7 +599,9 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
 // 8 KiB of a row of float32: 2048 ran 13% faster than 1024 (one page per row and block)
 // in CPU time, LOOM_THREADS=1, [1,4096]@[4096,4096], docs/performance.md
 constexpr int64_t kGemvChunk = 2048;
-constexpr int64_t kGemvRows = 8;  // streams of b in flight: within what a core's prefetchers follow
+// Streams of b in flight (ir/contraction.hpp): split_reduceop's parts of a GEMV's k are
+// whole blocks of them.
+constexpr int64_t kGemvRows = kGemvStreams;
 // Columns per chunk when other loops (the parts of k) are what the threads share: a
 // whole row of [4096, 4096]'s b, 16 KiB of float32 partial sums: their partial sums
 // fill half of L1d; 10% more bytes per CPU-second than 2048 in parts of 64 rows

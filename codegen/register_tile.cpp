@@ -7,13 +7,13 @@
 //   After:   END(..., i/6, i%6 [unroll], j/16, (j/8)%2 [unroll], j%8 [upcast]) -> 6 x 2 accumulators
 #include "codegen/register_tile.hpp"
 
+#include "ir/contraction.hpp"
 #include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <tuple>
 
 namespace loom {
 
@@ -31,9 +31,6 @@ constexpr int64_t kFmaChains = 8;
 // vector before lower_reduce splits its accumulator into registers).
 constexpr int64_t kMaxRows = 6;
 constexpr int64_t kMaxLanes = 255;
-// Float ALU ops an a value may cost and still be recomputed per column tile
-// (a cast, a scale): beyond, the tile widens to all the columns it can hold.
-constexpr int64_t kCheapA = 2;
 
 // A block of a's rows takes a quarter of the L2, leaving the rest to the b panel
 // passing through and the output (half of it measured no better, and fewer, larger
@@ -53,48 +50,6 @@ std::optional<int64_t> trip(const UOpPtr& range) {
   return end->const_int();
 }
 
-// The global INDEX nodes `value` reads through, stopping at nothing (a side of
-// the product has no REDUCE below it: the kernel has one).
-std::vector<UOpPtr> global_indexes(const UOpPtr& value) {
-  std::vector<UOpPtr> out;
-  for (const auto& n : toposort(value))
-    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL) out.push_back(n);
-  return out;
-}
-
-bool uses(const std::vector<UOpPtr>& indexes, const UOpPtr& range) {
-  return std::any_of(indexes.begin(), indexes.end(), [&](const UOpPtr& i) { return reaches(i, range); });
-}
-
-// j for the sides (a, b): an output range b uses and a does not, along which
-// the output and every b access is contiguous, at least two long (a vector).
-UOpPtr column_axis(const std::vector<UOpPtr>& outs, const UOpPtr& store_index, const std::vector<UOpPtr>& a,
-                   const std::vector<UOpPtr>& b) {
-  for (const auto& r : outs) {
-    if (*trip(r) < 2 || uses(a, r) || !uses(b, r) || address_stride(store_index, r) != 1) continue;
-    if (std::all_of(b.begin(), b.end(), [&](const UOpPtr& i) { return address_stride(i, r) == 1; })) return r;
-  }
-  return nullptr;
-}
-
-// i for the sides (a, b): the innermost output range a uses and b does not, or the next
-// such range out from `inner`.
-UOpPtr row_axis(const std::vector<UOpPtr>& outs, const std::vector<UOpPtr>& a, const std::vector<UOpPtr>& b,
-                const UOpPtr& inner = nullptr) {
-  bool past = !inner;
-  for (auto r = outs.rbegin(); r != outs.rend(); ++r) {
-    if (past && uses(a, *r) && !uses(b, *r)) return *r;
-    past |= *r == inner;
-  }
-  return nullptr;
-}
-
-int64_t float_ops(const UOpPtr& value) {
-  int64_t n = 0;
-  for (const auto& u : toposort(value)) n += is_alu(u->op) && u->dtype.is_float();
-  return n;
-}
-
 }  // namespace
 
 bool side_ends_ride_along(const UOpPtr& kernel) {
@@ -110,68 +65,62 @@ bool side_ends_ride_along(const UOpPtr& kernel) {
 
 namespace {
 
-// A kernel of one END over one STORE of one float ADD REDUCE over ranges of
-// constant trip counts, whose outputs are loops of constant trip counts.
-struct FloatSum {
-  UOpPtr red;
-  std::vector<UOpPtr> outs;  // the output ranges
-  UOpPtr store_index;
-};
-
-std::optional<FloatSum> float_sum(const UOpPtr& kernel) {
+// A kernel of one END over one STORE of one float ADD REDUCE (the contraction, ir/
+// contraction.hpp) over ranges of constant trip counts, whose outputs are loops of
+// constant trip counts.
+std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   if (kernel->op != Op::SINK || kernel->src.empty() || !side_ends_ride_along(kernel)) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
   if (end->op != Op::END || end->src.at(0)->op != Op::STORE) return std::nullopt;
-  UOpPtr red;
-  for (const auto& n : toposort(end)) {
-    if (n->op != Op::REDUCE) continue;
-    if (red) return std::nullopt;  // one reduce only
-    red = n;
-  }
-  if (!red || red->src.size() < 2 || red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() ||
-      red->dtype.lanes != 1)
-    return std::nullopt;
-  for (size_t i = 1; i < red->src.size(); ++i) {
-    if (!trip(red->src[i])) return std::nullopt;
-    for (size_t e = 1; e < kernel->src.size(); ++e)
-      if (reaches(kernel->src[e], red->src[i])) return std::nullopt;  // a side END sums over its own ranges
-  }
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < end->src.size(); ++i) {
     const UOpPtr& r = end->src[i];
     if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Loop || !trip(r)) return std::nullopt;
     outs.push_back(r);
   }
-  return FloatSum{red, std::move(outs), end->src[0]->src.at(0)};
+  const UOpPtr& store = end->src[0];
+  auto c = contraction(store, std::move(outs), store->src.at(0), /*walk=*/true);
+  if (!c) return std::nullopt;
+  for (const auto& r : c->k) {
+    if (!trip(r)) return std::nullopt;
+    for (size_t e = 1; e < kernel->src.size(); ++e)
+      if (reaches(kernel->src[e], r)) return std::nullopt;  // a side END sums over its own ranges
+  }
+  return c;
 }
 
-// The output ranges other than `cols` that the b side uses and the a side does not.
-std::vector<UOpPtr> panel_axes(const FloatSum& f, const UOpPtr& cols, const std::vector<UOpPtr>& a,
-                               const std::vector<UOpPtr>& b) {
+// j for factor b: an output range b uses and a does not, along which the output and
+// every b access is contiguous, at least two long (a vector).
+UOpPtr column_axis(const Contraction& c, int b) {
+  for (const auto& r : c.only(b))
+    if (*trip(r) >= 2 && c.contiguous(b, r)) return r;
+  return nullptr;
+}
+
+// The output ranges other than `cols` that factor b uses and a does not.
+std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) {
   std::vector<UOpPtr> panels;
-  for (const auto& r : f.outs)
-    if (r != cols && uses(b, r) && !uses(a, r)) panels.push_back(r);
+  for (const auto& r : c.only(b))
+    if (r != cols) panels.push_back(r);
   return panels;
 }
 
-// matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null).
+// matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null): i the
+// innermost output range a uses and b does not, row_panels the next such range out.
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
-  const auto f = float_sum(kernel);
-  if (!f || f->red->src[0]->op != Op::MUL) return std::nullopt;
-  const UOpPtr& red = f->red;
-  const std::vector<UOpPtr> x = global_indexes(red->src[0]->src.at(0)),
-                            y = global_indexes(red->src[0]->src.at(1));
-  if (x.empty() || y.empty()) return std::nullopt;
-  for (const auto& [a, b, a_value] :
-       {std::tuple{x, y, red->src[0]->src[0]}, std::tuple{y, x, red->src[0]->src[1]}}) {
-    const UOpPtr cols = column_axis(f->outs, f->store_index, a, b), rows = row_axis(f->outs, a, b);
-    if (!cols || !rows != one_row) continue;
-    return MatmulAxes{rows,
+  const auto c = float_sum(kernel);
+  if (!c || !c->product() || c->loads[0].empty() || c->loads[1].empty()) return std::nullopt;
+  for (const int a : {0, 1}) {
+    const int b = 1 - a;
+    const std::vector<UOpPtr> rows = c->only(a);
+    const UOpPtr cols = column_axis(*c, b);
+    if (!cols || rows.empty() != one_row) continue;
+    return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,
-                      red->src.back(),
-                      float_ops(a_value),
-                      panel_axes(*f, cols, a, b),
-                      rows ? row_axis(f->outs, a, b, rows) : nullptr};
+                      c->k.back(),
+                      c->ops[static_cast<size_t>(a)],
+                      panel_axes(*c, cols, b),
+                      rows.size() > 1 ? rows[rows.size() - 2] : nullptr};
   }
   return std::nullopt;
 }
@@ -181,18 +130,25 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axes(kernel, false); }
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
+// A column sum is the contraction with no a (a sum of loads alone, or of a product whose
+// every load is b's): its columns and panels those of all the sum's loads.
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
-  const auto f = float_sum(kernel);
-  if (!f || f->red->src.size() != 2) return std::nullopt;
-  const UOpPtr &body = f->red->src[0], &k = f->red->src[1];
-  const std::vector<UOpPtr> b = global_indexes(body);
-  const UOpPtr cols = b.empty() ? nullptr : column_axis(f->outs, f->store_index, {}, b);
-  if (!cols) return std::nullopt;
-  for (const auto& i : b) {
-    const auto stride = address_stride(i, k);
-    if (!stride || *stride * i->dtype.itemsize() < kPageBytes) return std::nullopt;
+  auto c = float_sum(kernel);
+  if (!c || c->k.size() != 1) return std::nullopt;
+  if (c->product()) {  // the product's two factors as one: b
+    auto& b = c->loads[1];
+    b.insert(b.begin(), c->loads[0].begin(), c->loads[0].end());
+    c->loads[0].clear();
   }
-  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*f, cols, {}, b), nullptr};
+  const auto& b = c->loads[1];
+  const UOpPtr& k = c->k[0];
+  const UOpPtr cols = b.empty() ? nullptr : column_axis(*c, 1);
+  if (!cols) return std::nullopt;
+  for (const auto& read : b) {
+    const auto stride = Contraction::stride(read, k);
+    if (!stride || *stride * read.itemsize < kPageBytes) return std::nullopt;
+  }
+  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*c, cols, 1), nullptr};
 }
 
 int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
@@ -221,7 +177,7 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, i
   lanes = std::min(lanes, n);
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
   const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
-  int64_t vectors = a_ops > kCheapA ? widest : std::min(kColVectors, col_vectors);
+  int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(kColVectors, col_vectors);
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
   if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   // rows x vectors accumulators, the b vectors (read once per row unless there is one

@@ -44,7 +44,10 @@ UOpPtr linear_address(const UOpPtr& index) {
 }
 
 std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range) {
-  const UOpPtr idx = linear_address(index);
+  return linear_stride(linear_address(index), range);
+}
+
+std::optional<int64_t> linear_stride(const UOpPtr& idx, const UOpPtr& range) {
   if (!reaches(idx, range)) return 0;
   const UOpPtr step = simplify(substitute(idx, {{range, range + 1}}) - idx);
   if (!step->is_const()) return std::nullopt;

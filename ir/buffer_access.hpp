@@ -29,6 +29,8 @@ UOpPtr linear_address(const UOpPtr& index);
 // The step of `index`'s linear address when `range` steps by one, if constant
 // (0: the address does not use it).
 std::optional<int64_t> address_stride(const UOpPtr& index, const UOpPtr& range);
+// The same for a linear address itself.
+std::optional<int64_t> linear_stride(const UOpPtr& address, const UOpPtr& range);
 
 // The nodes `value` computes itself, not those of the buffers it reads: the walk
 // stops at each BUFFERIZE (listed, its value not), so a kernel's body without the

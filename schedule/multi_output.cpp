@@ -1,6 +1,7 @@
 #include "schedule/multi_output.hpp"
 
 #include "ir/buffer_access.hpp"
+#include "ir/contraction.hpp"
 #include "schedule/stage.hpp"
 
 #include <algorithm>
@@ -65,23 +66,19 @@ struct Candidate {
   std::vector<const UOp*> buffers;  // what `reads` index, sorted
 };
 
-// P is a contraction: none of its loads is over all of its output ranges (dY[m, n]
-// misses k, x[m, k] misses n), the form the optimiser's register tile walks in panels.
-// A load over all of them (a buffer of the product's whole iteration space) makes P a
-// pass over that buffer with a sum, which no tile keeps: S would only slow it down. (A
-// product of one output range, a matrix-vector product, reads its matrix so.)
+// P is a contraction (ir/contraction.hpp) none of whose reads is over all of its output
+// ranges (dY[m, n] misses k, x[m, k] misses n), the form the optimiser's register tile
+// walks in panels. A read over all of them (a buffer of the product's whole iteration
+// space) makes P a pass over that buffer with a sum, which no tile keeps: S would only
+// slow it down. (A product of one output range, a matrix-vector product, reads its
+// matrix so.) With P's ranges its own, a read uses one only where the range is open (no
+// other buffer's body uses it): a lookup, not a walk into the buffer the read reads.
 bool contracts(const Candidate& p) {
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < p.buf->src.size(); ++i)
     if (p.buf->src[i]->op == Op::RANGE) outs.push_back(p.buf->src[i]);
-  // With P's ranges its own, a load reaches one only where the range is open (no
-  // other buffer's body uses it): a lookup, not a walk into the buffer the load reads.
-  const auto uses = [&](const UOpPtr& index, const UOpPtr& r) {
-    return p.own_ranges ? index->ranges().contains(r) : reaches(index, r);
-  };
-  return outs.size() < 2 || std::none_of(p.reads.begin(), p.reads.end(), [&](const UOpPtr& index) {
-           return std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return uses(index, r); });
-         });
+  const auto c = contraction(p.buf->src[0], std::move(outs), nullptr, !p.own_ranges);
+  return c && c->product() && !c->reads_all_outputs();
 }
 
 // S's reads, with `subs` put for its ranges, are all among P's.
@@ -199,7 +196,7 @@ UOpPtr fuse_column_sum(const Match& m) {
   std::unordered_set<const UOp*> fused;
   std::unordered_map<const UOp*, std::pair<Subs, bool>> moves;  // S -> its ranges' new ones, own_ranges
   for (const Candidate& p : all) {
-    if (fused.count(p.buf.get()) || p.red->src[0]->op != Op::MUL || p.outs.empty() || !contracts(p)) continue;
+    if (fused.count(p.buf.get()) || p.outs.empty() || !contracts(p)) continue;
     Subs subs;
     const Candidate* s = partner(p, all, fused, subs);
     if (!s) continue;

@@ -1,6 +1,7 @@
 #include "schedule/panel_packing.hpp"
 
 #include "ir/buffer_access.hpp"
+#include "ir/contraction.hpp"
 #include "ir/range_split.hpp"
 #include "schedule/stage.hpp"
 
@@ -17,10 +18,6 @@ namespace {
 // writes it once (about two reads of b), a tile reads b once per 6 rows, so 32
 // rows read it 5 times.
 constexpr int64_t kMinRows = 32;
-// Float ALU ops an a value may cost: a is computed again for every panel. A
-// costly a (a fused softmax) keeps the tile as wide as the columns instead
-// (codegen/register_tile.cpp).
-constexpr int64_t kCheapA = 2;
 // Panels of b a's rows meet at least, before a's copy into row panels pays: the copy
 // reads and writes a once, and the tiles read a once per panel.
 constexpr int64_t kMinPanels = 4;
@@ -39,31 +36,17 @@ std::optional<int64_t> trip(const UOpPtr& range) {
   return range->src[0]->const_int();
 }
 
-std::vector<UOpPtr> own(const UOpPtr& value, Op op) {
-  std::vector<UOpPtr> out;
-  for (const auto& u : own_nodes(value))
-    if (u->op == op) out.push_back(u);
-  return out;
-}
-
-int64_t float_ops(const UOpPtr& value) {
-  const auto nodes = own_nodes(value);
-  return std::count_if(nodes.begin(), nodes.end(),
-                       [](const UOpPtr& u) { return is_alu(u->op) && u->dtype.is_float(); });
-}
-
 bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
 
-// b's side of the product: uses the column j, which a does not, and every
-// read of b is contiguous along j; a is cheap and uses a row b does not (the
-// innermost such row is returned).
-UOpPtr b_side(const UOpPtr& a, const UOpPtr& b, const std::vector<UOpPtr>& outs) {
-  const UOpPtr& j = outs.back();
-  if (!uses(b, j) || uses(a, j) || !own(b, Op::REDUCE).empty()) return nullptr;
-  for (const auto& index : own(b, Op::INDEX))  // any constant stride: a transposed b (q k^T) too
-    if (!address_stride(index, j)) return nullptr;
-  for (auto r = outs.rbegin(); r != outs.rend(); ++r)
-    if (uses(a, *r) && !uses(b, *r) && trip(*r)) return *r;
+// b's side of the product (factor b of `c`): uses the column j, which a does not, and
+// every read of b is at a constant stride along j (a transposed b, q k^T, too), and b
+// sums nothing of its own; a uses a row b does not (the innermost such row is returned).
+UOpPtr b_side(const Contraction& c, int a, int b) {
+  const UOpPtr& j = c.outs.back();
+  if (!c.uses(b, j) || c.uses(a, j) || c.nested[static_cast<size_t>(b)] || !c.strided(b, j)) return nullptr;
+  const std::vector<UOpPtr> rows = c.only(a);
+  for (auto r = rows.rbegin(); r != rows.rend(); ++r)
+    if (trip(*r)) return *r;
   return nullptr;
 }
 
@@ -141,11 +124,11 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
 
 // Do more of a tile's `rows` rows of a than `free` fall in one set of L1 (their row
 // stride a multiple of sets x line at most, as at k = 1024: all in one set)?
-bool rows_crowd_l1_set(const UOpPtr& a, const UOpPtr& i, int64_t rows, int64_t itemsize, const Target& t,
-                       int64_t free) {
+bool rows_crowd_l1_set(const std::vector<ContractionRead>& a, const UOpPtr& i, int64_t rows, int64_t itemsize,
+                       const Target& t, int64_t free) {
   const int64_t line = t.line_bytes, sets = t.l1d_sets();
-  for (const auto& index : own(a, Op::INDEX)) {
-    const auto stride = address_stride(index, i);
+  for (const auto& read : a) {
+    const auto stride = Contraction::stride(read, i);
     if (!stride) return false;
     // Rows a line or less apart (a max or a sum per row) share lines, not just sets.
     if (std::abs(*stride) * itemsize < line) continue;
@@ -180,18 +163,15 @@ UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
   const StageContext& ctx = m.ctx<StageContext>();
   const std::vector<UOpPtr> outs(buf->src.begin() + 1, buf->src.end());
-  const auto reduces = own(buf->src[0], Op::REDUCE);
   const bool guarded = outs.size() > buf->get<std::vector<int64_t>>().size();  // padded already
-  if (ctx.panel_bytes <= 0 || outs.empty() || guarded || reduces.size() != 1 || !trip(outs.back()))
-    return nullptr;
-  const UOpPtr& red = reduces[0];
-  if (red->get<ReduceArg>().op != Op::ADD || !red->dtype.is_float() || red->dtype.lanes != 1 ||
-      red->src.size() < 2 || red->src[0]->op != Op::MUL)
-    return nullptr;
+  if (ctx.panel_bytes <= 0 || outs.empty() || guarded || !trip(outs.back())) return nullptr;
+  const auto c = contraction(buf->src[0], outs);
+  if (!c || !c->product()) return nullptr;
+  const UOpPtr& red = c->reduce;
   int64_t k = 1;
-  for (size_t d = 1; d < red->src.size(); ++d) {
-    if (!trip(red->src[d])) return nullptr;
-    k *= *trip(red->src[d]);
+  for (const auto& r : c->k) {
+    if (!trip(r)) return nullptr;
+    k *= *trip(r);
   }
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
   // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
@@ -199,30 +179,31 @@ UOpPtr pack(const Match& m) {
   if (width < 2 || !packs_columns(n, width) || k * n * itemsize < ctx.target.l1d_bytes * 2 / 3)
     return nullptr;
   const int64_t panels = (n + width - 1) / width;
-  for (size_t b_src : {size_t{1}, size_t{0}}) {
-    const UOpPtr &a = red->src[0]->src[1 - b_src], &b = red->src[0]->src[b_src];
+  for (const int b_src : {1, 0}) {
+    const int a_src = 1 - b_src;
+    const UOpPtr &a = c->factor[static_cast<size_t>(a_src)], &b = c->factor[static_cast<size_t>(b_src)];
     const bool reduced =
-        std::all_of(red->src.begin() + 1, red->src.end(), [&](const UOpPtr& r) { return uses(b, r); });
-    const UOpPtr i = reduced ? b_side(a, b, outs) : nullptr;
+        std::all_of(c->k.begin(), c->k.end(), [&](const UOpPtr& r) { return c->uses(b_src, r); });
+    const UOpPtr i = reduced ? b_side(*c, a_src, b_src) : nullptr;
     if (!i || *trip(i) < kMinRows) continue;
     int64_t next_id = next_axis_id(buf);
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
     std::vector<UOpPtr> product = red->src[0]->src;
-    product[b_src] = b_panels(b, red, outs, width, jp, next_id);
+    product[static_cast<size_t>(b_src)] = b_panels(b, red, outs, width, jp, next_id);
     // A costly a (attention's softmax, exp(s - max) / sum per element) is computed once,
     // by its copy, so the product gets the many-row tile; without row panels it keeps the
     // one wide tile of codegen/register_tile.cpp and b is not packed either.
     // Its copy is row-major (contiguous vector stores; row panels only where its rows
     // would crowd one set of L1).
-    const bool costly = float_ops(a) > kCheapA;
-    const bool rows_ok = ctx.panel_rows > 1 && own(a, Op::REDUCE).empty();
+    const bool costly = c->ops[static_cast<size_t>(a_src)] > kCheapFactorOps;
+    const bool rows_ok = ctx.panel_rows > 1 && !c->nested[static_cast<size_t>(a_src)];
     if (costly && !rows_ok) continue;
     const bool crowded =
-        rows_ok && rows_crowd_l1_set(a, i, ctx.panel_rows, itemsize, ctx.target,
-                                     free_ways(ctx.target, ctx.panel_bytes, ctx.panel_depth));
+        rows_ok && rows_crowd_l1_set(c->loads[static_cast<size_t>(a_src)], i, ctx.panel_rows, itemsize,
+                                     ctx.target, free_ways(ctx.target, ctx.panel_bytes, ctx.panel_depth));
     if (rows_ok && ((costly && !crowded) || (crowded && (costly || panels >= kMinPanels))))
-      product[1 - b_src] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
+      product[static_cast<size_t>(a_src)] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
     std::vector<UOpPtr> reduce = red->src;
     reduce[0] = red->src[0]->with_src(std::move(product));
     const UOpPtr value = substitute(buf->src[0], {{red, red->with_src(std::move(reduce))}});

@@ -1,11 +1,13 @@
 #include "schedule/split_reduceop.hpp"
 
+#include "ir/contraction.hpp"
 #include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/movement_index.hpp"
 #include "schedule/stage.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <numeric>
 #include <optional>
@@ -30,10 +32,11 @@ constexpr int64_t kMaxParts = 256, kMinParts = 8, kMaxFirstOutputs = int64_t{1} 
 int64_t strided_rows(const Target& t) {
   return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max(1, t.l1d_ways))));
 }
-// Rows per block of a float sum: the optimiser's column-sum tiles read them as
-// blocks of strided_rows streams each (codegen/optimizer.cpp), so a block's partial
-// sums wait in cache and only one partial row per 64 rows goes to the second reduce.
-constexpr int64_t kStridedSumRows = 64;
+// Rows per block of a float sum: kGemvPartRows (ir/contraction.hpp), the optimiser's
+// column-sum tiles read them kGemvStreams at a time (codegen/optimizer.cpp), so a
+// block's partial sums wait in cache and only one partial row per block goes to the
+// second reduce.
+constexpr int64_t kStridedSumRows = kGemvPartRows;
 // Inputs from this size on come from L3 or memory rather than the cores' L2 caches
 // (all of them together), where the prefetchers decide the bandwidth; a smaller input
 // is not split.
@@ -41,19 +44,42 @@ int64_t strided_bytes(const Target& t) { return t.l2_bytes * t.cores; }
 
 int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
-// Which axes of `x` reach its data: an axis made by an EXPAND is read at index 0 only.
-std::vector<bool> real_axes(const UOpPtr& x) {
-  const Shape& shape = *x->shape();
-  std::vector<UOpPtr> idx, ranges;
-  for (size_t i = 0; i < shape.size(); ++i) {
+// One range per axis of `shape` (its index, the axis' position), and the index of an
+// element at them: CONST 0 on axes of size 1.
+std::vector<UOpPtr> axis_ranges(const Shape& shape) {
+  std::vector<UOpPtr> ranges;
+  for (size_t i = 0; i < shape.size(); ++i)
     ranges.push_back(make_range(std::max<int64_t>(shape[i], 1), static_cast<int64_t>(i)));
-    idx.push_back(shape[i] == 1 ? const_int(DType::Int64, 0) : ranges.back());
-  }
+  return ranges;
+}
+std::vector<UOpPtr> axis_index(const Shape& shape, const std::vector<UOpPtr>& ranges) {
+  std::vector<UOpPtr> idx;
+  for (size_t i = 0; i < shape.size(); ++i)
+    idx.push_back(shape[i] == 1 ? const_int(DType::Int64, 0) : ranges[i]);
+  return idx;
+}
+
+struct DataIndex {
+  std::vector<UOpPtr> idx;  // one expression per axis of base
+  UOpPtr base;              // the first node under `x` that is not a movement op: its data
+};
+
+// Where `x`'s element at `idx` is in its data. An elementwise `x` counts as its own
+// data: its operands' layouts are not looked at.
+DataIndex data_index(const UOpPtr& x, std::vector<UOpPtr> idx) {
   UOpPtr base = x;
   while (is_movement(base->op)) {
     idx = movement_source_index(base, idx).idx;
     base = base->src[0];
   }
+  return {std::move(idx), base};
+}
+
+// Which axes of `x` reach its data: an axis made by an EXPAND is read at index 0 only.
+std::vector<bool> real_axes(const UOpPtr& x) {
+  const Shape& shape = *x->shape();
+  const std::vector<UOpPtr> ranges = axis_ranges(shape);
+  const std::vector<UOpPtr> idx = data_index(x, axis_index(shape, ranges)).idx;
   std::vector<bool> real(shape.size(), false);
   for (size_t i = 0; i < shape.size(); ++i)
     real[i] =
@@ -66,22 +92,39 @@ std::vector<bool> real_axes(const UOpPtr& x) {
 std::optional<int64_t> data_position(const UOpPtr& x, size_t axis, int64_t at) {
   std::vector<UOpPtr> idx(x->shape()->size(), const_int(DType::Int64, 0));
   idx.at(axis) = const_int(DType::Int64, at);
-  UOpPtr base = x;
-  while (is_movement(base->op)) {
-    idx = movement_source_index(base, idx).idx;
-    base = base->src[0];
-  }
-  const UOpPtr pos = simplify(linear_index(idx, *base->shape()));
+  const DataIndex d = data_index(x, std::move(idx));
+  const UOpPtr pos = simplify(linear_index(d.idx, *d.base->shape()));
   if (pos->op != Op::CONST) return std::nullopt;
   return pos->const_int();
 }
 
-// The step in `x`'s data between neighbours along `axis`. An elementwise `x` counts as
-// its own data: its operands' layouts are not looked at.
+// The step in `x`'s data between neighbours along `axis`.
 std::optional<int64_t> data_stride(const UOpPtr& x, size_t axis) {
   const auto first = data_position(x, axis, 0), second = data_position(x, axis, 1);
   if (!first || !second) return std::nullopt;
   return *second - *first;
+}
+
+// The sum `red` of a product a * b as a contraction (ir/contraction.hpp): each factor
+// read at its address in its data, the reduced axes its k, the others its outputs.
+std::optional<Contraction> product_contraction(const UOpPtr& red) {
+  const UOpPtr& x = red->src[0];
+  if (x->op != Op::MUL || x->src.size() != 2) return std::nullopt;
+  const Shape& shape = *x->shape();
+  const std::vector<UOpPtr> ranges = axis_ranges(shape), idx = axis_index(shape, ranges);
+  std::array<UOpPtr, 2> address;
+  std::array<int64_t, 2> itemsize{};
+  for (size_t f = 0; f < 2; ++f) {
+    const DataIndex d = data_index(x->src[f], idx);
+    address[f] = linear_index(d.idx, *d.base->shape());
+    itemsize[f] = x->src[f]->dtype.itemsize();
+  }
+  const auto& axes = red->get<ReduceArg>().axes;
+  std::vector<UOpPtr> outs, k;
+  for (size_t i = 0; i < shape.size(); ++i)
+    (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) != axes.end() ? k : outs)
+        .push_back(ranges[i]);
+  return contraction_of_addresses(address, itemsize, std::move(outs), std::move(k));
 }
 
 // Is `x`'s last axis of unit stride in its data (its rows contiguous)?
@@ -153,12 +196,9 @@ bool reads_at_least(const UOpPtr& x, int64_t bytes) {
 // over its rows is a matmul (the weight gradient x^T dy), which the optimiser's register
 // tile walks in panels of b with a's rows in cache (codegen/register_tile.cpp); split
 // into blocks of rows, it is no longer one.
-bool matmul_product(const UOpPtr& x) {
-  if (x->op != Op::MUL || x->src.size() != 2) return false;
-  const std::vector<bool> a = real_axes(x->src[0]), b = real_axes(x->src[1]);
-  bool a_only = false, b_only = false;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) a_only |= a[i] && !b[i], b_only |= b[i] && !a[i];
-  return a_only && b_only;
+bool matmul_product(const UOpPtr& red) {
+  const auto c = product_contraction(red);
+  return c && c->broadcast_both();
 }
 
 // A reduce over an outer axis of rows of a page or more: the kernel's column tile
@@ -182,7 +222,7 @@ UOpPtr split_strided(const Match& m) {
   if (float_sum && n <= kStridedSumRows) return nullptr;
   const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : strided_rows(t);
   if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x) ||
-      matmul_product(x) || !reads_at_least(x, strided_bytes(t)))
+      matmul_product(red) || !reads_at_least(x, strided_bytes(t)))
     return nullptr;
   return split_axis(red, a, n / rows);
 }
@@ -199,24 +239,23 @@ UOpPtr split_gemv(const Match& m) {
   const UOpPtr& red = m.root();
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
-  if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1 || x->op != Op::MUL ||
-      x->src.size() != 2)
-    return nullptr;
-  const Shape& in = *x->shape();
-  const size_t a = static_cast<size_t>(arg.axes[0]);
-  const int64_t n = in[a];
+  if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1) return nullptr;
+  const int64_t n = (*x->shape())[static_cast<size_t>(arg.axes[0])];
   if (n % kStridedSumRows != 0 || n < 2 * kStridedSumRows) return nullptr;
-  for (const auto& [p, q] : {std::pair{x->src[0], x->src[1]}, std::pair{x->src[1], x->src[0]}}) {
-    const std::vector<bool> ps = real_axes(p), qs = real_axes(q);
-    bool row = false, column = false;
-    for (size_t i = 0; i < in.size(); ++i) {
-      row |= i != a && ps[i] && !qs[i];
-      column |= i != a && qs[i] && !ps[i] && data_stride(q, i) == 1;
-    }
-    const auto step = data_stride(q, a);
-    if (!row && column && qs[a] && step && *step * q->dtype.itemsize() >= kPageBytes &&
+  const auto c = product_contraction(red);
+  if (!c) return nullptr;
+  const UOpPtr& k = c->k.at(0);
+  // b is either factor: p the one with no row of its own, q the matrix.
+  for (const int p : {0, 1}) {
+    const int q = 1 - p;
+    const std::vector<UOpPtr> columns = c->only(q);
+    const bool column =
+        std::any_of(columns.begin(), columns.end(), [&](const UOpPtr& r) { return c->contiguous(q, r); });
+    const ContractionRead& b = c->loads[static_cast<size_t>(q)].at(0);
+    const auto step = Contraction::stride(b, k);
+    if (c->only(p).empty() && column && c->uses(q, k) && step && *step * b.itemsize >= kPageBytes &&
         reads_at_least(x, strided_bytes(m.ctx<StageContext>().target)))
-      return split_axis(red, static_cast<int64_t>(a), n / kStridedSumRows, Parts::First);
+      return split_axis(red, arg.axes[0], n / kStridedSumRows, Parts::First);
   }
   return nullptr;
 }
