@@ -20,6 +20,7 @@
 #include <llvm/ExecutionEngine/JITLink/EHFrameSupport.h>
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IR/LLVMContext.h>
@@ -303,7 +304,15 @@ Jit::Jit() : impl_(new Impl) {
   // No platform support: LLJIT's default (the generic IR platform, for static
   // constructors and atexit in JIT'd code, which kernels never have) gives
   // every JITDylib an IR module of its own, compiled at its first lookup.
+  // Linking runs on the thread that asks for the kernel (loom's compile tasks
+  // already run on the arena's threads): LLJIT's concurrent default, a thread
+  // pool that starts a thread per materialisation, started two threads per
+  // kernel and left every link waiting for them to be scheduled.
+  auto process = llvm::orc::SelfExecutorProcessControl::Create(
+      nullptr, std::make_unique<llvm::orc::InPlaceTaskDispatcher>());
+  if (!process) throw Error("jit: cannot set up the host process: " + message(process.takeError()));
   auto jit = llvm::orc::LLJITBuilder()
+                 .setExecutorProcessControl(std::move(*process))
                  .setJITTargetMachineBuilder(host)
                  .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
                  .setObjectLinkingLayerCreator(linking_layer)
