@@ -20,6 +20,7 @@
 #include <llvm/ExecutionEngine/JITLink/EHFrameSupport.h>
 #include <llvm/ExecutionEngine/JITLink/JITLinkMemoryManager.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutorProcessControl.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/IR/LLVMContext.h>
@@ -135,32 +136,48 @@ struct TargetMachineLease {
 constexpr const char* kLightPipeline =
     "function(sroa,early-cse,loop-mssa(licm),instcombine<no-verify-fixpoint>,simplifycfg)";
 
-// The new pass manager's pipeline for the host: for JitLevel::Full, O2 with the
-// loop and SLP vectorisers on (O3 measured no better on loom's kernels).
+// JitLevel::Full: the function passes of the new pass manager's O2 pipeline
+// that loom's kernels need, in O2's order: its simplification (SROA, CSE,
+// instcombine, reassociate, LICM, loop rotation, indvars and full unrolling,
+// GVN, SCCP, DCE, DSE) and its vectorisation (the loop vectoriser with
+// interleaving, instcombine, vector-combine, the runtime unroller, LICM). A
+// kernel is one function that calls nothing, so O2's module and call-graph
+// passes (inliner, IPSCCP, globalopt, function-attrs, ...) find nothing to do;
+// without them, the SLP vectoriser (loom emits the vectors), jump threading,
+// unswitching and the loop idiom and distribution passes, no reduction of
+// bench_kernels or bench_matmul ran slower, and the passes take about two
+// thirds of O2's time (docs/performance.md).
+constexpr const char* kFullPipeline =
+    "function("
+    "simplifycfg,sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,reassociate,"
+    "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,loop-rotate,"
+    "licm<allowspeculation>),"
+    "simplifycfg,instcombine<no-verify-fixpoint>,loop(indvars,loop-deletion,loop-unroll-full),"
+    "sroa,gvn,sccp,bdce,instcombine<no-verify-fixpoint>,correlated-propagation,adce,dse,"
+    "loop-mssa(licm<allowspeculation>),simplifycfg,instcombine<no-verify-fixpoint>,"
+    "loop(loop-rotate,loop-deletion),loop-vectorize,infer-alignment,loop-load-elim,"
+    "instcombine<no-verify-fixpoint>,simplifycfg,vector-combine,instcombine<no-verify-fixpoint>,"
+    "loop-unroll<O2>,sroa,instcombine<no-verify-fixpoint>,loop-mssa(licm),alignment-from-assumptions,"
+    "instsimplify,simplifycfg)";
+
+// The new pass manager's pipeline for the host, tuned by its TargetMachine.
 void optimize(llvm::Module& module, llvm::TargetMachine& tm, JitLevel level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  tuning.LoopInterleaving = true;
-  tuning.LoopUnrolling = true;
-  llvm::PassBuilder passes(&tm, tuning);
+  llvm::PassBuilder passes(&tm);
   passes.registerModuleAnalyses(mam);
   passes.registerCGSCCAnalyses(cgam);
   passes.registerFunctionAnalyses(fam);
   passes.registerLoopAnalyses(lam);
   passes.crossRegisterProxies(lam, fam, cgam, mam);
-  if (level == JitLevel::Full) {
-    passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(module, mam);
-    return;
-  }
-  llvm::ModulePassManager light;
-  if (llvm::Error error = passes.parsePassPipeline(light, kLightPipeline))
-    throw Error("jit: the light pass pipeline does not parse: " + message(std::move(error)));
-  light.run(module, mam);
+  const char* pipeline = level == JitLevel::Full ? kFullPipeline : kLightPipeline;
+  llvm::ModulePassManager pm;
+  if (llvm::Error error = passes.parsePassPipeline(pm, pipeline))
+    throw Error(fmt::format("jit: the {} pass pipeline does not parse: {}",
+                            level == JitLevel::Full ? "full" : "light", message(std::move(error))));
+  pm.run(module, mam);
 }
 
 // The module's assembly as `tm` (configured like the JIT's own) emits it. Code
@@ -303,7 +320,15 @@ Jit::Jit() : impl_(new Impl) {
   // No platform support: LLJIT's default (the generic IR platform, for static
   // constructors and atexit in JIT'd code, which kernels never have) gives
   // every JITDylib an IR module of its own, compiled at its first lookup.
+  // Linking runs on the thread that asks for the kernel (loom's compile tasks
+  // already run on the arena's threads): LLJIT's concurrent default, a thread
+  // pool that starts a thread per materialisation, started two threads per
+  // kernel and left every link waiting for them to be scheduled.
+  auto process = llvm::orc::SelfExecutorProcessControl::Create(
+      nullptr, std::make_unique<llvm::orc::InPlaceTaskDispatcher>());
+  if (!process) throw Error("jit: cannot set up the host process: " + message(process.takeError()));
   auto jit = llvm::orc::LLJITBuilder()
+                 .setExecutorProcessControl(std::move(*process))
                  .setJITTargetMachineBuilder(host)
                  .setPlatformSetUp(llvm::orc::setUpInactivePlatform)
                  .setObjectLinkingLayerCreator(linking_layer)

@@ -23,8 +23,9 @@ inline CheckedKernelFn as_checked(KernelFn fn) {
       reinterpret_cast<void (*)()>(fn));  // void(): no -Wcast-function-type
 }
 
-// How hard LLVM works on one module. Full: the new pass manager's O2 pipeline
-// with the loop and SLP vectorisers, and the O2 code generator. Light: O1 and
+// How hard LLVM works on one module. Full: the function passes of the new pass
+// manager's O2 pipeline that kernels need (the loop vectoriser among them; no
+// module or call-graph passes), and the O2 code generator. Light: O1 and
 // the O1 code generator, for kernels too small for O2 to buy anything. Bulk:
 // Light's passes and LLVM's O0 code generator (FastISel, the fast register
 // allocator), for kernels so large that the O1 code generator's time grows

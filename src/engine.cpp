@@ -312,7 +312,8 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   const DiskCache disk(disk_cache_dir(flags));
   // Keyed by the kernel as the kernel passes left it: an object file compiled by a
   // loom whose optimiser chose otherwise (another parallel range, other lanes) never loads.
-  const std::string disk_key = fmt::format("options {}\n{}", options, to_text(optimized));
+  const std::string disk_key =
+      disk.enabled() ? fmt::format("options {}\n{}", options, to_text(optimized)) : std::string();
   if (texts || !load_from_disk(k, disk, disk_key))
     compile_fresh(k, optimized, flags, keep_text, times, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
