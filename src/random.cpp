@@ -89,7 +89,10 @@ UOpPtr param(const UOpPtr& params, int64_t i, int64_t n) {
   return expand_uop(one, {n});
 }
 
+thread_local uint64_t t_draws = 0;
+
 Draw draw(int64_t n, const std::vector<int64_t>& extra) {
+  ++t_draws;
   const auto [seed, offset] = Generator::instance().reserve(n);
   std::vector<int64_t> p{static_cast<int64_t>(seed & kWordMask), static_cast<int64_t>(seed >> 32),
                          static_cast<int64_t>(offset)};
@@ -138,6 +141,8 @@ void check_float(DType dt, const char* op) {
 }  // namespace
 
 namespace detail {
+uint64_t thread_random_draws() { return t_draws; }
+
 Words4 philox4x32_10(const Words4& counter, const Words2& key) {
   const Shape& s = *counter[0]->shape();
   Words4 c = counter;
