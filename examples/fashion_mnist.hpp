@@ -155,11 +155,13 @@ class Trainer {
       if (name.starts_with("schedule.")) schedule_state.emplace(name.substr(9), t);
     }
     const auto order = at(all, "data.order", path).to_vector<int64_t>();
-    if (order != data_order())
-      throw std::runtime_error("resume " + path.string() + ": written with seed " +
-                               std::to_string(order.at(0)) + ", batch size " + std::to_string(order.at(1)) +
-                               ", limit " + std::to_string(order.at(2)) + ", epochs " +
-                               std::to_string(order.at(3)) + "; pass the same options");
+    if (order != data_order()) {
+      std::string written;
+      for (const int64_t v : order) written += (written.empty() ? "" : ", ") + std::to_string(v);
+      throw std::runtime_error("resume " + path.string() +
+                               ": written with seed, batch size, limit, epochs = " + written +
+                               "; pass the same options");
+    }
     model.load_state_dict(model_state);  // strict: a checkpoint of the other model is an error
     opt.load_state_dict(opt_state);
     schedule.load_state_dict(schedule_state);

@@ -91,7 +91,7 @@ TEST_CASE("fashion_mnist: resume rejects a checkpoint written with other data op
   bigger.batch_size = 32;
   fashion::Trainer u(bigger);
   CHECK_THROWS_WITH(u.resume(path),
-                    doctest::Contains("written with seed 0, batch size 64, limit 128, epochs 1"));
+                    doctest::Contains("written with seed, batch size, limit, epochs = 0, 64, 128, 1"));
   fashion::Options cnn = o;
   cnn.model = "cnn";
   fashion::Trainer v(cnn);
