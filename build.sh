@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loom's entry points on a fresh Debian 12 machine, run as root:
-#   ./build.sh run       install what is missing, build (Release), train the moons example
+#   ./build.sh run       install what is missing, build the library and the Fashion-MNIST example
+#                        (Release; no tests or benchmarks) and train its CNN for one epoch
 #   ./build.sh test      install what is missing, build (Release), run the whole test suite (ctest),
 #                        then the sanitizer pass below (what CI runs, .ci/run)
 #   ./build.sh sanitize  install what is missing, build with ASan and UBSan (build-sanitize/,
@@ -15,7 +16,7 @@ cd "$(dirname "$0")"
 mode=${1:-run}
 
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
-  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1)
+  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1 dataset-fashion-mnist)
 if [[ $mode == compare ]]; then
   packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread libdnnl-dev
     ocl-icd-opencl-dev libeigen3-dev)
@@ -51,7 +52,13 @@ sanitize() {
 }
 
 case "$mode" in
-  run) build build && ./build/examples/moons ;;
+  run)
+    # Only what the example needs (libloom and the example): the tests and benchmarks
+    # are most of a full build's time. The same build/ serves `test` afterwards.
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake --build build -j "$jobs" --target fashion_mnist
+    ./build/examples/fashion_mnist --model cnn --epochs 1 --checkpoint build/fashion_mnist_cnn.safetensors
+    ;;
   test)
     build build && ctest --test-dir build --output-on-failure -j "$jobs"
     sanitize

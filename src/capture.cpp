@@ -6,6 +6,7 @@
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
 #include "src/in_place.hpp"
+#include "src/random.hpp"
 #include "src/step_recording.hpp"
 
 #include <loom/debug.hpp>
@@ -64,7 +65,8 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
   if (!rec) return;
   for (const auto& pk : plan.kernels) {
     if (!rec->with_kernels) break;
-    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, kUnknownWork, pk.vars};
+    StepRecording::Kernel k{
+        compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, kUnknownWork, pk.vars};
     for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
     k.work = kernel_work(k.kernel->flops, kernel_bytes(pk, table));
     rec->kernels.push_back(std::move(k));
@@ -421,9 +423,12 @@ struct Capture::Impl {
     for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
     const int64_t first_buffer_id = UOp::next_buffer_id();  // buffers made from here on are the call's
     StepRecording rec;
+    const uint64_t draws_before = detail::thread_random_draws();
     std::vector<Tensor> results = run_recorded(args, rec);
+    // A draw's seed and counter are data the call uploaded: a replay would repeat its numbers.
+    const bool drew = detail::thread_random_draws() != draws_before;
     std::optional<Program> program =
-        compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
+        drew ? std::nullopt : compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
     state.left_by_first.clear();
     {
       std::lock_guard lock(mu);
@@ -436,7 +441,11 @@ struct Capture::Impl {
           "and reuses {} buffers",
           state.program->kernels.size(), state.program->states.size(), state.program->fresh.size(),
           state.program->outputs.size(), state.program->computed.size(), state.program->kept.size());
-    if (!state.program)
+    if (drew)
+      log().warn(
+          "Capture: the step draws random numbers (rand, randn, randint, dropout in training): a replay "
+          "would repeat the recorded ones; it runs uncaptured on every call (docs/api.md, Capture)");
+    else if (!state.program)
       log().warn(
           "Capture: the step reads a tensor the call before it left behind other than by an argument or "
           "an assign (state kept outside assign); it runs uncaptured on every call (docs/api.md, Capture)");

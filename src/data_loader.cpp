@@ -39,7 +39,7 @@ struct DataLoader::Impl {
   bool has_ready = false, stop = false;
   std::optional<std::vector<Tensor>> ready;  // nullopt: the epoch ended
   std::exception_ptr error;
-  int64_t consumer_epoch = 0;
+  int64_t consumer_epoch = 0, first_epoch = 0;
   std::thread worker;
 
   std::vector<int64_t> order_of(int64_t epoch) const {
@@ -79,9 +79,18 @@ struct DataLoader::Impl {
     return true;
   }
 
+  void stop_worker() {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    worker.join();
+  }
+
   void produce() {
     try {
-      for (int64_t epoch = 0;; ++epoch) {
+      for (int64_t epoch = first_epoch;; ++epoch) {
         const auto order = order_of(epoch);
         for (int64_t b = 0; b < batches; ++b)
           if (!hand_over(make_batch(order, b))) return;
@@ -128,13 +137,17 @@ DataLoader::DataLoader(std::vector<Tensor> tensors, int64_t batch_size, bool shu
   m.worker = std::thread([&m] { m.produce(); });
 }
 
-DataLoader::~DataLoader() {
-  {
-    std::lock_guard lock(impl_->mu);
-    impl_->stop = true;
-  }
-  impl_->cv.notify_all();
-  impl_->worker.join();
+DataLoader::~DataLoader() { impl_->stop_worker(); }
+
+void DataLoader::set_epoch(int64_t epoch) {
+  if (epoch < 0) throw Error(fmt::format("DataLoader::set_epoch: epoch {} is negative", epoch));
+  Impl& m = *impl_;
+  m.stop_worker();  // then restart it at `epoch`, with nothing prepared
+  m.stop = m.has_ready = false;
+  m.ready.reset();
+  m.error = nullptr;
+  m.consumer_epoch = m.first_epoch = epoch;
+  m.worker = std::thread([&m] { m.produce(); });
 }
 
 std::optional<std::vector<Tensor>> DataLoader::next() {

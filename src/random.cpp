@@ -5,6 +5,8 @@
 
 #include "src/tensor_ops.hpp"
 
+#include <loom/random.hpp>
+
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -57,6 +59,15 @@ class Generator {
     drawn_ += static_cast<uint64_t>(n);
     return r;
   }
+  std::pair<uint64_t, uint64_t> state() {
+    const std::lock_guard lock(mu_);
+    return {seed_, drawn_};
+  }
+  void set_state(uint64_t seed, uint64_t drawn) {
+    const std::lock_guard lock(mu_);
+    seed_ = seed;
+    drawn_ = drawn;
+  }
 
  private:
   std::mutex mu_;
@@ -78,7 +89,10 @@ UOpPtr param(const UOpPtr& params, int64_t i, int64_t n) {
   return expand_uop(one, {n});
 }
 
+thread_local uint64_t t_draws = 0;
+
 Draw draw(int64_t n, const std::vector<int64_t>& extra) {
+  ++t_draws;
   const auto [seed, offset] = Generator::instance().reserve(n);
   std::vector<int64_t> p{static_cast<int64_t>(seed & kWordMask), static_cast<int64_t>(seed >> 32),
                          static_cast<int64_t>(offset)};
@@ -127,6 +141,8 @@ void check_float(DType dt, const char* op) {
 }  // namespace
 
 namespace detail {
+uint64_t thread_random_draws() { return t_draws; }
+
 Words4 philox4x32_10(const Words4& counter, const Words2& key) {
   const Shape& s = *counter[0]->shape();
   Words4 c = counter;
@@ -137,6 +153,20 @@ Words4 philox4x32_10(const Words4& counter, const Words2& key) {
 }  // namespace detail
 
 void manual_seed(uint64_t seed) { Generator::instance().seed(seed); }
+
+Tensor get_rng_state() {
+  const auto [seed, drawn] = Generator::instance().state();
+  return Tensor::from_vector<int64_t>({static_cast<int64_t>(seed), static_cast<int64_t>(drawn)}, {2});
+}
+
+void set_rng_state(const Tensor& state) {
+  if (!state.defined()) throw Error("set_rng_state: the state is undefined (expected Int64 [2])");
+  if (state.dtype() != DType::Int64 || state.shape() != Shape{2})
+    throw Error(fmt::format("set_rng_state: expected an Int64 [2] tensor (seed, blocks drawn), got {} {}",
+                            scalar_name(state.dtype().scalar), str(state.shape())));
+  const auto v = state.to_vector<int64_t>();
+  Generator::instance().set_state(static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]));
+}
 
 Tensor Tensor::rand(Shape shape, DType dtype) {
   check_float(dtype, "rand");

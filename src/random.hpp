@@ -5,6 +5,7 @@
 #include "ir/uop.hpp"
 
 #include <array>
+#include <cstdint>
 
 namespace loom::detail {
 
@@ -15,5 +16,10 @@ using Words2 = std::array<UOpPtr, 2>;
 
 // The four output words of Philox4x32-10 for `counter` under `key`.
 Words4 philox4x32_10(const Words4& counter, const Words2& key);
+
+// Random draws (rand, randn, randint, dropout's mask) this thread has made: a
+// Capture whose recorded call drew cannot replay it (the draw's seed and counter
+// are host data, so a replay would repeat the recorded numbers).
+uint64_t thread_random_draws();
 
 }  // namespace loom::detail

@@ -28,7 +28,7 @@ Tensor read_idx(const std::filesystem::path& path);
 // batch is a list of tensors of batch_size rows (the last one smaller unless
 // drop_last), in buffers of their own. With shuffle, epoch e visits the rows in
 // a permutation drawn from (seed, e) (std::mt19937_64, not PyTorch's stream),
-// so a seeded run is reproducible; without, in order. A background thread
+// so a seeded run is reproducible (set_epoch resumes one); without, in order. A background thread
 // copies the next batch while the caller uses the current one; destroying the
 // loader stops and joins it, mid-epoch or not. The tensors are realized once
 // and read from that thread: do not assign to them while the loader lives.
@@ -47,6 +47,11 @@ class DataLoader {
   int64_t size() const;
   // The epoch next() is in (0 first).
   int64_t epoch() const;
+  // Makes the next next() the first batch of epoch `epoch` (>= 0), dropping
+  // what was prepared: a run resumed from a checkpoint taken after epoch e
+  // calls set_epoch(e + 1) and sees the batches the uninterrupted run saw (as
+  // PyTorch's DistributedSampler.set_epoch).
+  void set_epoch(int64_t epoch);
 
  private:
   struct Impl;

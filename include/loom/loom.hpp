@@ -3,6 +3,7 @@
 #include <loom/capture.hpp>
 #include <loom/checkpoint.hpp>
 #include <loom/context.hpp>
+#include <loom/data.hpp>
 #include <loom/debug.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
@@ -12,4 +13,5 @@
 #include <loom/memory.hpp>
 #include <loom/nn.hpp>
 #include <loom/optim.hpp>
+#include <loom/random.hpp>
 #include <loom/tensor.hpp>

@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -373,4 +374,17 @@ TEST_CASE("a signature whose recordings keep going stale runs uncaptured, and st
     CHECK(values(*total) == std::vector<float>{want});
   }
   CHECK_FALSE(add.captured({one}));
+}
+
+TEST_CASE("a step that draws random numbers (dropout) runs uncaptured: a fresh mask every call") {
+  test::LogCapture logs;
+  Capture drop([](const std::vector<Tensor>& args) {
+    return std::vector<Tensor>{nn::functional::dropout(args[0], 0.5, true)};
+  });
+  const Tensor x = Tensor::ones({64});
+  std::set<std::vector<float>> masks;
+  for (int i = 0; i < 4; ++i) masks.insert(values(drop({x})[0]));
+  CHECK(masks.size() == 4);  // a replay of call 2 would give its mask again
+  CHECK_FALSE(drop.captured({x}));
+  CHECK(logs.text().find("the step draws random numbers") != std::string::npos);
 }

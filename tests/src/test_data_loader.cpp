@@ -73,3 +73,19 @@ TEST_CASE("DataLoader rejects bad arguments, naming them") {
   check_message(error_of([] { data::DataLoader({Tensor::scalar(1)}, 1); }), {"DataLoader", "0-d"});
   check_message(error_of([] { data::DataLoader({}, 1); }), {"DataLoader", "at least one"});
 }
+
+TEST_CASE("DataLoader::set_epoch resumes a seeded shuffle at any epoch, mid-epoch or not") {
+  const Tensor ids = Tensor::arange(0, 10, 1, DType::Int64);
+  data::DataLoader run({ids}, 4, true, 5);
+  const auto e0 = epoch_of(run), e1 = epoch_of(run), e2 = epoch_of(run);
+  data::DataLoader resumed({ids}, 4, true, 5);
+  CHECK(resumed.next().has_value());  // mid-epoch 0, the next batch prepared
+  resumed.set_epoch(2);
+  CHECK(resumed.epoch() == 2);
+  CHECK(epoch_of(resumed) == e2);
+  CHECK(resumed.epoch() == 3);
+  resumed.set_epoch(0);
+  CHECK(epoch_of(resumed) == e0);
+  CHECK(epoch_of(resumed) == e1);
+  check_message(error_of([&] { resumed.set_epoch(-1); }), {"DataLoader::set_epoch", "-1", "negative"});
+}

@@ -303,3 +303,18 @@ TEST_CASE("random: bad arguments name the op and what was expected") {
         "2147483648)");
   CHECK(error_of([] { Tensor::rand({2, -1}); }) == "rand: shape [2, -1] has a negative size");
 }
+
+TEST_CASE("random: get_rng_state and set_rng_state resume the stream bit for bit") {
+  manual_seed(11);
+  (void)Tensor::rand({5}).to_vector<float>();
+  const Tensor state = get_rng_state();
+  CHECK(state.to_vector<int64_t>() == std::vector<int64_t>{11, 5});  // the seed, blocks drawn
+  const auto next = Tensor::rand({7}).to_vector<float>();
+  manual_seed(3);  // elsewhere in the stream of another seed
+  (void)Tensor::randn({4}).to_vector<float>();
+  set_rng_state(state);
+  CHECK(Tensor::rand({7}).to_vector<float>() == next);
+  CHECK(error_of([] { set_rng_state(Tensor::zeros({2})); }) ==
+        "set_rng_state: expected an Int64 [2] tensor (seed, blocks drawn), got Float32 [2]");
+  CHECK(error_of([] { set_rng_state({}); }) == "set_rng_state: the state is undefined (expected Int64 [2])");
+}

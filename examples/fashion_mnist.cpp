@@ -1,0 +1,222 @@
+// Trains a CNN (or an MLP) on Fashion-MNIST from Debian's dataset-fashion-mnist
+// package: Adam, batches of 64 shuffled by a DataLoader whose background thread
+// prepares the next batch, a progress bar, test accuracy and images per second
+// after each epoch, and a checkpoint after each epoch that --resume continues
+// from bit for bit. Each epoch also reports the kernels compiled (none after the
+// first epoch's second step) and the memory held (flat over an epoch).
+//   fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N]
+//                 [--test-limit N] [--seed S] [--lr LR] [--checkpoint PATH]
+//                 [--resume] [--data DIR] [--min-accuracy PERCENT]
+// Exits 77 when the data set is not installed, 1 when the final accuracy is
+// below --min-accuracy (tests/ runs it on a subset).
+#include "fashion_mnist.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace {
+
+constexpr const char* usage =
+    "usage: fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N] [--test-limit N]\n"
+    "                     [--seed S] [--lr LR] [--checkpoint PATH] [--resume] [--data DIR]\n"
+    "                     [--min-accuracy PERCENT]\n";
+
+struct Args {
+  fashion::Options options;
+  int64_t test_limit = 0;
+  std::filesystem::path checkpoint;
+  bool resume = false;
+  double min_accuracy = 0;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  using Set = std::function<void(const std::string&)>;
+  const std::map<std::string, Set> with_value{
+      {"--model", [&](const std::string& v) { a.options.model = v; }},
+      {"--epochs", [&](const std::string& v) { a.options.epochs = std::stoll(v); }},
+      {"--batch-size", [&](const std::string& v) { a.options.batch_size = std::stoll(v); }},
+      {"--limit", [&](const std::string& v) { a.options.limit = std::stoll(v); }},
+      {"--test-limit", [&](const std::string& v) { a.test_limit = std::stoll(v); }},
+      {"--seed", [&](const std::string& v) { a.options.seed = std::stoull(v); }},
+      {"--lr", [&](const std::string& v) { a.options.lr = std::stod(v); }},
+      {"--checkpoint", [&](const std::string& v) { a.checkpoint = v; }},
+      {"--data", [&](const std::string& v) { a.options.dir = v; }},
+      {"--min-accuracy", [&](const std::string& v) { a.min_accuracy = std::stod(v); }},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") throw std::invalid_argument("");  // usage, exit 0
+    if (flag == "--resume") {
+      a.resume = true;
+      continue;
+    }
+    const auto it = with_value.find(flag);
+    if (it == with_value.end()) throw std::invalid_argument("unknown argument " + flag);
+    if (i + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+    it->second(argv[++i]);
+  }
+  if (a.options.model != "cnn" && a.options.model != "mlp")
+    throw std::invalid_argument("--model is cnn or mlp, not " + a.options.model);
+  if (a.options.epochs < 1 || a.options.batch_size < 1)
+    throw std::invalid_argument("--epochs and --batch-size must be >= 1");
+  if (a.checkpoint.empty()) a.checkpoint = "fashion_mnist_" + a.options.model + ".safetensors";
+  return a;
+}
+
+// Resident memory of this process (VmRSS), in MiB.
+double rss_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024;
+  return 0;
+}
+
+uint64_t kernels_made() {
+  const loom::Counters c = loom::counters();
+  return c.kernels_compiled + c.kernels_loaded;  // compiled, or loaded from LOOM_CACHE_DIR
+}
+
+double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// "epoch 1/3 [=========>          ] 312/937  loss 0.4213  1820 img/s", redrawn in
+// place on a terminal; elsewhere (CI logs) a line every tenth of the epoch.
+class Progress {
+ public:
+  Progress(int64_t epoch, int64_t epochs, int64_t batch) : epoch_(epoch), epochs_(epochs), batch_(batch) {}
+  void operator()(int64_t step, int64_t steps, float loss) {
+    smoothed_ = step == 1 ? loss : 0.95 * smoothed_ + 0.05 * loss;
+    const bool last = step == steps;
+    const double now = seconds();
+    if (tty_ ? (now - drawn_ < 0.1 && !last) : (step * 10 / steps == (step - 1) * 10 / steps && !last))
+      return;
+    drawn_ = now;
+    constexpr int width = 30;
+    const auto filled = static_cast<int>(width * step / steps);
+    std::string bar(static_cast<size_t>(filled), '=');
+    if (filled < width) bar += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
+    fmt::print("{}epoch {}/{} [{}] {:{}}/{}  loss {:.4f}  {:.0f} img/s{}", tty_ ? "\r" : "", epoch_, epochs_,
+               bar, step, std::to_string(steps).size(), steps, smoothed_,
+               static_cast<double>(step * batch_) / std::max(now, 1e-9), tty_ && !last ? "" : "\n");
+    std::fflush(stdout);
+  }
+  double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int64_t epoch_, epochs_, batch_;
+  double smoothed_ = 0, drawn_ = -1;
+  bool tty_ = isatty(fileno(stdout));
+  Clock::time_point start_ = Clock::now();
+};
+
+int run(const Args& args) {
+  using namespace loom;
+  fashion::Trainer trainer(args.options);
+  const fashion::Split test = fashion::load(args.options.dir, false, args.test_limit);
+  const int64_t steps = trainer.loader.size(), batch = args.options.batch_size;
+  size_t params = 0;
+  for (const Tensor& p : trainer.model.parameters()) params += static_cast<size_t>(p.numel());
+  fmt::print("Fashion-MNIST: {} training images (batches of {}, {} steps an epoch), {} test images\n",
+             trainer.train.size(), batch, steps, test.size());
+  fmt::print("model {} ({} parameters), Adam lr {} annealed (cosine) over {} epochs, seed {}, {} threads\n",
+             args.options.model, params, trainer.opt.lr(), args.options.epochs, args.options.seed,
+             get_num_threads());
+  if (args.resume) {
+    trainer.resume(args.checkpoint);
+    fmt::print("resumed from {} after epoch {}\n", args.checkpoint.string(), trainer.epoch);
+  }
+
+  double accuracy = NAN;
+  uint64_t compiled_late = 0;  // in training, after the first epoch's second step
+  for (bool first = true; trainer.epoch < args.options.epochs; first = false) {
+    const int64_t epoch = trainer.epoch + 1;
+    Progress progress(epoch, args.options.epochs, batch);
+    const uint64_t made_before = kernels_made();
+    uint64_t made_at_2 = 0;
+    double rss_at_2 = 0;
+    Counters at_2{};
+    const double loss = trainer.train_epoch([&](int64_t step, int64_t n, float l) {
+      progress(step, n, l);
+      if (step == 2) {
+        made_at_2 = kernels_made();
+        rss_at_2 = rss_mib();
+        at_2 = counters();
+      }
+    });
+    const double train_seconds = progress.seconds();
+    const uint64_t made_after = kernels_made();
+    const Counters at_end = counters();
+    const double rss_at_end = rss_mib();
+    if (first)
+      compiled_late += made_after - made_at_2;
+    else
+      compiled_late += made_after - made_before;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    accuracy = trainer.accuracy(test);
+    const double test_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const uint64_t made_in_test = kernels_made() - made_after;
+
+    fmt::print(
+        "epoch {}: mean loss {:.4f}, test accuracy {:.2f}%, {:.0f} images/s ({:.1f} s training, {:.1f} s "
+        "testing)\n",
+        epoch, loss, 100 * accuracy, static_cast<double>(steps * batch) / train_seconds, train_seconds,
+        test_seconds);
+    fmt::print("  kernels compiled: {} in steps 1-2, {} in steps 3-{}, {} in testing\n",
+               made_at_2 - made_before, made_after - made_at_2, steps, made_in_test);
+    fmt::print(
+        "  memory from step 2 to the epoch's end: RSS {:.1f} -> {:.1f} MiB, {} -> {} live buffers "
+        "({:.1f} -> {:.1f} MiB), {} -> {} IR nodes\n",
+        rss_at_2, rss_at_end, at_2.live_buffers, at_end.live_buffers, mib(at_2.live_buffer_bytes),
+        mib(at_end.live_buffer_bytes), at_2.live_uops, at_end.live_uops);
+    trainer.save(args.checkpoint);
+    fmt::print("  checkpoint {} (epoch {})\n", args.checkpoint.string(), trainer.epoch);
+  }
+  if (std::isnan(accuracy)) accuracy = trainer.accuracy(test);  // resumed at --epochs already
+  fmt::print("test accuracy {:.2f}%; kernels compiled in training after the first epoch's second step: {}\n",
+             100 * accuracy, compiled_late);
+  if (!std::isfinite(accuracy) || 100 * accuracy < args.min_accuracy) {
+    fmt::print(stderr, "fashion_mnist: test accuracy {:.2f}% is below {}%\n", 100 * accuracy,
+               args.min_accuracy);
+    return EXIT_FAILURE;
+  }
+  return EXIT_SUCCESS;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  try {
+    args = parse(argc, argv);
+  } catch (const std::exception& e) {
+    if (!*e.what()) {  // --help
+      fmt::print("{}", usage);
+      return EXIT_SUCCESS;
+    }
+    fmt::print(stderr, "fashion_mnist: {}\n{}", e.what(), usage);
+    return 2;
+  }
+  if (!fashion::installed(args.options.dir)) {
+    fmt::print(stderr, "fashion_mnist: no Fashion-MNIST in {} (apt-get install dataset-fashion-mnist)\n",
+               args.options.dir.string());
+    return 77;
+  }
+  try {
+    return run(args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fashion_mnist: {}\n", e.what());
+    return EXIT_FAILURE;
+  }
+}
