@@ -275,13 +275,25 @@ TEST_CASE("bad input to nn.functional is an error naming the op and the shapes")
 }
 
 TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in place: no im2col buffer") {
-  Tensor x = Tensor::rand({2, 8, 16, 16}), w = Tensor::rand({16, 8, 3, 3});
-  realize({x, w});
-  x.requires_grad_();
-  w.requires_grad_();
-  for (int s : {1, 2}) {
+  // The second pair is large enough for panel_packing to consider the windows a matmul's b
+  // (k x n = 288 x 40 floats, past two thirds of L1, 32 output channels as rows): their copy
+  // would be im2col's shape, so it must not be made.
+  for (const auto& [xs, ws, stride] :
+       std::vector<std::tuple<Shape, Shape, int>>{{{2, 8, 16, 16}, {16, 8, 3, 3}, 1},
+                                                  {{2, 8, 16, 16}, {16, 8, 3, 3}, 2},
+                                                  {{1, 32, 12, 40}, {32, 32, 3, 3}, 1}}) {
+    const int s = stride;
+    Tensor x = Tensor::rand(xs), w = Tensor::rand(ws);
+    realize({x, w});
+    x.requires_grad_();
+    w.requires_grad_();
     CAPTURE(s);
+    CAPTURE(x.numel());
     const Tensor y = F::conv2d(x, w, {}, s, 1);
+    const auto forward = schedule_of({y});
+    CHECK(forward.size() == 1);
+    for (const auto& k : forward)
+      for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
     const std::vector<Tensor> g = gradient((y * y).sum(), {x, w});
     const auto kernels = schedule_of({g[0], g[1]});
     std::string listing;
