@@ -1,7 +1,7 @@
 // nn::functional's convolution and pooling, measured, never asserted: run
 //   LOOM_THREADS=2 ./build/bench/bench_conv --benchmark_min_time=0.5
-// and bench/torch_conv.py for PyTorch (2 threads) on the same machine; bench/compare runs both. A forward is one realize
-// of the output; forward+backward one realize of both gradients of sum(y * y).
+// and bench/torch_conv.py for PyTorch (2 threads) on the same machine; bench/compare runs both. A forward is
+// one realize of the output; forward+backward one realize of both gradients of sum(y * y).
 #include <loom/loom.hpp>
 
 #include <benchmark/benchmark.h>
