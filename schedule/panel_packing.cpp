@@ -122,6 +122,34 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
   return copy_load(a, l);
 }
 
+// A copy of b holds its k x n elements per batch it uses. When that is more than kMaxCopyGrowth
+// times the elements of the buffers b reads, b reads each of them many times: a convolution's
+// windows (every x element in kh*kw of them), whose copy would be a buffer of im2col's shape,
+// written and read again at more cost than the contiguous reads save. Such a b is read in
+// place. Unknown sources (a DEFINE_GLOBAL) do not bound the copy.
+constexpr int64_t kMaxCopyGrowth = 2;
+bool copy_outgrows_source(const Contraction& c, int b_src, int64_t columns) {
+  int64_t copy = columns, source = 0;
+  for (size_t d = 0; d + 1 < c.outs.size(); ++d)
+    if (c.uses(b_src, c.outs[d])) copy *= *trip(c.outs[d]);
+  for (const auto& r : c.k) copy *= *trip(r);
+  std::vector<const UOp*> seen;
+  for (const auto& read : c.loads[static_cast<size_t>(b_src)]) {
+    const UOpPtr& buffer = read.access->src[0];
+    if (std::find(seen.begin(), seen.end(), buffer.get()) != seen.end()) continue;
+    seen.push_back(buffer.get());
+    if (buffer->op == Op::BUFFER)
+      source += buffer->get<std::vector<int64_t>>().at(1);
+    else if (buffer->op == Op::BUFFERIZE) {
+      int64_t size = 1;
+      for (int64_t e : buffer->get<std::vector<int64_t>>()) size *= e;
+      source += size;
+    } else
+      return false;
+  }
+  return source > 0 && copy > kMaxCopyGrowth * source;
+}
+
 // Do more of a tile's `rows` rows of a than `free` fall in one set of L1 (their row
 // stride a multiple of sets x line at most, as at k = 1024: all in one set)?
 bool rows_crowd_l1_set(const std::vector<ContractionRead>& a, const UOpPtr& i, int64_t rows, int64_t itemsize,
@@ -185,7 +213,7 @@ UOpPtr pack(const Match& m) {
     const bool reduced =
         std::all_of(c->k.begin(), c->k.end(), [&](const UOpPtr& r) { return c->uses(b_src, r); });
     const UOpPtr i = reduced ? b_side(*c, a_src, b_src) : nullptr;
-    if (!i || *trip(i) < kMinRows) continue;
+    if (!i || *trip(i) < kMinRows || copy_outgrows_source(*c, b_src, panels * width)) continue;
     int64_t next_id = next_axis_id(buf);
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);

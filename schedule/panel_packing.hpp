@@ -18,7 +18,8 @@
 // Columns that do not fill whole panels (n % W != 0, n > W) are padded to whole
 // ones: P's last panel holds zeros past n, and the product runs over j padded,
 // BUFFERIZE(.., i, j', j' < n), its store and other reads at j guarded by j' < n,
-// so the tile reads every panel unmasked, as for n % W == 0.
+// so the tile reads every panel unmasked, as for n % W == 0. A b whose copy would outgrow the
+// buffers it reads (a convolution's windows: im2col's shape) is read in place.
 // docs/performance.md gives the thresholds' figures.
 #include "ir/pattern.hpp"
 

@@ -1,12 +1,14 @@
 // The gradient: a table of rules, one per primitive op (as tinygrad's
 // gradient.py), a few more for composites whose primitives differentiate badly
 // (src/composites.hpp), and a short walk in reverse topological order that sums
-// the contributions of shared nodes. No tape: the result is lazy UOps over the
+// the contributions of shared nodes; a composite that declared its own backward
+// (src/custom_gradient.hpp) is one edge to its inputs. No tape: the result is lazy UOps over the
 // forward graph, scheduled and fused with it.
 #include "src/gradient.hpp"
 
 #include "ir/planted_fault.hpp"
 #include "src/composites.hpp"
+#include "src/custom_gradient.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -301,6 +303,7 @@ class Walk {
     if (auto b = behind_.find(u.get()); b != behind_.end())
       return Edge{{b->second}, [](const UOpPtr& g) -> Grads { return {g}; }};
     if (u->op == Op::DETACH || !u->dtype.is_float()) return {};
+    if (auto e = custom_gradient_of(u)) return Edge{std::move(e->inputs), std::move(e->vjp)};
     if (auto e = composite_edge(u)) return *e;
     if (auto e = gather_edge(u)) return *e;
     Edge e = primitive_edge(u);

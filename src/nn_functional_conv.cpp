@@ -1,9 +1,13 @@
 // Convolutions as index arithmetic: the padded input's sliding windows (src/window.hpp, a view)
 // times the weight, summed over (C_in / groups, kh, kw). Rangeify turns the view into
 // x[n, c, i*s + ki*d, j*s + kj*d], so a conv2d forward is one kernel that reads x and w in
-// place, with no im2col buffer; the gradients come from the movement ops' rules (a transposed
-// conv for dx, a correlation for dw). conv_transpose2d is a conv2d of the stride-dilated input
-// with the flipped, channel-swapped weight.
+// place, with no im2col buffer. conv_transpose2d is a conv2d of the stride-dilated input with
+// the flipped, channel-swapped weight. Each declares its own gradient (src/custom_gradient.hpp),
+// as the movement ops' rules would turn the window view into a scatter (a reduce over the
+// view's repeats, indexed by divmods): a conv2d's dx is a conv_transpose2d of dy and a
+// conv_transpose2d's dx a conv2d of dy, each a forward-shaped window reduce that gathers; dw
+// is a correlation of the input's windows with dy, reduced over batch and output positions.
+#include "src/custom_gradient.hpp"
 #include "src/tensor_ops.hpp"
 #include "src/window.hpp"
 
@@ -61,6 +65,26 @@ Tensor correlate(const Tensor& xp, const Tensor& w, const Tensor& b, Size2d stri
   return y;
 }
 
+// The weight's gradient of a correlation of `input` [N, C_in, H, W] that gave `grad`
+// [N, C_out, oh, ow]: dw[co, ci, ki, kj] = sum over n, i, j of
+// grad[n, co, i, j] * input_padded[n, g*C_in/groups + ci, i*s + ki*d, j*s + kj*d], the same
+// window view as the forward's, so it reads both in place. [C_out, C_in / groups, kh, kw].
+// The windows may outnumber grad's positions (a transposed conv's output_padding): the first
+// oh x ow are the ones used.
+Tensor weight_grad(const Tensor& input, const Tensor& grad, int64_t kh, int64_t kw, Size2d stride,
+                   Size2d padding, Size2d dilation, int64_t groups) {
+  const Shape &xs = input.shape(), &gs = grad.shape();
+  const int64_t n = xs[0], cin = xs[1], cout = gs[1], oh = gs[2], ow = gs[3], cg = cin / groups,
+                og = cout / groups;
+  const Tensor xp = input.pad({{0, 0}, {0, 0}, {padding.h, padding.h}, {padding.w, padding.w}});
+  Tensor win = detail::sliding_windows(xp, {kh, kw}, {stride.h, stride.w}, {dilation.h, dilation.w});
+  if (win.shape()[2] != oh || win.shape()[3] != ow)
+    win = win.shrink({{0, n}, {0, cin}, {0, oh}, {0, ow}, {0, kh}, {0, kw}});
+  const Tensor xg = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
+  const Tensor gg = grad.reshape({n, groups, og, 1, oh, ow, 1, 1});
+  return (xg * gg).sum({0, 4, 5}).reshape({cout, cg, kh, kw});
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
@@ -83,7 +107,25 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
     throw Error(fmt::format("{}: bias {} does not match the weight's {} output channels (weight {})", op,
                             str(b.shape()), ws[0], str(ws)));
   const Tensor xp = x.pad({{0, 0}, {0, 0}, {padding.h, padding.h}, {padding.w, padding.w}});
-  return correlate(xp, w, b, stride, dilation, groups, op);
+  const Tensor forward = correlate(xp, w, {}, stride, dilation, groups, op);
+  // A strided conv keeps the window view's own gradient: its transposed conv spreads dy by the
+  // stride, so most of its products are with zeros, each behind a divide and a bounds check
+  // (docs/performance.md, the stem's rows), until dx runs one stride-1 conv per output phase.
+  if (stride.h > 1 || stride.w > 1) return b.defined() ? forward + b.reshape({1, ws[0], 1, 1}) : forward;
+  const Tensor y = detail::with_gradient(
+      forward, {x, w}, [stride, padding, dilation, groups](const std::vector<Tensor>& in, const Tensor& g) {
+        const Tensor &xi = in[0], &wi = in[1];
+        const int64_t kh = wi.shape()[2], kw = wi.shape()[3];
+        // The output_padding that gives the transposed conv x's size: the rows past the last window.
+        auto rest = [&](int64_t size, int64_t k, int64_t s, int64_t p, int64_t d) {
+          return (size + 2 * p - d * (k - 1) - 1) % s;
+        };
+        const Size2d extra{rest(xi.shape()[2], kh, stride.h, padding.h, dilation.h),
+                           rest(xi.shape()[3], kw, stride.w, padding.w, dilation.w)};
+        return std::vector<Tensor>{conv_transpose2d(g, wi, {}, stride, padding, extra, groups, dilation),
+                                   weight_grad(xi, g, kh, kw, stride, padding, dilation, groups)};
+      });
+  return b.defined() ? y + b.reshape({1, ws[0], 1, 1}) : y;
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, int64_t padding,
@@ -158,7 +200,18 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
   const int64_t cg = cin / groups, kh = ws[2], kw = ws[3];
   const Tensor wt =
       w.reshape({groups, cg, og, kh, kw}).transpose(1, 2).flip({3, 4}).reshape({cout, cg, kh, kw});
-  return correlate(xp, wt, b, {1, 1}, dilation, groups, op);
+  const Tensor y = detail::with_gradient(
+      correlate(xp, wt, {}, {1, 1}, dilation, groups, op), {x, w},
+      [stride, padding, dilation, groups](const std::vector<Tensor>& in, const Tensor& g) {
+        const Tensor &xi = in[0], &wi = in[1];
+        const Shape& is = xi.shape();
+        // The conv2d of dy reaches x's rows, and past them when output_padding >= stride.
+        Tensor dx = conv2d(g, wi, {}, stride, padding, dilation, groups);
+        if (dx.shape() != is) dx = dx.shrink({{0, is[0]}, {0, is[1]}, {0, is[2]}, {0, is[3]}});
+        return std::vector<Tensor>{
+            dx, weight_grad(g, xi, wi.shape()[2], wi.shape()[3], stride, padding, dilation, groups)};
+      });
+  return b.defined() ? y + b.reshape({1, cout, 1, 1}) : y;
 }
 
 }  // namespace loom::nn::functional

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The workloads of bench/bench_kernels.cpp, bench/bench_matmul.cpp and bench/models in PyTorch and numpy, same names and sizes.
+"""The workloads of bench/bench_kernels.cpp, bench/bench_matmul.cpp, bench/bench_conv.cpp and bench/models in PyTorch and numpy, same names and sizes.
 
 Prints one JSON object: {"threads": n, "torch": {workload: ms}, "numpy": {workload: ms},
 "torch_losses": {model: [first, twentieth]}, "torch_isa": "AVX2", "blas": "openblas 0.3.21
@@ -62,7 +62,50 @@ def torch_workloads():
         "cos_4096x4096": lambda: a.cos(),
         **matmul_workloads(torch, r),
         **torch_layer_workloads(r),
+        **conv_workloads(),
     }
+
+
+# bench/bench_conv.cpp's rows: name, N, C, H = W, C_out, k, stride, padding, groups.
+CONVS = [("conv2d_3x3_64x64x56x56", 64, 64, 56, 64, 3, 1, 1, 1),
+         ("conv2d_stem_64x3x224x224", 64, 3, 224, 64, 7, 2, 3, 1),
+         ("conv2d_depthwise_64x128x28x28", 64, 128, 28, 128, 3, 1, 1, 128),
+         ("conv2d_3x3_8x64x56x56", 8, 64, 56, 64, 3, 1, 1, 1),
+         ("conv2d_stem_8x3x224x224", 8, 3, 224, 64, 7, 2, 3, 1),
+         ("conv2d_depthwise_8x128x28x28", 8, 128, 28, 128, 3, 1, 1, 128)]
+
+
+def conv_workloads():
+    """bench/bench_conv.cpp: conv2d forward (no autograd) and forward+backward (both gradients of
+    sum(y * y)) on uniform inputs, and a 2x2 max-pool; inputs are made on first use, so a filter
+    that skips the convolutions allocates none of them."""
+    F = torch.nn.functional
+    out = {}
+    for name, n, c, hw, co, k, s, p, g in CONVS:
+        inputs = {}
+
+        def made(n=n, c=c, hw=hw, co=co, k=k, g=g, inputs=inputs):
+            if not inputs:
+                inputs["x"], inputs["w"] = torch.rand(n, c, hw, hw), torch.rand(co, c // g, k, k)
+                inputs["xg"] = inputs["x"].clone().requires_grad_()
+                inputs["wg"] = inputs["w"].clone().requires_grad_()
+            return inputs
+
+        def forward(made=made, s=s, p=p, g=g):
+            t = made()
+            with torch.no_grad():
+                return F.conv2d(t["x"], t["w"], None, s, p, 1, g)
+
+        def forward_backward(made=made, s=s, p=p, g=g):
+            t = made()
+            y = F.conv2d(t["xg"], t["wg"], None, s, p, 1, g)
+            return torch.autograd.grad((y * y).sum(), [t["xg"], t["wg"]])
+
+        out[f"{name}_forward"] = forward
+        out[f"{name}_forward_backward"] = forward_backward
+    pool = {}
+    out["max_pool2d_forward"] = lambda: F.max_pool2d(pool.setdefault("x", torch.rand(8, 64, 56, 56)), 2)
+    return out
 
 
 def matmul_workloads(lib, r):

@@ -120,6 +120,46 @@ TEST_CASE("the functional ops' gradients match Float64 finite differences") {
                   {Input{{1, 2, 3, 3}}, Input{{2, 3, 3, 3}}});
   test::gradcheck([](const std::vector<Tensor>& t) { return F::conv1d(t[0], t[1], {}, 2, 1, 1, 1); },
                   {Input{{2, 2, 7}}, Input{{3, 2, 3}}});
+  // The convolutions' own gradients (src/custom_gradient.hpp): dx as a transposed conv needs an
+  // output_padding when the last rows fall past the last window (odd sizes with stride 2), and
+  // cuts its padding when padding > dilation * (k - 1); a transposed conv's dx as a conv2d is cut
+  // to x's size when output_padding >= stride (with dilation > stride).
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return F::conv2d(t[0], t[1], t[2], {2, 2}, {2, 1}, {2, 3}, 2);
+      },
+      {Input{{2, 4, 8, 9}}, Input{{6, 2, 3, 2}}, Input{{6}}});
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return F::conv2d(t[0], t[1], {}, {3, 2}, {2, 3});
+      },
+      {Input{{1, 2, 7, 5}}, Input{{3, 2, 2, 3}}});
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return F::conv_transpose2d(t[0], t[1], t[2], {2, 3}, {1, 0}, {1, 2}, 2, {2, 1});
+      },
+      {Input{{2, 4, 3, 5}}, Input{{4, 3, 3, 2}}, Input{{6}}});
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return F::conv_transpose2d(t[0], t[1], {}, 1, 1, {2, 0}, 1, {3, 1});
+      },
+      {Input{{1, 2, 4, 3}}, Input{{2, 2, 2, 2}}});
+  test::gradcheck([](const std::vector<Tensor>& t) { return F::conv1d(t[0], t[1], t[2], 2, 3, 2, 3); },
+                  {Input{{2, 3, 9}}, Input{{6, 1, 3}}, Input{{6}}});
+  // Second order: the gradients of a conv's gradients (a gradient penalty's), through the
+  // backward's own declared gradients.
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        const Tensor y = F::conv2d(t[0], t[1], {}, 2, 1, 1, 2);
+        return gradient((y * t[2]).sum(), {t[0]})[0];
+      },
+      {Input{{1, 4, 5, 5}}, Input{{4, 2, 3, 3}}, Input{{1, 4, 3, 3}}});
+  test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        const Tensor y = F::conv2d(t[0], t[1], {}, 2, 1, 1, 2);
+        return gradient((y * t[2]).sum(), {t[1]})[0];
+      },
+      {Input{{1, 4, 5, 5}}, Input{{4, 2, 3, 3}}, Input{{1, 4, 3, 3}}});
   // Random values have no ties, so max_pool's kink is never crossed by the finite difference.
   test::gradcheck1([](const Tensor& x) { return F::max_pool2d(x, 3, 2, 1); }, Input{{1, 2, 5, 5}});
   test::gradcheck1([](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1, false, false); },
@@ -235,13 +275,25 @@ TEST_CASE("bad input to nn.functional is an error naming the op and the shapes")
 }
 
 TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in place: no im2col buffer") {
-  Tensor x = Tensor::rand({2, 8, 16, 16}), w = Tensor::rand({16, 8, 3, 3});
-  realize({x, w});
-  x.requires_grad_();
-  w.requires_grad_();
-  for (int s : {1, 2}) {
+  // The second pair is large enough for panel_packing to consider the windows a matmul's b
+  // (k x n = 288 x 40 floats, past two thirds of L1, 32 output channels as rows): their copy
+  // would be im2col's shape, so it must not be made.
+  for (const auto& [xs, ws, stride] :
+       std::vector<std::tuple<Shape, Shape, int>>{{{2, 8, 16, 16}, {16, 8, 3, 3}, 1},
+                                                  {{2, 8, 16, 16}, {16, 8, 3, 3}, 2},
+                                                  {{1, 32, 12, 40}, {32, 32, 3, 3}, 1}}) {
+    const int s = stride;
+    Tensor x = Tensor::rand(xs), w = Tensor::rand(ws);
+    realize({x, w});
+    x.requires_grad_();
+    w.requires_grad_();
     CAPTURE(s);
+    CAPTURE(x.numel());
     const Tensor y = F::conv2d(x, w, {}, s, 1);
+    const auto forward = schedule_of({y});
+    CHECK(forward.size() == 1);
+    for (const auto& k : forward)
+      for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
     const std::vector<Tensor> g = gradient((y * y).sum(), {x, w});
     const auto kernels = schedule_of({g[0], g[1]});
     std::string listing;
