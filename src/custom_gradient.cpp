@@ -16,7 +16,9 @@ namespace {
 
 struct Declared {
   std::weak_ptr<const UOp> node;
-  std::vector<UOpPtr> inputs;
+  // Weak too: the node's graph holds its inputs while it lives, and a dead entry waiting to be
+  // pruned must not keep a step's activations (and their buffers) alive.
+  std::vector<std::weak_ptr<const UOp>> inputs;
   Shape output_shape;  // the shape the backward's gradient has (the node may be its reshape's source)
   CustomBackward backward;
 };
@@ -35,11 +37,17 @@ class Table {
     std::erase_if(entries_, [](const auto& e) { return e.second.node.expired(); });
     prune_at_ = std::max<size_t>(64, 2 * entries_.size());
   }
-  std::optional<Declared> find(const UOpPtr& u) {
+  std::optional<std::pair<Declared, std::vector<UOpPtr>>> find(const UOpPtr& u) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(u.get());
     if (it == entries_.end() || it->second.node.lock() != u) return std::nullopt;
-    return it->second;
+    std::vector<UOpPtr> inputs;
+    for (const auto& w : it->second.inputs) {
+      inputs.push_back(w.lock());
+      // Not reachable from the live node: the graph's own gradient (the same values) applies.
+      if (!inputs.back()) return std::nullopt;
+    }
+    return std::pair{it->second, std::move(inputs)};
   }
 
  private:
@@ -68,14 +76,16 @@ Tensor with_gradient(const Tensor& output, const std::vector<Tensor>& inputs, Cu
 }
 
 std::optional<CustomEdge> custom_gradient_of(const UOpPtr& u) {
-  std::optional<Declared> d = Table::get().find(u);
-  if (!d) return std::nullopt;
+  auto found = Table::get().find(u);
+  if (!found) return std::nullopt;
+  auto& [decl_found, inputs] = *found;
+  auto d = std::optional<Declared>(std::move(decl_found));
   CustomEdge e;
-  e.inputs = d->inputs;
+  e.inputs = inputs;
   // The walk checks each part's shape and dtype against its input's.
-  e.vjp = [decl = std::move(*d)](const UOpPtr& g) {
+  e.vjp = [decl = std::move(*d), inputs](const UOpPtr& g) {
     std::vector<Tensor> in;
-    for (const UOpPtr& x : decl.inputs) in.push_back(wrap(x));
+    for (const UOpPtr& x : inputs) in.push_back(wrap(x));
     const std::vector<Tensor> parts = decl.backward(in, wrap(reshape_uop(g, decl.output_shape)));
     std::vector<UOpPtr> out;
     for (size_t i = 0; i < decl.inputs.size(); ++i)

@@ -309,3 +309,21 @@ TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in p
       for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
   }
 }
+
+TEST_CASE("a conv's declared gradient keeps no dropped step's tensors alive") {
+  // The declaration outlives its graph until the table is pruned; it must not hold the step's
+  // input and activations (a training loop's live buffers grew by a batch each step until then).
+  Tensor w = Tensor::rand({4, 3, 3, 3});
+  realize({w});
+  w.requires_grad_();
+  auto step = [&] {
+    const Tensor x = Tensor::rand({2, 3, 8, 8});
+    const Tensor y = F::conv2d(x, w, {}, 1, 1);
+    Tensor g = gradient((y * y).sum(), {w})[0];
+    realize({g});
+  };
+  step();
+  const uint64_t before = counters().live_buffers;
+  for (int i = 0; i < 100; ++i) step();
+  CHECK(counters().live_buffers <= before + 2);
+}
