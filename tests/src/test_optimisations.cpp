@@ -881,13 +881,13 @@ void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out, bool db_in_ve
   }
   CHECK(fused == 1);
   // Each term of a sum is at most max|dY| max|x| (dW) or max|dY| (db) in magnitude; m of them.
-  const double u = std::ldexp(1.0, -24), dy = largest(weights);
+  const double u = std::ldexp(1.0, -24), dy = largest(weights), x_max = largest(x);
   const ref::RefTensor dw = test::reference(linear_gradients(x, w, b, weights)[0]);
   const ref::RefTensor db = test::reference(linear_gradients(x, w, b, weights)[1]);
   REQUIRE(static_cast<int64_t>(got.size()) == dw.size() + db.size());
   for (int64_t e = 0; e < dw.size(); ++e) {
     INFO("dW element " << e);
-    CHECK(std::abs(got[static_cast<size_t>(e)] - dw.at(e)) <= (m + 1) * u * m * dy * largest(x));
+    CHECK(std::abs(got[static_cast<size_t>(e)] - dw.at(e)) <= (m + 1) * u * m * dy * x_max);
   }
   for (int64_t e = 0; e < db.size(); ++e) {
     INFO("db element " << e);
@@ -898,7 +898,7 @@ void check_fused_bias_gradient(int64_t m, int64_t in, int64_t out, bool db_in_ve
   REQUIRE(loops.size() == got.size());
   for (size_t e = 0; e < got.size(); ++e) {
     INFO("element " << e);
-    CHECK(std::abs(got[e] - loops[e]) <= 2 * (m + 1) * u * m * dy * std::max(1.0, largest(x)));
+    CHECK(std::abs(got[e] - loops[e]) <= 2 * (m + 1) * u * m * dy * std::max(1.0, x_max));
   }
 }
 }  // namespace
