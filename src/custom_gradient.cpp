@@ -37,17 +37,23 @@ class Table {
     std::erase_if(entries_, [](const auto& e) { return e.second.node.expired(); });
     prune_at_ = std::max<size_t>(64, 2 * entries_.size());
   }
-  std::optional<std::pair<Declared, std::vector<UOpPtr>>> find(const UOpPtr& u) {
+  // The live declaration of `u`: its backward and shape, and its inputs locked.
+  struct Found {
+    CustomBackward backward;
+    Shape output_shape;
+    std::vector<UOpPtr> inputs;
+  };
+  std::optional<Found> find(const UOpPtr& u) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(u.get());
     if (it == entries_.end() || it->second.node.lock() != u) return std::nullopt;
-    std::vector<UOpPtr> inputs;
+    Found found{it->second.backward, it->second.output_shape, {}};
     for (const auto& w : it->second.inputs) {
-      inputs.push_back(w.lock());
+      found.inputs.push_back(w.lock());
       // Not reachable from the live node: the graph's own gradient (the same values) applies.
-      if (!inputs.back()) return std::nullopt;
+      if (!found.inputs.back()) return std::nullopt;
     }
-    return std::pair{it->second, std::move(inputs)};
+    return found;
   }
 
  private:
@@ -78,14 +84,12 @@ Tensor with_gradient(const Tensor& output, const std::vector<Tensor>& inputs, Cu
 std::optional<CustomEdge> custom_gradient_of(const UOpPtr& u) {
   auto found = Table::get().find(u);
   if (!found) return std::nullopt;
-  auto& [decl_found, inputs] = *found;
-  auto d = std::optional<Declared>(std::move(decl_found));
   CustomEdge e;
-  e.inputs = inputs;
+  e.inputs = found->inputs;
   // The walk checks each part's shape and dtype against its input's.
-  e.vjp = [decl = std::move(*d), inputs](const UOpPtr& g) {
+  e.vjp = [decl = std::move(*found)](const UOpPtr& g) {
     std::vector<Tensor> in;
-    for (const UOpPtr& x : inputs) in.push_back(wrap(x));
+    for (const UOpPtr& x : decl.inputs) in.push_back(wrap(x));
     const std::vector<Tensor> parts = decl.backward(in, wrap(reshape_uop(g, decl.output_shape)));
     std::vector<UOpPtr> out;
     for (size_t i = 0; i < decl.inputs.size(); ++i)
