@@ -92,7 +92,11 @@ class Rangeifier {
   }
 
   // Where `x` is computed, from how its consumers read it (all of them are
-  // placed already: this runs in reverse toposort order).
+  // placed already: this runs in reverse toposort order). A reduce read under a
+  // validity condition (a PAD's inside: the gradient of a slice, a cat) is a
+  // candidate, not fused: fused, its loop would run at every element of the
+  // padded consumer, the masked ones too, and outside any tile of its own (the
+  // gradient of attention's qkv split ran three masked [2048, 384, 64] products).
   void place(const UOpPtr& x) {
     NodeInfo& ni = info_[x.get()];
     const bool agree = std::all_of(ni.requests.begin(), ni.requests.end(),
@@ -105,7 +109,8 @@ class Rangeifier {
     } else if (broadcasts(*x) && (!agree || ni.shared_by_broadcast)) {
       forward(x, ni);
       return;
-    } else if (agree && !ni.shared_by_broadcast && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
+    } else if (agree && !ni.shared_by_broadcast &&
+               !(x->op == Op::REDUCE_AXIS && (ni.under_expand || ni.requests[0].valid))) {
       ni.placement = Placement::Fused;
       ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
     } else {
