@@ -92,7 +92,11 @@ class Rangeifier {
   }
 
   // Where `x` is computed, from how its consumers read it (all of them are
-  // placed already: this runs in reverse toposort order).
+  // placed already: this runs in reverse toposort order). A reduce read under a
+  // validity condition (a PAD's inside: the gradient of a slice, a cat) is a
+  // candidate, not fused: fused, its loop would run at every element of the
+  // padded consumer, the masked ones too, and outside any tile of its own (the
+  // gradient of attention's qkv split ran three masked [2048, 384, 64] products).
   void place(const UOpPtr& x) {
     NodeInfo& ni = info_[x.get()];
     const bool agree = std::all_of(ni.requests.begin(), ni.requests.end(),
@@ -105,7 +109,8 @@ class Rangeifier {
     } else if (broadcasts(*x) && (!agree || ni.shared_by_broadcast)) {
       forward(x, ni);
       return;
-    } else if (agree && !ni.shared_by_broadcast && !(x->op == Op::REDUCE_AXIS && ni.under_expand)) {
+    } else if (agree && !ni.shared_by_broadcast &&
+               !(x->op == Op::REDUCE_AXIS && (ni.under_expand || padded_read(ni.requests[0], *x->shape())))) {
       ni.placement = Placement::Fused;
       ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
     } else {
@@ -131,6 +136,24 @@ class Rangeifier {
         std::none_of(idx.begin(), idx.end(), [](const UOpPtr& i) { return !i->ranges().empty(); });
     if (any && any != requests[0].valid && range_free) return nullptr;
     return any;
+  }
+
+  // A read under a validity condition by a reader whose output (its loop ranges, not a
+  // reduce's) has at least the node's elements: a padded reader of all of it. (A
+  // smaller one, a strided convolution's dx folding its window sums, would make the
+  // node a buffer larger than what it computes.)
+  static bool padded_read(const Access& a, const Shape& shape) {
+    if (!a.valid) return false;
+    std::unordered_set<const UOp*> ranges;
+    double covered = 1;
+    for (const auto& i : a.idx)
+      for (const UOp* r : i->ranges()) {
+        if (r->get<AxisArg>().kind != AxisKind::Loop || !ranges.insert(r).second) continue;
+        if (r->src.at(0)->op != Op::CONST) return false;
+        covered *= static_cast<double>(r->src[0]->const_int());
+      }
+    const double elements = std::accumulate(shape.begin(), shape.end(), 1.0, std::multiplies<>());
+    return covered >= elements;
   }
 
   // A broadcast its consumers read at different indices (a matmul's operand, read by the

@@ -57,6 +57,20 @@ std::string codegen_options(const Flags& flags) {
   return out + " " + target_named(flags.target).key();
 }
 
+// codegen_options of the snapshot in force, kept per thread beside the snapshot
+// (immutable, and held, so its address is not reused): every kernel run looks its
+// kernel up by these options, and the Target's key alone is a dozen formats.
+const std::string& current_codegen_options(const Flags& flags) {
+  thread_local std::shared_ptr<const Flags> snapshot;
+  thread_local std::string options;
+  if (snapshot.get() != &flags) {
+    std::shared_ptr<const Flags> current = loom::flags();
+    options = codegen_options(flags);
+    snapshot = current.get() == &flags ? std::move(current) : nullptr;
+  }
+  return options;
+}
+
 // The flags that change what the scheduler makes of a graph, and the codegen
 // ones (a plan stores each kernel's parallel extent, which the optimiser
 // chooses): the schedule cache's key has them.
@@ -293,8 +307,8 @@ void compile_fresh(CompiledKernel& k, const UOpPtr& optimized, const Flags& flag
 // stage shows; the disk copy is then rewritten, never read.
 std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
                                                      const Flags& flags, bool keep_text) {
-  const std::string options = codegen_options(flags);
-  if (auto hit = kernel_cache().find(ast, options)) return hit;
+  if (auto hit = kernel_cache().find(ast, current_codegen_options(flags))) return hit;
+  const std::string options = current_codegen_options(flags);
   ProfileSpan span("compile", name);
   const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
   CompiledKernel k;

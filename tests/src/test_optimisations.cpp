@@ -910,3 +910,24 @@ TEST_CASE("the bias gradient is stored by the weight gradient's kernel: one pass
   SUBCASE("k of 600 in blocks of 200") { check_fused_bias_gradient(600, 130, 40, true); }
   SUBCASE("a small batch: the plain tile, db in its rows") { check_fused_bias_gradient(5, 45, 70, false); }
 }
+
+TEST_CASE("products read through a pad (a cat, a slice's gradient) are kernels of their own") {
+  // Fused into the cat, each product's loop would run at every column of the cat, the
+  // other product's masked columns too (docs/pipeline.md §2). Small integers: every
+  // sum is exact, so the values equal the reference's.
+  const auto ints = [](int64_t rows, int64_t cols, int salt) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int>((i * 7 + salt) % 9) - 4);
+    return Tensor::from_vector(v, {rows, cols}).realize();
+  };
+  const Tensor a = ints(8, 24, 1), b = ints(24, 16, 2), c = ints(8, 24, 3), d = ints(24, 16, 4);
+  const Tensor y = cat({a.matmul(b), c.matmul(d)}, 1);
+  const auto kernels = schedule_of({y});
+  std::string listing;
+  for (const auto& k : kernels) listing += k.name + " ";
+  CAPTURE(listing);
+  CHECK(kernels.size() == 3);
+  for (const auto& k : kernels)
+    if (k.name.starts_with("r_")) CHECK(k.buffers.at(0).numel == 8 * 16);
+  test::check_ref(y);
+}
