@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 namespace loom {
@@ -114,6 +115,7 @@ class Expander {
 
   Expanded expand(const UOpPtr& n) {
     if (is_lane_range(*n)) return lanes_of_range(n);
+    if (auto picked = pick_by_unrolled(n)) return *picked;
     switch (n->op) {
       case Op::INDEX:  // with lanes, laid out by its LOAD or STORE
         if (!axes_of_sources(*n).empty()) return {n, {}};
@@ -133,6 +135,31 @@ class Expander {
       default: break;
     }
     return elementwise(n);
+  }
+
+  // A float WHERE whose condition moves with unrolled iterations only (a register tile's
+  // rows picking a stack's pieces: codegen/register_tile.hpp's whole_rows) is built lane by
+  // lane with each range a constant, so the picks fold to the one value each row reads
+  // instead of every piece loaded under a mask in every lane.
+  static constexpr int kMaxPickedLanes = 32;
+  std::optional<Expanded> pick_by_unrolled(const UOpPtr& n) const {
+    if (n->op != Op::WHERE || n->dtype.is_bool() || n->dtype.lanes != 1 || of(n->src.at(0)).axes.empty())
+      return std::nullopt;
+    const LaneAxes axes = axes_of_sources(*n);
+    const int count = lane_count(axes);
+    if (count > kMaxPickedLanes || !std::all_of(axes.begin(), axes.end(), [](const LaneAxis& a) {
+          return a.range->get<AxisArg>().kind == AxisKind::Unroll;
+        }))
+      return std::nullopt;
+    std::vector<UOpPtr> lanes;
+    for (int l = 0; l < count; ++l) {
+      const std::vector<int64_t> at = coordinates(axes, l);
+      std::vector<std::pair<UOpPtr, UOpPtr>> values;
+      for (size_t a = 0; a < axes.size(); ++a)
+        values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
+      lanes.push_back(simplify(substitute(n, values)));
+    }
+    return Expanded{UOp::make(Op::VECTORIZE, n->dtype.vec(count), std::move(lanes)), axes};
   }
 
   Expanded lanes_of_range(const UOpPtr& r) const {

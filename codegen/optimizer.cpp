@@ -540,14 +540,36 @@ bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
   return valid && reaches(valid, cols);
 }
 
+// The tile's rows slower than its column lanes (the expander orders lanes as the main END
+// lists its ranges), so each register holds one row: an output stored [cols, rows] (a
+// weight gradient's [out, in]) lists the columns first.
+UOpPtr rows_before_lanes(const UOpPtr& kernel, const UOpPtr& rows) {
+  if (!rows || kind(rows) != AxisKind::Unroll) return kernel;
+  const UOpPtr& end = kernel->src.at(0);
+  const auto at = std::find(end->src.begin() + 1, end->src.end(), rows);
+  if (std::none_of(end->src.begin() + 1, at, [](const UOpPtr& r) {
+        return kind(r) == AxisKind::Upcast || kind(r) == AxisKind::Unroll;
+      }))
+    return kernel;  // already slower than every lane
+  std::vector<UOpPtr> src{end->src[0]}, lanes;
+  for (size_t i = 1; i < end->src.size(); ++i) {
+    const AxisKind k = kind(end->src[i]);
+    if (end->src[i] == rows) continue;
+    (k == AxisKind::Upcast || k == AxisKind::Unroll ? lanes : src).push_back(end->src[i]);
+  }
+  src.push_back(rows);
+  src.insert(src.end(), lanes.begin(), lanes.end());
+  return with_main_end(kernel, end->with_src(std::move(src)));
+}
+
 // The register tile of codegen/register_tile.hpp: columns -> (outer * vectors +
 // unrolled) * lanes + lane, rows -> outer * rows + unrolled, the column blocks
 // the outer loop (each thread keeps its block of b's columns in cache while
 // the rows of a stream past). When b comes in panels (schedule/panel_packing.hpp),
 // blocks of rows and of k instead.
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& target, int64_t itemsize) {
-  const RegisterTile tile =
-      register_tile(*trip(mm.rows), *trip(mm.cols), lanes, target.vector_registers, mm.a_ops);
+  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, target.vector_registers,
+                                          mm.a_ops, mm.a_selects_rows);
   const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= masked_whole_k(target);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
@@ -569,13 +591,14 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows,
                        repeat_last);
   UOpPtr rows = find_range(k, tiled_id);
+  int64_t unrolled_id = -1;
   if (tile_high) {
     const UOpPtr within = find_range(k, mm.rows->get<AxisArg>().id);
     k = substitute(k, {{within, with_kind(within, AxisKind::Unroll)}});
     rows = find_range(k, tiled_id);
   } else if (tile.rows > 1) {
     const Split s = split(k, rows, tile.rows, AxisKind::Unroll);
-    k = s.root, rows = s.outer;
+    k = s.root, rows = s.outer, unrolled_id = s.inner->get<AxisArg>().id;
   }
   if (panels) {
     const UOpPtr reduce = find_range(k, mm.reduce->get<AxisArg>().id);
@@ -584,7 +607,8 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
   }
   // A side END shares the rows, not the columns: the rows stay outermost, for the threads.
   if (const UOpPtr outer = find_range(k, cols_outer); outer && k->src.size() == 1) k = loop_first(k, outer);
-  return drop_unit_loops(k);
+  k = drop_unit_loops(k);
+  return unrolled_id < 0 ? k : rows_before_lanes(k, find_range(k, unrolled_id));
 }
 
 // ---- GEMV --------------------------------------------------------------------------

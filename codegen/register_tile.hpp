@@ -24,6 +24,7 @@ struct MatmulAxes {
   std::vector<UOpPtr> panels;  // other output ranges b uses and a does not (b packed in panels)
   UOpPtr row_panels;           // the next output range out from rows that a uses and b does not, or null
                       // (a in row panels with m a multiple of their height: i = row_panels * R + rows)
+  bool a_selects_rows = false;  // a picks a load by its row (a stack of shifted slices: Contraction::selects)
 };
 
 // A kernel of several outputs (docs/kernel-ir.md) is matched by its first END, the
@@ -73,6 +74,9 @@ int tile_panel_rows();
 // `target`'s L2 and L3 size the block and its cores the count of blocks.
 int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, const Target& target);
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0);
+// `whole_rows`: a picks its load by row (MatmulAxes::a_selects_rows); one tile of all m
+// rows, when they fit, makes each row a constant, so each pick folds to one load.
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0,
+                           bool whole_rows = false);
 
 }  // namespace loom

@@ -73,6 +73,15 @@ bool Contraction::broadcast_both() const {
   return a_only && b_only;
 }
 
+bool Contraction::selects(int f, const UOpPtr& range) const {
+  const UOpPtr& value = factor[static_cast<size_t>(f)];
+  if (!value) return false;
+  const auto nodes = own_nodes(value);
+  return std::any_of(nodes.begin(), nodes.end(), [&](const UOpPtr& u) {
+    return u->op == Op::WHERE && !u->dtype.is_bool() && reaches(u->src.at(0), range);
+  });
+}
+
 bool Contraction::reads_all_outputs() const {
   if (outs.size() < 2) return false;
   return std::any_of(reads.begin(), reads.end(), [&](const ContractionRead& read) {

@@ -73,6 +73,10 @@ struct Contraction {
   std::vector<UOpPtr> both() const;
   // Each factor reads along a range (output or summed) the other is broadcast along.
   bool broadcast_both() const;
+  // Factor f picks its value by `range`: a WHERE whose condition uses it (a stack's or a
+  // concatenation's pieces, each a load of its own). With `range` a constant, as in a
+  // tile that unrolls all of it, each pick folds to one load.
+  bool selects(int f, const UOpPtr& range) const;
   // Some read of the value uses every output range: a pass over a buffer of the
   // product's whole iteration space with a sum, which no register tile keeps.
   bool reads_all_outputs() const;
