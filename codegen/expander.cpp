@@ -83,15 +83,22 @@ class Expander {
     const std::vector<UOpPtr> nodes = toposort(kernel);
     // Lanes follow the loop order the ENDs and REDUCEs give their ranges (a split
     // lists its outer part first), so consecutive lanes are consecutive in memory.
+    // A REDUCE's upcast ranges rank after every other: a register's lanes hold one output's
+    // partial sums (the dot tile's rows and columns are unrolled outputs beside them).
     for (const auto& n : nodes)
       if (n->op == Op::END || n->op == Op::REDUCE)
-        for (size_t i = 1; i < n->src.size(); ++i)
-          rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()));
+        for (size_t i = 1; i < n->src.size(); ++i) {
+          const bool summed_lanes = n->op == Op::REDUCE && n->src[i]->op == Op::RANGE &&
+                                    n->src[i]->get<AxisArg>().kind == AxisKind::Upcast;
+          rank_.emplace(n->src[i].get(),
+                        static_cast<int64_t>(rank_.size()) + (summed_lanes ? kLastRanks : 0));
+        }
     for (const auto& n : nodes) done_.emplace(n.get(), expand(n));
     return done_.at(kernel.get()).node;
   }
 
  private:
+  static constexpr int64_t kLastRanks = int64_t{1} << 30;  // below the unlisted ranges' 1 << 40
   std::unordered_map<const UOp*, int64_t> rank_;
   std::unordered_map<const UOp*, Expanded> done_;
 

@@ -611,6 +611,40 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
   return unrolled_id < 0 ? k : rows_before_lanes(k, find_range(k, unrolled_id));
 }
 
+// The dot tile (register_tile.hpp's dot_axes): the summed range in vectors (padded to
+// whole ones, masked), a tile of rows x every column unrolled, one accumulator vector
+// each, whose lanes are folded once after the sum. Rows padded to whole tiles repeat
+// the last row; the loop over row tiles first, for the threads.
+// Lanes along the sum: the widest vector, or a narrower one (half, a quarter) that divides
+// the sum's length: a padded sum masks every load and every product (56 pixels a row:
+// 8 lanes, not 16 and a masked half vector).
+int64_t dot_lanes(int64_t n, int64_t width) {
+  for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
+    if (n % l == 0) return l;
+  return width;
+}
+
+UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
+  const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows->get<AxisArg>().id;
+  k = pad_to_multiple(k, mm.reduce, tile.lanes);
+  k = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast).root;
+  const UOpPtr cols = find_range(k, mm.cols->get<AxisArg>().id);
+  k = substitute(k, {{cols, with_kind(cols, AxisKind::Unroll)}});
+  const int64_t m = *trip(mm.rows), tiles = (m + tile.rows - 1) / tile.rows;
+  const UOpPtr& store = k->src.at(0)->src.at(0);
+  const bool repeat_last = !loads_output(k, store->src.at(0)->src.at(0));
+  k = pad_output_range(k, find_range(k, rows_id), tiles * tile.rows, repeat_last);
+  UOpPtr unrolled;
+  if (tile.rows > 1) {
+    const Split s = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll);
+    k = loop_first(s.root, s.outer), unrolled = s.inner;
+  } else {
+    k = loop_first(k, find_range(k, rows_id));
+  }
+  k = drop_unit_loops(k);
+  return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;
+}
+
 // ---- GEMV --------------------------------------------------------------------------
 // [1, K] @ [K, N] reads all of b once for 2 FLOP per element: it runs at memory
 // speed when b streams row after row. The columns go in one-row tiles of one cache
@@ -786,12 +820,18 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
     const Target& target = options.target;
     const int bytes = target.vector_bytes;
     const int width = bytes / widest_element(k);
-    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
-    // The GEMV and column-sum tiles order one END's loops: a kernel of several takes the plain path.
+    // The GEMV, column-sum and dot tiles order one END's loops: a kernel of several takes the plain path.
     const bool one_end = k->src.size() == 1;
+    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
-    if (mm) {
+    const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    const RegisterTile dtile = dot ? dot_tile(*trip(dot->rows), *trip(dot->cols),
+                                              dot_lanes(*trip(dot->reduce), width), target.vector_registers)
+                                   : RegisterTile{};
+    if (dot && dtile.rows > 0) {
+      k = simplify(tile_dot(k, *dot, dtile));
+    } else if (mm) {
       k = simplify(tile_matmul(k, *mm, width, target, bytes / width));
     } else if (gemv) {
       k = simplify(tile_gemv(k, *gemv, width, target, bytes / width));

@@ -150,6 +150,22 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axes(kernel, false); }
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
+std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
+  auto mm = matmul_axes(kernel);
+  if (!mm || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
+  const auto c = float_sum(kernel);
+  for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
+    if (*trip(*r) < lanes) continue;
+    bool along = true;
+    for (const auto& side : c->loads)
+      for (const auto& read : side) along = along && Contraction::stride(read, *r) == 1;
+    if (!along) continue;
+    mm->reduce = *r;
+    return mm;
+  }
+  return std::nullopt;
+}
+
 // A column sum is the contraction with no a (a sum of loads alone, or of a product whose
 // every load is b's): its columns and panels those of all the sum's loads.
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
@@ -191,6 +207,13 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, cons
     if ((blocks % kMinBlocks == 0 || blocks == 1) && blocks * t < padded) best = t, padded = blocks * t;
   }
   return best;
+}
+
+RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
+  auto fits = [&](int64_t r) { return r * n + n + 1 <= registers && r * n * lanes <= kMaxLanes; };
+  int64_t rows = std::min(m, kMaxRows);
+  while (rows > 0 && !fits(rows)) --rows;
+  return {rows, n, lanes};
 }
 
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops,
