@@ -808,6 +808,40 @@ int64_t eval_index(const UOpPtr& u, const std::vector<UOpPtr>& vars, const std::
   }
 }
 
+// ---- sums that pick by their range -------------------------------------------------
+// A float sum over a short range whose body picks its value by that range (a stack of
+// shifted slices summed against a weight: sum_t stack(x shifted by t)[t] * w[c, t]) is
+// written out as its terms, each with the range a constant, so each pick folds to the
+// one load it reads; the sum's other ranges stay a REDUCE. Without it every step
+// evaluates every piece under a mask (the hand-built conv's forward, docs/performance.md).
+constexpr int64_t kMaxPickedTerms = 16;
+UOpPtr expand_picked_sums(const UOpPtr& kernel) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> done;
+  for (const auto& red : toposort(kernel)) {
+    if (red->op != Op::REDUCE || !is_float_sum(red) || red->dtype.lanes != 1) continue;
+    const UOpPtr& body = red->src[0];
+    for (size_t i = 1; i < red->src.size(); ++i) {
+      const UOpPtr& r = red->src[i];
+      if (r->op != Op::RANGE || trip(r).value_or(kMaxPickedTerms + 1) > kMaxPickedTerms) continue;
+      bool picks = false;
+      for (const auto& u : toposort(body))
+        picks = picks || (u->op == Op::WHERE && !u->dtype.is_bool() && reaches(u->src.at(0), r));
+      if (!picks) continue;
+      UOpPtr sum;
+      for (int64_t v = 0; v < *trip(r); ++v) {
+        const UOpPtr term = simplify(substitute(body, {{r, const_int(DType::Int64, v)}}));
+        sum = sum ? alu(Op::ADD, {sum, term}) : term;
+      }
+      std::vector<UOpPtr> src{sum};
+      for (size_t j = 1; j < red->src.size(); ++j)
+        if (j != i) src.push_back(red->src[j]);
+      done.emplace_back(red, src.size() == 1 ? sum : red->with_src(std::move(src)));
+      break;
+    }
+  }
+  return done.empty() ? kernel : simplify(substitute(kernel, done));
+}
+
 }  // namespace
 
 int64_t matmul_panel_depth(const Flags& flags) { return matmul_panel_bytes(flags) > 0 ? kBlock : 0; }
@@ -817,6 +851,7 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
   UOpPtr k = kernel;
   // Once per kernel: a kernel that already has lanes or threads was optimised.
   if (!has_kind(k, AxisKind::Upcast) && !has_kind(k, AxisKind::Unroll) && !has_kind(k, AxisKind::Parallel)) {
+    k = expand_picked_sums(k);
     const Target& target = options.target;
     const int bytes = target.vector_bytes;
     const int width = bytes / widest_element(k);
