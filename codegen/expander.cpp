@@ -11,6 +11,7 @@
 // a gather; a REDUCE over lane ranges folds those lanes pairwise at the end.
 #include "codegen/codegen.hpp"
 #include "codegen/vector_ops.hpp"
+#include "ir/contraction.hpp"
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
 
@@ -150,8 +151,7 @@ class Expander {
   // instead of every piece loaded under a mask in every lane.
   static constexpr int kMaxPickedLanes = 32;
   std::optional<Expanded> pick_by_unrolled(const UOpPtr& n) const {
-    if (n->op != Op::WHERE || n->dtype.is_bool() || n->dtype.lanes != 1 || of(n->src.at(0)).axes.empty())
-      return std::nullopt;
+    if (!is_pick(n) || n->dtype.lanes != 1 || of(n->src.at(0)).axes.empty()) return std::nullopt;
     const LaneAxes axes = axes_of_sources(*n);
     const int count = lane_count(axes);
     if (count > kMaxPickedLanes || !std::all_of(axes.begin(), axes.end(), [](const LaneAxis& a) {

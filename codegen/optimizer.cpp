@@ -823,10 +823,7 @@ UOpPtr expand_picked_sums(const UOpPtr& kernel) {
     for (size_t i = 1; i < red->src.size(); ++i) {
       const UOpPtr& r = red->src[i];
       if (r->op != Op::RANGE || trip(r).value_or(kMaxPickedTerms + 1) > kMaxPickedTerms) continue;
-      bool picks = false;
-      for (const auto& u : toposort(body))
-        picks = picks || (u->op == Op::WHERE && !u->dtype.is_bool() && reaches(u->src.at(0), r));
-      if (!picks) continue;
+      if (!picks_by(body, r)) continue;
       UOpPtr sum;
       for (int64_t v = 0; v < *trip(r); ++v) {
         const UOpPtr term = simplify(substitute(body, {{r, const_int(DType::Int64, v)}}));

@@ -36,6 +36,12 @@ inline constexpr int64_t kGemvStreams = 8;
 // partial row per part goes to the second reduce.
 inline constexpr int64_t kGemvPartRows = 8 * kGemvStreams;
 
+// A float WHERE that picks between two computed values (a stack's or a concatenation's
+// chain of pieces), not a mask: a padding's WHERE(valid, x, 0) has a constant branch.
+bool is_pick(const UOpPtr& u);
+// `value` picks by `range`: one of its picks' conditions uses it.
+bool picks_by(const UOpPtr& value, const UOpPtr& range);
+
 struct ContractionRead {
   UOpPtr access;     // the INDEX (on the tensor graph, the address itself): the ranges it uses
   UOpPtr address;    // the element it reads, as one linear index (null: the INDEX's, made when asked)
