@@ -11,12 +11,14 @@
 // a gather; a REDUCE over lane ranges folds those lanes pairwise at the end.
 #include "codegen/codegen.hpp"
 #include "codegen/vector_ops.hpp"
+#include "ir/contraction.hpp"
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 namespace loom {
@@ -82,15 +84,22 @@ class Expander {
     const std::vector<UOpPtr> nodes = toposort(kernel);
     // Lanes follow the loop order the ENDs and REDUCEs give their ranges (a split
     // lists its outer part first), so consecutive lanes are consecutive in memory.
+    // A REDUCE's upcast ranges rank after every other: a register's lanes hold one output's
+    // partial sums (the dot tile's rows and columns are unrolled outputs beside them).
     for (const auto& n : nodes)
       if (n->op == Op::END || n->op == Op::REDUCE)
-        for (size_t i = 1; i < n->src.size(); ++i)
-          rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()));
+        for (size_t i = 1; i < n->src.size(); ++i) {
+          const bool summed_lanes = n->op == Op::REDUCE && n->src[i]->op == Op::RANGE &&
+                                    n->src[i]->get<AxisArg>().kind == AxisKind::Upcast;
+          rank_.emplace(n->src[i].get(),
+                        static_cast<int64_t>(rank_.size()) + (summed_lanes ? kLastRanks : 0));
+        }
     for (const auto& n : nodes) done_.emplace(n.get(), expand(n));
     return done_.at(kernel.get()).node;
   }
 
  private:
+  static constexpr int64_t kLastRanks = int64_t{1} << 30;  // below the unlisted ranges' 1 << 40
   std::unordered_map<const UOp*, int64_t> rank_;
   std::unordered_map<const UOp*, Expanded> done_;
 
@@ -114,6 +123,7 @@ class Expander {
 
   Expanded expand(const UOpPtr& n) {
     if (is_lane_range(*n)) return lanes_of_range(n);
+    if (auto picked = pick_by_unrolled(n)) return *picked;
     switch (n->op) {
       case Op::INDEX:  // with lanes, laid out by its LOAD or STORE
         if (!axes_of_sources(*n).empty()) return {n, {}};
@@ -133,6 +143,30 @@ class Expander {
       default: break;
     }
     return elementwise(n);
+  }
+
+  // A float WHERE whose condition moves with unrolled iterations only (a register tile's
+  // rows picking a stack's pieces: codegen/register_tile.hpp's whole_rows) is built lane by
+  // lane with each range a constant, so the picks fold to the one value each row reads
+  // instead of every piece loaded under a mask in every lane.
+  static constexpr int kMaxPickedLanes = 32;
+  std::optional<Expanded> pick_by_unrolled(const UOpPtr& n) const {
+    if (!is_pick(n) || n->dtype.lanes != 1 || of(n->src.at(0)).axes.empty()) return std::nullopt;
+    const LaneAxes axes = axes_of_sources(*n);
+    const int count = lane_count(axes);
+    if (count > kMaxPickedLanes || !std::all_of(axes.begin(), axes.end(), [](const LaneAxis& a) {
+          return a.range->get<AxisArg>().kind == AxisKind::Unroll;
+        }))
+      return std::nullopt;
+    std::vector<UOpPtr> lanes;
+    for (int l = 0; l < count; ++l) {
+      const std::vector<int64_t> at = coordinates(axes, l);
+      std::vector<std::pair<UOpPtr, UOpPtr>> values;
+      for (size_t a = 0; a < axes.size(); ++a)
+        values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
+      lanes.push_back(simplify(substitute(n, values)));
+    }
+    return Expanded{UOp::make(Op::VECTORIZE, n->dtype.vec(count), std::move(lanes)), axes};
   }
 
   Expanded lanes_of_range(const UOpPtr& r) const {

@@ -540,14 +540,36 @@ bool stores_by_lane(const UOpPtr& kernel, const UOpPtr& cols) {
   return valid && reaches(valid, cols);
 }
 
+// The tile's rows slower than its column lanes (the expander orders lanes as the main END
+// lists its ranges), so each register holds one row: an output stored [cols, rows] (a
+// weight gradient's [out, in]) lists the columns first.
+UOpPtr rows_before_lanes(const UOpPtr& kernel, const UOpPtr& rows) {
+  if (!rows || kind(rows) != AxisKind::Unroll) return kernel;
+  const UOpPtr& end = kernel->src.at(0);
+  const auto at = std::find(end->src.begin() + 1, end->src.end(), rows);
+  if (std::none_of(end->src.begin() + 1, at, [](const UOpPtr& r) {
+        return kind(r) == AxisKind::Upcast || kind(r) == AxisKind::Unroll;
+      }))
+    return kernel;  // already slower than every lane
+  std::vector<UOpPtr> src{end->src[0]}, lanes;
+  for (size_t i = 1; i < end->src.size(); ++i) {
+    const AxisKind k = kind(end->src[i]);
+    if (end->src[i] == rows) continue;
+    (k == AxisKind::Upcast || k == AxisKind::Unroll ? lanes : src).push_back(end->src[i]);
+  }
+  src.push_back(rows);
+  src.insert(src.end(), lanes.begin(), lanes.end());
+  return with_main_end(kernel, end->with_src(std::move(src)));
+}
+
 // The register tile of codegen/register_tile.hpp: columns -> (outer * vectors +
 // unrolled) * lanes + lane, rows -> outer * rows + unrolled, the column blocks
 // the outer loop (each thread keeps its block of b's columns in cache while
 // the rows of a stream past). When b comes in panels (schedule/panel_packing.hpp),
 // blocks of rows and of k instead.
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& target, int64_t itemsize) {
-  const RegisterTile tile =
-      register_tile(*trip(mm.rows), *trip(mm.cols), lanes, target.vector_registers, mm.a_ops);
+  const RegisterTile tile = register_tile(*trip(mm.rows), *trip(mm.cols), lanes, target.vector_registers,
+                                          mm.a_ops, mm.a_selects_rows);
   const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= masked_whole_k(target);
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
@@ -569,13 +591,14 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
   k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows,
                        repeat_last);
   UOpPtr rows = find_range(k, tiled_id);
+  int64_t unrolled_id = -1;
   if (tile_high) {
     const UOpPtr within = find_range(k, mm.rows->get<AxisArg>().id);
     k = substitute(k, {{within, with_kind(within, AxisKind::Unroll)}});
     rows = find_range(k, tiled_id);
   } else if (tile.rows > 1) {
     const Split s = split(k, rows, tile.rows, AxisKind::Unroll);
-    k = s.root, rows = s.outer;
+    k = s.root, rows = s.outer, unrolled_id = s.inner->get<AxisArg>().id;
   }
   if (panels) {
     const UOpPtr reduce = find_range(k, mm.reduce->get<AxisArg>().id);
@@ -584,7 +607,42 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, int lanes, const Target& targ
   }
   // A side END shares the rows, not the columns: the rows stay outermost, for the threads.
   if (const UOpPtr outer = find_range(k, cols_outer); outer && k->src.size() == 1) k = loop_first(k, outer);
-  return drop_unit_loops(k);
+  k = drop_unit_loops(k);
+  return unrolled_id < 0 ? k : rows_before_lanes(k, find_range(k, unrolled_id));
+}
+
+// The dot tile (register_tile.hpp's dot_axes): the summed range in vectors (padded to
+// whole ones, masked), a tile of rows x every column unrolled, one accumulator vector
+// each, whose lanes are folded once after the sum. Rows padded to whole tiles repeat
+// the last row; the loop over row tiles first, for the threads.
+// Lanes along the sum: the widest vector, or a narrower one (half, a quarter) that divides
+// the sum's length: a padded sum masks every load and every product (56 pixels a row:
+// 8 lanes, not 16 and a masked half vector).
+int64_t dot_lanes(int64_t n, int64_t width) {
+  for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
+    if (n % l == 0) return l;
+  return width;
+}
+
+UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
+  const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows->get<AxisArg>().id;
+  k = pad_to_multiple(k, mm.reduce, tile.lanes);
+  k = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast).root;
+  const UOpPtr cols = find_range(k, mm.cols->get<AxisArg>().id);
+  k = substitute(k, {{cols, with_kind(cols, AxisKind::Unroll)}});
+  const int64_t m = *trip(mm.rows), tiles = (m + tile.rows - 1) / tile.rows;
+  const UOpPtr& store = k->src.at(0)->src.at(0);
+  const bool repeat_last = !loads_output(k, store->src.at(0)->src.at(0));
+  k = pad_output_range(k, find_range(k, rows_id), tiles * tile.rows, repeat_last);
+  UOpPtr unrolled;
+  if (tile.rows > 1) {
+    const Split s = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll);
+    k = loop_first(s.root, s.outer), unrolled = s.inner;
+  } else {
+    k = loop_first(k, find_range(k, rows_id));
+  }
+  k = drop_unit_loops(k);
+  return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;
 }
 
 // ---- GEMV --------------------------------------------------------------------------
@@ -750,6 +808,37 @@ int64_t eval_index(const UOpPtr& u, const std::vector<UOpPtr>& vars, const std::
   }
 }
 
+// ---- sums that pick by their range -------------------------------------------------
+// A float sum over a short range whose body picks its value by that range (a stack of
+// shifted slices summed against a weight: sum_t stack(x shifted by t)[t] * w[c, t]) is
+// written out as its terms, each with the range a constant, so each pick folds to the
+// one load it reads; the sum's other ranges stay a REDUCE. Without it every step
+// evaluates every piece under a mask (the hand-built conv's forward, docs/performance.md).
+constexpr int64_t kMaxPickedTerms = 16;
+UOpPtr expand_picked_sums(const UOpPtr& kernel) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> done;
+  for (const auto& red : toposort(kernel)) {
+    if (red->op != Op::REDUCE || !is_float_sum(red) || red->dtype.lanes != 1) continue;
+    const UOpPtr& body = red->src[0];
+    for (size_t i = 1; i < red->src.size(); ++i) {
+      const UOpPtr& r = red->src[i];
+      if (r->op != Op::RANGE || trip(r).value_or(kMaxPickedTerms + 1) > kMaxPickedTerms) continue;
+      if (!picks_by(body, r)) continue;
+      UOpPtr sum;
+      for (int64_t v = 0; v < *trip(r); ++v) {
+        const UOpPtr term = simplify(substitute(body, {{r, const_int(DType::Int64, v)}}));
+        sum = sum ? alu(Op::ADD, {sum, term}) : term;
+      }
+      std::vector<UOpPtr> src{sum};
+      for (size_t j = 1; j < red->src.size(); ++j)
+        if (j != i) src.push_back(red->src[j]);
+      done.emplace_back(red, src.size() == 1 ? sum : red->with_src(std::move(src)));
+      break;
+    }
+  }
+  return done.empty() ? kernel : simplify(substitute(kernel, done));
+}
+
 }  // namespace
 
 int64_t matmul_panel_depth(const Flags& flags) { return matmul_panel_bytes(flags) > 0 ? kBlock : 0; }
@@ -759,15 +848,22 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options) {
   UOpPtr k = kernel;
   // Once per kernel: a kernel that already has lanes or threads was optimised.
   if (!has_kind(k, AxisKind::Upcast) && !has_kind(k, AxisKind::Unroll) && !has_kind(k, AxisKind::Parallel)) {
+    k = expand_picked_sums(k);
     const Target& target = options.target;
     const int bytes = target.vector_bytes;
     const int width = bytes / widest_element(k);
-    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
-    // The GEMV and column-sum tiles order one END's loops: a kernel of several takes the plain path.
+    // The GEMV, column-sum and dot tiles order one END's loops: a kernel of several takes the plain path.
     const bool one_end = k->src.size() == 1;
+    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
-    if (mm) {
+    const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    const RegisterTile dtile = dot ? dot_tile(*trip(dot->rows), *trip(dot->cols),
+                                              dot_lanes(*trip(dot->reduce), width), target.vector_registers)
+                                   : RegisterTile{};
+    if (dot && dtile.rows > 0) {
+      k = simplify(tile_dot(k, *dot, dtile));
+    } else if (mm) {
       k = simplify(tile_matmul(k, *mm, width, target, bytes / width));
     } else if (gemv) {
       k = simplify(tile_gemv(k, *gemv, width, target, bytes / width));

@@ -89,12 +89,31 @@ std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   return c;
 }
 
-// j for factor b: an output range b uses and a does not, along which the output and
-// every b access is contiguous, at least two long (a vector).
-UOpPtr column_axis(const Contraction& c, int b) {
-  for (const auto& r : c.only(b))
-    if (*trip(r) >= 2 && c.contiguous(b, r)) return r;
+// j for factor b: an output range b uses and a does not, along which every b access is
+// contiguous, at least two long (a vector). The output too, or at a constant stride
+// when `transposed_store`: a tile stores each output once, after its whole sum, so a
+// scattered store (a weight gradient stored [out, in] while dy is contiguous along out)
+// costs one scalar store per element, which a long sum makes nothing.
+UOpPtr column_axis(const Contraction& c, int b, bool transposed_store = false) {
+  for (const auto& r : c.only(b)) {
+    if (*trip(r) < 2) continue;
+    if (c.contiguous(b, r)) return r;
+    if (!transposed_store || !c.store || !address_stride(c.store, r)) continue;
+    const auto& l = c.loads[static_cast<size_t>(b)];
+    if (std::all_of(l.begin(), l.end(),
+                    [&](const ContractionRead& read) { return Contraction::stride(read, r) == 1; }))
+      return r;
+  }
   return nullptr;
+}
+
+// Iterations of the sum: a sum this long per stored element makes the element's store nothing
+// (one scalar store per 2 x 64 FLOP of the sum at least).
+constexpr int64_t kScatterStoreSum = 64;
+int64_t sum_length(const Contraction& c) {
+  int64_t n = 1;
+  for (const auto& r : c.k) n *= *trip(r);
+  return n;
 }
 
 // The output ranges other than `cols` that factor b uses and a does not.
@@ -113,14 +132,15 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   for (const int a : {0, 1}) {
     const int b = 1 - a;
     const std::vector<UOpPtr> rows = c->only(a);
-    const UOpPtr cols = column_axis(*c, b);
+    const UOpPtr cols = column_axis(*c, b, !one_row && sum_length(*c) >= kScatterStoreSum);
     if (!cols || rows.empty() != one_row) continue;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,
                       c->k.back(),
                       c->ops[static_cast<size_t>(a)],
                       panel_axes(*c, cols, b),
-                      rows.size() > 1 ? rows[rows.size() - 2] : nullptr};
+                      rows.size() > 1 ? rows[rows.size() - 2] : nullptr,
+                      !rows.empty() && c->selects(a, rows.back())};
   }
   return std::nullopt;
 }
@@ -129,6 +149,22 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
 
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axes(kernel, false); }
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
+
+std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
+  auto mm = matmul_axes(kernel);
+  if (!mm || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
+  const auto c = float_sum(kernel);
+  for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
+    if (*trip(*r) < lanes) continue;
+    bool along = true;
+    for (const auto& side : c->loads)
+      for (const auto& read : side) along = along && Contraction::stride(read, *r) == 1;
+    if (!along) continue;
+    mm->reduce = *r;
+    return mm;
+  }
+  return std::nullopt;
+}
 
 // A column sum is the contraction with no a (a sum of loads alone, or of a product whose
 // every load is b's): its columns and panels those of all the sum's loads.
@@ -173,15 +209,33 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, cons
   return best;
 }
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops) {
+RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
+  auto fits = [&](int64_t r) { return r * n + n + 1 <= registers && r * n * lanes <= kMaxLanes; };
+  int64_t rows = std::min(m, kMaxRows);
+  while (rows > 0 && !fits(rows)) --rows;
+  return {rows, n, lanes};
+}
+
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops,
+                           bool whole_rows) {
   lanes = std::min(lanes, n);
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
   const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
   int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(kColVectors, col_vectors);
-  // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
-  if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   // rows x vectors accumulators, the b vectors (read once per row unless there is one
   // row, then straight from memory) and one a broadcast fit the registers.
+  auto fits_in = [&](int64_t r, int64_t v, int regs) {
+    if (n % (lanes * v) != 0) regs -= static_cast<int>(v);  // each masked b vector's mask
+    return r * v + (r > 1 ? v : 1) + 1 <= regs && r * v * lanes <= kMaxLanes;
+  };
+  if (whole_rows && m > 1 && fits_in(m, 1, registers)) {
+    // All m rows in one tile, as many vectors as fit; chains enough with m >= kFmaChains.
+    int64_t v = std::min(vectors, col_vectors);
+    while (v > 1 && !fits_in(m, v, registers)) --v;
+    return {m, v, lanes};
+  }
+  // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
+  if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };
   int64_t rows = std::min({m, kMaxRows, kMaxLanes / (vectors * lanes)});
   while (rows > 1 && !fits(rows, vectors)) --rows;

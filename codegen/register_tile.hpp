@@ -24,6 +24,7 @@ struct MatmulAxes {
   std::vector<UOpPtr> panels;  // other output ranges b uses and a does not (b packed in panels)
   UOpPtr row_panels;           // the next output range out from rows that a uses and b does not, or null
                       // (a in row panels with m a multiple of their height: i = row_panels * R + rows)
+  bool a_selects_rows = false;  // a picks a load by its row (a stack of shifted slices: Contraction::selects)
 };
 
 // A kernel of several outputs (docs/kernel-ir.md) is matched by its first END, the
@@ -44,6 +45,13 @@ std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
 // or more: a GEMV whose a is ones). rows is null, a_ops 0, panels the other output
 // ranges the loads use.
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel);
+
+// A product whose column range is narrower than a vector while both factors read one
+// summed range contiguously (a convolution's weight gradient: dw[co, ci, kh, kw] =
+// sum x[n, ci, oh + kh, ow + kw] * dy[n, co, oh, ow], kw 3 wide, both along ow): the
+// matmul_axes with `reduce` that summed range, `lanes` long at least. Its tile is
+// dot_tile's: the lanes run along the sum, one accumulator per output, folded at the end.
+std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes);
 
 struct RegisterTile {
   int64_t rows;     // output rows computed at once (an unroll range)
@@ -73,6 +81,14 @@ int tile_panel_rows();
 // `target`'s L2 and L3 size the block and its cores the count of blocks.
 int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, const Target& target);
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0);
+// `whole_rows`: a picks its load by row (MatmulAxes::a_selects_rows); one tile of all m
+// rows, when they fit, makes each row a constant, so each pick folds to one load.
+// The dot tile for an [m, n] output summed in vectors of `lanes` (dot_axes): rows x n
+// accumulators (every column), n vectors of b and one of a per step, within the
+// registers and a UOp's 255 lanes. rows 0: no tile fits.
+RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, int registers);
+
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0,
+                           bool whole_rows = false);
 
 }  // namespace loom

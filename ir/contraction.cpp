@@ -73,6 +73,21 @@ bool Contraction::broadcast_both() const {
   return a_only && b_only;
 }
 
+bool is_pick(const UOpPtr& u) {
+  return u->op == Op::WHERE && u->dtype.is_float() && !u->src.at(1)->is_const() && !u->src.at(2)->is_const();
+}
+
+bool picks_by(const UOpPtr& value, const UOpPtr& range) {
+  const auto nodes = own_nodes(value);
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [&](const UOpPtr& u) { return is_pick(u) && reaches(u->src.at(0), range); });
+}
+
+bool Contraction::selects(int f, const UOpPtr& range) const {
+  const UOpPtr& value = factor[static_cast<size_t>(f)];
+  return value && picks_by(value, range);
+}
+
 bool Contraction::reads_all_outputs() const {
   if (outs.size() < 2) return false;
   return std::any_of(reads.begin(), reads.end(), [&](const ContractionRead& read) {

@@ -36,6 +36,12 @@ inline constexpr int64_t kGemvStreams = 8;
 // partial row per part goes to the second reduce.
 inline constexpr int64_t kGemvPartRows = 8 * kGemvStreams;
 
+// A float WHERE that picks between two computed values (a stack's or a concatenation's
+// chain of pieces), not a mask: a padding's WHERE(valid, x, 0) has a constant branch.
+bool is_pick(const UOpPtr& u);
+// `value` picks by `range`: one of its picks' conditions uses it.
+bool picks_by(const UOpPtr& value, const UOpPtr& range);
+
 struct ContractionRead {
   UOpPtr access;     // the INDEX (on the tensor graph, the address itself): the ranges it uses
   UOpPtr address;    // the element it reads, as one linear index (null: the INDEX's, made when asked)
@@ -73,6 +79,10 @@ struct Contraction {
   std::vector<UOpPtr> both() const;
   // Each factor reads along a range (output or summed) the other is broadcast along.
   bool broadcast_both() const;
+  // Factor f picks its value by `range`: a WHERE whose condition uses it (a stack's or a
+  // concatenation's pieces, each a load of its own). With `range` a constant, as in a
+  // tile that unrolls all of it, each pick folds to one load.
+  bool selects(int f, const UOpPtr& range) const;
   // Some read of the value uses every output range: a pass over a buffer of the
   // product's whole iteration space with a sum, which no register tile keeps.
   bool reads_all_outputs() const;

@@ -150,6 +150,13 @@ bool copy_outgrows_source(const Contraction& c, int b_src, int64_t columns) {
   return source > 0 && copy > kMaxCopyGrowth * source;
 }
 
+// Rows of the product that read all of b: the output ranges a uses and b does not.
+int64_t all_rows(const Contraction& c, int a) {
+  int64_t rows = 1;
+  for (const auto& r : c.only(a)) rows *= trip(r).value_or(1);
+  return rows;
+}
+
 // Do more of a tile's `rows` rows of a than `free` fall in one set of L1 (their row
 // stride a multiple of sets x line at most, as at k = 1024: all in one set)?
 bool rows_crowd_l1_set(const std::vector<ContractionRead>& a, const UOpPtr& i, int64_t rows, int64_t itemsize,
@@ -203,9 +210,11 @@ UOpPtr pack(const Match& m) {
   }
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
   // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
-  // stays there whatever its row stride: nothing to gain.
-  if (width < 2 || !packs_columns(n, width) || k * n * itemsize < ctx.target.l1d_bytes * 2 / 3)
-    return nullptr;
+  // stays there whatever its row stride: nothing to gain, unless it is not contiguous
+  // along the columns (a Linear(9, 32)'s weight [32, 9] read w[j, k]): no tile reads it
+  // then, and its copy is as small as it is.
+  if (width < 2 || !packs_columns(n, width)) return nullptr;
+  const bool in_l1 = k * n * itemsize < ctx.target.l1d_bytes * 2 / 3;
   const int64_t panels = (n + width - 1) / width;
   for (const int b_src : {1, 0}) {
     const int a_src = 1 - b_src;
@@ -213,7 +222,9 @@ UOpPtr pack(const Match& m) {
     const bool reduced =
         std::all_of(c->k.begin(), c->k.end(), [&](const UOpPtr& r) { return c->uses(b_src, r); });
     const UOpPtr i = reduced ? b_side(*c, a_src, b_src) : nullptr;
-    if (!i || *trip(i) < kMinRows || copy_outgrows_source(*c, b_src, panels * width)) continue;
+    if (!i || copy_outgrows_source(*c, b_src, panels * width)) continue;
+    if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < kMinRows)) continue;
+    if (!in_l1 && *trip(i) < kMinRows) continue;
     int64_t next_id = next_axis_id(buf);
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);

@@ -309,6 +309,28 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
   }
 }
 
+TEST_CASE("register_tile with whole rows: an a that picks by row gets all m rows in one tile when they fit") {
+  // The hand-built conv's dw [32, 9]: 9 rows, each a constant, so each row's pick is one load.
+  const RegisterTile avx512 = register_tile(9, 32, 16, 32, 27, true);
+  CHECK(avx512.rows == 9);
+  CHECK(avx512.vectors == 1);  // 9 x 2 x 16 lanes would pass a UOp's 255
+  const RegisterTile avx2 = register_tile(9, 32, 8, 16, 27, true);
+  CHECK(avx2.rows == 9);
+  CHECK(avx2.rows * avx2.vectors + avx2.vectors + 1 <= 16);
+  CHECK(register_tile(40, 32, 16, 32, 27, true).rows <= 6);  // too many rows: the usual tile
+}
+
+TEST_CASE("dot_tile: rows x every column accumulators, the b vectors and one a within the registers") {
+  const RegisterTile t = dot_tile(64, 3, 8, 32);  // nn's 3x3 dw on AVX-512, 8 lanes along 56 pixels
+  CHECK(t.rows == 6);
+  CHECK(t.vectors == 3);
+  CHECK(dot_tile(64, 3, 16, 32).rows == 5);  // 5 x 3 x 16 = 240 lanes, 6 would be 288
+  const RegisterTile avx2 = dot_tile(64, 3, 8, 16);
+  CHECK(avx2.rows * 3 + 3 + 1 <= 16);
+  CHECK(avx2.rows == 4);
+  CHECK(dot_tile(64, 40, 8, 16).rows == 0);  // 40 columns do not fit: no dot tile
+}
+
 TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with LOOM_VECTOR_WIDTH=512") {
   const auto kernel = matmul_kernel({1, 1024, 1024, 1024});
   const auto opt = optimize_kernel(kernel, {true, planned(64)});
