@@ -2,9 +2,11 @@
 // codegen/'s interface to the engine: kernel AST in, optimised kernel AST and
 // LLVM IR text out. No LLVM types here; docs/kernel-ir.md is the contract.
 #include "ir/flags.hpp"
+#include "ir/opt.hpp"
 #include "ir/target.hpp"
 #include "ir/uop.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,13 +18,18 @@ struct OptimizerOptions {
   // The machine to plan for: its vector width and registers (lanes, register
   // tiles), its caches (blocks, chunks); target_of(flags) in lower_kernel.
   Target target = current_target();
+  // These Opts instead of the heuristic's (a recorded list replayed, a search's candidate).
+  std::optional<std::vector<Opt>> opts;
 };
 
 // Chooses per kernel which range goes to SIMD lanes (kind `upcast`), which is
 // unrolled for several accumulators (`unroll`), how float sums are blocked, and
-// which output range runs across threads (`parallel`). Records its choices as
-// RANGE kinds, applied with range splitting; docs/performance.md explains them.
-UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {});
+// which output range runs across threads (`parallel`): the heuristic's Opts
+// (codegen/heuristic.hpp), applied by codegen/opt.hpp with range splitting, so they
+// show as RANGE kinds; docs/performance.md explains them. `applied`, when given,
+// receives the Opts applied (ir/opt.hpp).
+UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {},
+                       std::vector<Opt>* applied = nullptr);
 
 // Float32 EXP2 becomes range reduction and a polynomial from UOps
 // (codegen/transcendental.cpp), so it vectorises instead of calling libm per lane.
@@ -47,8 +54,9 @@ UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().v
 // expander, lower_reduce, split_vectors. Each is reported to the pass observers
 // (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional
 // ones (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and
-// the emitter take.
-UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags);
+// the emitter take. `applied`, when given, receives the optimizer's Opts (none when it is off).
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
+                    std::vector<Opt>* applied = nullptr);
 // The names of the passes lower_kernel runs, in order.
 const std::vector<std::string_view>& kernel_pass_names();
 // The names of those LOOM_DISABLE may switch off, in order.

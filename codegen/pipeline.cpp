@@ -15,7 +15,7 @@ namespace {
 struct KernelPass {
   std::string_view name;
   bool optional;  // may be switched off by LOOM_DISABLE (required ones lower what the emitter cannot take)
-  UOpPtr (*run)(const UOpPtr&, const Flags&);
+  UOpPtr (*run)(const UOpPtr&, const Flags&, std::vector<Opt>* applied);
 };
 
 // The expander may be switched off: the linearizer runs upcast and unroll
@@ -23,15 +23,20 @@ struct KernelPass {
 const std::array<KernelPass, 5>& kernel_passes() {
   static const std::array<KernelPass, 5> passes{{
       {"optimizer", true,
-       [](const UOpPtr& k, const Flags& f) {
-         return optimize_kernel(k, OptimizerOptions{!f.noopt, target_of(f)});
+       [](const UOpPtr& k, const Flags& f, std::vector<Opt>* applied) {
+         return optimize_kernel(k, OptimizerOptions{!f.noopt, target_of(f), std::nullopt}, applied);
        }},
-      {"transcendental", true, [](const UOpPtr& k, const Flags&) { return lower_transcendental(k); }},
-      {"expander", true, [](const UOpPtr& k, const Flags&) { return expand_lanes(k); }},
+      {"transcendental", true,
+       [](const UOpPtr& k, const Flags&, std::vector<Opt>*) { return lower_transcendental(k); }},
+      {"expander", true, [](const UOpPtr& k, const Flags&, std::vector<Opt>*) { return expand_lanes(k); }},
       {"lower_reduce", false,
-       [](const UOpPtr& k, const Flags& f) { return lower_reduce(k, target_of(f).vector_bytes); }},
+       [](const UOpPtr& k, const Flags& f, std::vector<Opt>*) {
+         return lower_reduce(k, target_of(f).vector_bytes);
+       }},
       {"split_vectors", true,
-       [](const UOpPtr& k, const Flags& f) { return split_vectors(k, target_of(f).vector_bytes); }},
+       [](const UOpPtr& k, const Flags& f, std::vector<Opt>*) {
+         return split_vectors(k, target_of(f).vector_bytes);
+       }},
   }};
   return passes;
 }
@@ -66,12 +71,14 @@ int64_t matmul_panel_rows(const Flags& flags) {
   return matmul_panel_bytes(flags) > 0 ? tile_panel_rows() : 0;
 }
 
-UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags) {
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
+                    std::vector<Opt>* applied) {
+  if (applied) applied->clear();
   UOpPtr k = kernel;
   for (const KernelPass& pass : kernel_passes()) {
     if (pass.optional && flags.disabled(pass.name)) continue;
     const UOpPtr before = k;
-    k = pass.run(k, flags);
+    k = pass.run(k, flags, applied);
     notify_pass({PassLevel::Kernel, pass.name, name, before, k});
   }
   return k;

@@ -4,6 +4,7 @@
 // and hits. Each entry holds a strong reference to its AST: were the key a bare
 // address, a freed kernel's address could be reused by a different kernel, which
 // would then run the wrong code.
+#include "ir/opt.hpp"
 #include "ir/uop.hpp"
 #include "runtime/jit.hpp"
 
@@ -29,6 +30,9 @@ struct CompiledKernel {
   // The optimised kernel's parallel range and variables (codegen's
   // parallel_extent_graph): the run's extent, without holding the whole kernel.
   UOpPtr extent;
+  // The Opts the optimiser applied (ir/opt.hpp), in order: the heuristic's for this
+  // AST and options (so the key above determines them), and part of the disk cache's key.
+  std::vector<Opt> opts;
   // Texts, kept only when a dump asked for them (LOOM_DEBUG >= 3, LOOM_DUMP_DIR, loom-dump).
   std::string llvm_ir;       // codegen's output
   std::string optimized_ir;  // after the JIT's pipeline

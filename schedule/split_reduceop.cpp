@@ -33,7 +33,7 @@ int64_t strided_rows(const Target& t) {
   return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max(1, t.l1d_ways))));
 }
 // Rows per block of a float sum: kGemvPartRows (ir/contraction.hpp), the optimiser's
-// column-sum tiles read them kGemvStreams at a time (codegen/optimizer.cpp), so a
+// column-sum tiles read them kGemvStreams at a time (codegen/recipes.cpp), so a
 // block's partial sums wait in cache and only one partial row per block goes to the
 // second reduce.
 constexpr int64_t kStridedSumRows = kGemvPartRows;

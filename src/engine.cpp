@@ -320,14 +320,17 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
   CompileTimes times;
   const auto t0 = Clock::now();
-  const UOpPtr optimized = lower_kernel(ast, name, flags);
+  const UOpPtr optimized = lower_kernel(ast, name, flags, &k.opts);
   k.extent = parallel_extent_graph(optimized);
   times.optimizer = ms_since(t0);
+  if (texts) show_stage(flags, 3, name, "opts", "txt", to_string(k.opts));
   const DiskCache disk(disk_cache_dir(flags));
-  // Keyed by the kernel as the kernel passes left it: an object file compiled by a
-  // loom whose optimiser chose otherwise (another parallel range, other lanes) never loads.
+  // Keyed by the Opts applied and the kernel as the kernel passes left it: an object
+  // file compiled by a loom whose optimiser chose otherwise (another parallel range,
+  // other lanes, another search's winner) never loads.
   const std::string disk_key =
-      disk.enabled() ? fmt::format("options {}\n{}", options, to_text(optimized)) : std::string();
+      disk.enabled() ? fmt::format("options {}\nopts {}\n{}", options, to_string(k.opts), to_text(optimized))
+                     : std::string();
   if (texts || !load_from_disk(k, disk, disk_key))
     compile_fresh(k, optimized, flags, keep_text, times, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);

@@ -79,7 +79,12 @@ StageDump dump_stages(const std::vector<Tensor>& outputs) {
       if (s.kernel == k.name) dump.stages.push_back(s);
     dump.stages.push_back({"kernel", k.name, to_text(k.ast), "", false});
     const auto compiled = detail::compile_planned_kernel(k, *flags, true);
-    for (StageText& s : recorder.take()) dump.stages.push_back(std::move(s));
+    for (StageText& s : recorder.take()) {
+      const bool optimizer = s.stage == "optimizer";
+      dump.stages.push_back(std::move(s));
+      // The Opts the optimizer applied (ir/opt.hpp), after what they made of the kernel.
+      if (optimizer) dump.stages.push_back({"opts", k.name, to_string(compiled->opts), "", false});
+    }
     dump.stages.push_back({"linear", k.name, compiled->linear, "", false});
     dump.stages.push_back({"llvm", k.name, compiled->llvm_ir, "", false});
     dump.stages.push_back({"asm", k.name, compiled->assembly, "", false});

@@ -14,7 +14,8 @@
 namespace loom::tools {
 
 struct StageText {
-  std::string stage;     // "tensor", "rangeify", ..., "kernel", "optimizer", ..., "linear", "llvm", "asm"
+  std::string
+      stage;  // "tensor", "rangeify", ..., "kernel", "optimizer", "opts", ..., "linear", "llvm", "asm"
   std::string kernel;    // the kernel's name; empty for a schedule-wide graph
   std::string text;      // what the stage made
   std::string before;    // what it was given, for the stages that rewrite the IR ("" otherwise)

@@ -503,7 +503,7 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   REQUIRE(mm);
   REQUIRE(mm->panels.size() == 1);
   // k in one block: the previous blocks' sums would be read under the lane mask, which
-  // costs more than the blocks save (codegen/optimizer.cpp's masked_whole_k: half of
+  // costs more than the blocks save (codegen/recipes.cpp's masked_whole_k: half of
   // L2 in rows of a panel, 4096 of 64 bytes in 256 KiB)
   const auto opt = optimize_kernel(kernel, {true, two_cores_1m_l2()});
   const std::vector<UOpPtr> loops = loops_in_order(opt);

@@ -76,10 +76,13 @@ TEST_CASE("LOOM_DEBUG=2 names the level: an elementwise kernel compiles light, a
   for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == static_cast<float>(i) * 2.75f + 1);
 }
 
-TEST_CASE("LOOM_DEBUG=3 adds the kernel as scheduled and its loops; 4 the LLVM IR") {
+TEST_CASE("LOOM_DEBUG=3 adds the kernel as scheduled, the Opts applied and its loops; 4 the LLVM IR") {
   const std::string three = realize_at(3, 2.25);
   CHECK(has(three, "kernel r_64_32 at stage kernel:"));
   CHECK(has(three, "REDUCE f32"));
+  // Each row's 32 values in lanes, the rows across threads (ir/opt.hpp's text form).
+  CHECK(has(three, "kernel r_64_32 at stage opts:\n[upcast(1, "));
+  CHECK(has(three, "parallel(0)]"));
   CHECK(has(three, "kernel r_64_32 at stage linear:"));
   CHECK(has(three, "LOOP r0 parallel"));
   CHECK_FALSE(has(three, "define void"));
@@ -129,16 +132,33 @@ TEST_CASE("LOOM_DUMP_DIR writes every kernel at every stage, named after the ker
   }
   std::set<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) files.insert(entry.path().filename());
-  for (const std::string want :
-       {"graph.00.tensor.uop", "graph.01.split_reduceop.uop", "graph.02.rangeify.uop",
-        "graph.03.buffer_stages.uop", "r_64_32.00.simplify.uop", "r_64_32.01.scatter_reduce.uop",
-        "r_64_32.02.load_collapse.uop", "r_64_32.03.range_split.uop", "r_64_32.04.range_simplify.uop",
-        "r_64_32.05.range_merge.uop", "r_64_32.06.kernel.uop", "r_64_32.07.optimizer.uop",
-        "r_64_32.08.transcendental.uop", "r_64_32.09.expander.uop", "r_64_32.10.lower_reduce.uop",
-        "r_64_32.11.split_vectors.uop", "r_64_32.12.linear.txt", "r_64_32.13.llvm.ll", "r_64_32.14.asm.s"})
+  for (const std::string want : {"graph.00.tensor.uop",
+                                 "graph.01.split_reduceop.uop",
+                                 "graph.02.rangeify.uop",
+                                 "graph.03.buffer_stages.uop",
+                                 "r_64_32.00.simplify.uop",
+                                 "r_64_32.01.scatter_reduce.uop",
+                                 "r_64_32.02.load_collapse.uop",
+                                 "r_64_32.03.range_split.uop",
+                                 "r_64_32.04.range_simplify.uop",
+                                 "r_64_32.05.range_merge.uop",
+                                 "r_64_32.06.kernel.uop",
+                                 "r_64_32.07.optimizer.uop",
+                                 "r_64_32.08.transcendental.uop",
+                                 "r_64_32.09.expander.uop",
+                                 "r_64_32.10.lower_reduce.uop",
+                                 "r_64_32.11.split_vectors.uop",
+                                 "r_64_32.12.opts.txt",
+                                 "r_64_32.13.linear.txt",
+                                 "r_64_32.14.llvm.ll",
+                                 "r_64_32.15.asm.s"})
     CHECK_MESSAGE(files.count(want), want);
-  std::ifstream llvm(dir / "r_64_32.13.llvm.ll");
+  std::ifstream llvm(dir / "r_64_32.14.llvm.ll");
   const std::string text((std::istreambuf_iterator<char>(llvm)), std::istreambuf_iterator<char>());
   CHECK(has(text, "define void @r_64_32("));
+  std::ifstream opts(dir / "r_64_32.12.opts.txt");
+  const std::string list((std::istreambuf_iterator<char>(opts)), std::istreambuf_iterator<char>());
+  CHECK(list.starts_with("[upcast(1, "));
+  CHECK(has(list, "parallel(0)]"));
   std::filesystem::remove_all(dir);
 }

@@ -194,7 +194,7 @@ TEST_CASE("float32 sum: several vector accumulators in loom's own IR, folded at 
 }
 
 // Each kernel's column tile walks 8 rows at a time, not 4096: split_reduceop's blocks
-// of 64 rows, each streamed 8 rows at a time by the column-sum tiles (codegen/optimizer.cpp).
+// of 64 rows, each streamed 8 rows at a time by the column-sum tiles (codegen/recipes.cpp).
 TEST_CASE(
     "sum over axis 0 of [4096,4096]: blocks of 64 rows streamed 8 at a time, the SIMD lanes output columns") {
   FreshCaches fresh;

@@ -39,7 +39,8 @@ TEST_CASE("the dump holds the tensor graph first and each kernel's stages, endin
   CHECK(at("tensor") < at("rangeify"));
   CHECK(at("rangeify") < at("kernel"));
   CHECK(at("kernel") < at("optimizer"));
-  CHECK(at("optimizer") < at("linear"));
+  CHECK(at("optimizer") < at("opts"));  // the Opts it applied, after what they made
+  CHECK(at("opts") < at("linear"));
   CHECK(at("linear") < at("llvm"));
   CHECK(at("llvm") < at("asm"));
   for (const StageText& s : dump.stages)

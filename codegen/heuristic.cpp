@@ -1,0 +1,294 @@
+// The optimiser's heuristic (codegen/heuristic.hpp): today's choices, made as Opts
+// (ir/opt.hpp) applied one at a time to the kernel they are chosen for.
+//
+//   upcast    the range along which the kernel's memory traffic is contiguous
+//             goes to the SIMD width (8 float32 lanes with AVX2, 16 with AVX-512);
+//   unroll    a reduction keeps several vector accumulators: the upcast range is
+//             split further (output lanes) or the reduced one is (reduced lanes);
+//   blocks    a float sum is accumulated in nested blocks of at most kBlock per
+//             accumulator, so its error stays bounded as it grows;
+//   parallel  the outermost output range runs across threads;
+//   expand    a float sum over a short range that picks by it (a stack of shifted
+//             slices summed against a weight) is written out as its terms first;
+//   tiles     a matmul-like kernel (codegen/register_tile.hpp) gets a register
+//             tile instead: rows unrolled, columns unrolled x upcast; one whose
+//             columns are narrower than a vector and whose factors both read the
+//             sum contiguously (a conv's weight gradient) a dot tile, the sum in
+//             lanes; a GEMV or a column sum one-row tiles in chunks;
+//   outputs   a kernel of several outputs is tiled by its first END, the others
+//             following its splits, each in its threads' loop (docs/kernel-ir.md).
+//
+// docs/performance.md explains the choices with the kernels of the benchmarks.
+#include "codegen/heuristic.hpp"
+
+#include "codegen/codegen.hpp"
+#include "codegen/kernel_edit.hpp"
+#include "codegen/recipes.hpp"
+#include "codegen/register_tile.hpp"
+#include "ir/contraction.hpp"
+#include "ir/pattern.hpp"
+#include "ir/range_split.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+
+namespace loom {
+
+namespace {
+
+using namespace kopt;
+
+// Vector accumulators a reduction keeps (and output vectors an unrolled output range
+// computes at once): enough independent additions to cover the FP add latency.
+constexpr int kAccumulators = 4;
+
+// ---- where the traffic is contiguous --------------------------------------------------
+struct Access {
+  UOpPtr index;
+  double bytes;  // element size times the iterations of every range the address uses
+};
+
+// An access inside a REDUCE runs once per iteration of the reduce's ranges too,
+// whether or not its address uses them (a @ b^T reads b again for every row of a).
+std::vector<Access> accesses(const UOpPtr& kernel) {
+  std::vector<Access> out;
+  std::vector<UOpPtr> reduces;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::REDUCE) reduces.push_back(n);
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL) continue;
+    std::vector<UOpPtr> runs_in = ranges_of(n);
+    for (const auto& red : reduces)
+      if (reaches(red->src[0], n))
+        for (const auto& r : ranges_of(red))
+          if (std::find(runs_in.begin(), runs_in.end(), r) == runs_in.end()) runs_in.push_back(r);
+    double bytes = n->dtype.itemsize();
+    for (const auto& r : runs_in) bytes *= static_cast<double>(trip(r).value_or(1024));
+    out.push_back({n, bytes});
+  }
+  return out;
+}
+
+// Bytes that become vector accesses minus bytes that become gathers if `range`
+// went to the lanes; accesses that do not use it are broadcast.
+double lane_score(const std::vector<Access>& all, const UOpPtr& range) {
+  double score = 0;
+  for (const Access& a : all) {
+    const auto s = address_stride(a.index, range);
+    if (s == 0) continue;
+    score += s == 1 ? a.bytes : -a.bytes;
+  }
+  return score;
+}
+
+// Does some store's address along `range` come from loaded data (a scatter, as
+// scatter_reduce makes)? Its iterations may then write one address in turn,
+// which neither lanes nor threads may reorder.
+bool scatters_along(const UOpPtr& kernel, const UOpPtr& range) {
+  for (const auto& n : toposort(kernel)) {
+    if (n->op != Op::STORE) continue;
+    const UOpPtr& address = n->src.at(0)->src.at(1);
+    if (!reaches(address, range)) continue;
+    for (const auto& a : toposort(address))
+      if (a->op == Op::LOAD) return true;
+  }
+  return false;
+}
+
+// Ranges open at some node beside a range in lanes (AxisKind::Upcast): the loops that
+// enclose or share the lanes' loop, which cannot take lanes of their own.
+std::unordered_set<const UOp*> beside_lanes(const UOpPtr& kernel) {
+  std::unordered_set<const UOp*> out;
+  for (const auto& u : toposort(kernel)) {
+    bool lanes = false;
+    for (const UOp* r : u->ranges()) lanes |= r->get<AxisArg>().kind == AxisKind::Upcast;
+    if (lanes) out.insert(u->ranges().begin(), u->ranges().end());
+  }
+  return out;
+}
+
+// The next range to put in SIMD lanes: the one most traffic is contiguous along, an
+// output range on a tie (its lanes need no folding), among those that no range in
+// lanes already shares a node with. A kernel over rows that reduces each row before
+// storing it (softmax's max, sum and normalised row) gets lanes in each of its loops.
+UOpPtr lane_candidate(const UOpPtr& kernel) {
+  const std::vector<Access> all = accesses(kernel);
+  const std::unordered_set<const UOp*> taken = beside_lanes(kernel);
+  UOpPtr best;
+  double best_score = 0;
+  for (const auto& r : ranges_of(kernel)) {
+    const AxisKind k = kind(r);
+    if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if (taken.contains(r.get())) continue;
+    if (scatters_along(kernel, r)) continue;
+    const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
+    if (score > best_score) best = r, best_score = score;
+  }
+  return best;
+}
+
+// Accumulators for `n` vectors of `width` lanes: the largest factor of kAccumulators
+// that divides n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512
+// take 2, not 4).
+int64_t unroll_for(int64_t n, int64_t width) {
+  int64_t a = kAccumulators;
+  while (a > 1 && (n % a != 0 || a * width > kMaxVectorLanes)) a /= 2;
+  return a;
+}
+
+// ---- threads ------------------------------------------------------------------------
+// The range to run across threads: the outermost loop of the kernel's ENDs, if
+// every END has it first (the loop several outputs share) and it has a constant trip
+// count worth splitting. A kernel with an effect outside it keeps running on one
+// thread: that effect would run once per task.
+UOpPtr parallel_candidate(const UOpPtr& kernel) {
+  if (kernel->op != Op::SINK || kernel->src.empty()) return nullptr;
+  const UOpPtr& first = kernel->src[0];
+  if (first->op != Op::END || first->src.size() < 2) return nullptr;
+  const UOpPtr& range = first->src[1];
+  if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
+  if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
+  for (const auto& end : kernel->src) {
+    if (end->op != Op::END || end->src.size() < 2 || end->src[1] != range) return nullptr;
+    // Threads must write disjoint elements: a loop its store does not move along (the
+    // blocks of k whose partial sums wait in the output) runs in order on one thread.
+    if (end->src[0]->op == Op::STORE && !reaches(end->src[0]->src.at(0), range)) return nullptr;
+  }
+  return range;
+}
+
+int64_t axis_of(const UOpPtr& range) { return range->get<AxisArg>().id; }
+
+// `range` to lanes of `width`: whole when it is an output range that fits in them,
+// else split into lanes (padded to whole vectors), with several accumulators when the
+// kernel reduces, and a float sum over what is left blocked.
+void upcast(OptState& s, const UOpPtr& range, int width) {
+  const int64_t n = *trip(range), id = axis_of(range);
+  const bool reduced = kind(range) == AxisKind::Reduce;
+  const UOpPtr red = reduce_of(s.kernel(), range);  // the reduce the lanes are folded by, if reduced
+  if (!reduced && n <= width) return s.apply({OptKind::Upcast, id, 0});
+  // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
+  bool reduces = false;
+  for (const auto& u : toposort(s.kernel())) reduces |= u->op == Op::REDUCE;
+  const int64_t unroll = reduces ? unroll_for((n + width - 1) / width, width) : 1;
+  if (n % (width * unroll) != 0) s.apply({OptKind::Pad, id, width * unroll});
+  int64_t outer = next_axis_id(s.kernel());  // the split's outer part: range = outer * width + lane
+  s.apply({OptKind::Upcast, id, width});
+  if (unroll > 1) {
+    const int64_t unrolled = outer;
+    outer = next_axis_id(s.kernel());
+    s.apply({OptKind::Unroll, unrolled, unroll});
+  }
+  if (reduced && is_float_sum(red) && *trip(find_range(s.kernel(), outer)) > kBlock)
+    s.apply({OptKind::BlockSum, outer, kBlock});
+}
+
+// Lanes along a dot tile's sum: the widest vector, or a narrower one (half, a quarter)
+// that divides the sum's length: a padded sum masks every load and every product (56
+// pixels a row: 8 lanes, not 16 and a masked half vector).
+int64_t dot_lanes(int64_t n, int64_t width) {
+  for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
+    if (n % l == 0) return l;
+  return width;
+}
+
+// A float sum over a short range whose body picks its value by that range (a stack of
+// shifted slices summed against a weight: sum_t stack(x shifted by t)[t] * w[c, t]) is
+// written out as its terms (ExpandSum), so each pick folds to the one load it reads;
+// otherwise every step evaluates every piece under a mask (the hand-built conv's
+// forward, docs/performance.md). One such range per sum.
+constexpr int64_t kMaxPickedTerms = 16;
+std::vector<Opt> picked_sums(const UOpPtr& kernel) {
+  std::vector<Opt> out;
+  for (const auto& red : toposort(kernel)) {
+    if (red->op != Op::REDUCE || !is_float_sum(red) || red->dtype.lanes != 1) continue;
+    for (size_t i = 1; i < red->src.size(); ++i) {
+      const UOpPtr& r = red->src[i];
+      if (r->op != Op::RANGE || trip(r).value_or(kMaxPickedTerms + 1) > kMaxPickedTerms) continue;
+      if (!picks_by(red->src[0], r)) continue;
+      out.push_back({OptKind::ExpandSum, axis_of(r)});
+      break;
+    }
+  }
+  return out;
+}
+
+bool is_fresh(const UOpPtr& kernel) {
+  for (const auto& r : ranges_of(kernel)) {
+    const AxisKind k = kind(r);
+    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void apply_heuristic(OptState& s) {
+  // Once per kernel: a kernel that already has lanes or threads was optimised.
+  if (is_fresh(s.kernel())) {
+    for (const Opt& expand : picked_sums(s.kernel())) s.apply(expand);
+    const UOpPtr& k = s.kernel();
+    const Target& target = s.target();
+    const int width = s.lanes();
+    const int64_t itemsize = target.vector_bytes / width;
+    // The GEMV, column-sum and dot tiles order one END's loops: a kernel of several takes the plain path.
+    const bool one_end = k->src.size() == 1;
+    const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
+    const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
+    const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
+    const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    const RegisterTile dtile = dot ? dot_tile(*trip(dot->rows), *trip(dot->cols),
+                                              dot_lanes(*trip(dot->reduce), width), target.vector_registers)
+                                   : RegisterTile{};
+    if (dot && dtile.rows > 0) {
+      s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
+    } else if (mm) {
+      const RegisterTile tile = register_tile(*trip(mm->rows), *trip(mm->cols), width,
+                                              target.vector_registers, mm->a_ops, mm->a_selects_rows);
+      s.apply({OptKind::MatmulTile, axis_of(mm->cols), tile.vectors, tile.rows});
+    } else if (gemv) {
+      RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target.vector_registers, gemv->a_ops);
+      if (gemv->a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
+      s.apply({OptKind::GemvTile, axis_of(gemv->cols), tile.vectors});
+    } else if (column_sum) {
+      RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target.vector_registers);
+      tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
+      s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
+    } else {
+      if (width >= 2)
+        for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
+          upcast(s, lane, width);
+      // Any float-sum range still longer than kBlock (the reduced one when the lanes
+      // are outputs, or when nothing was upcast) is blocked the same way.
+      while (const UOpPtr sum = long_float_sum(s.kernel()))
+        s.apply({OptKind::BlockSum, axis_of(sum), kBlock});
+    }
+    s.settle();
+    // A side END beside a tile takes vectors of half the registers, within what a UOp's vector holds.
+    const int64_t side_vectors =
+        std::min<int64_t>(kMaxVectorLanes, target.vector_registers * width / 2) / width;
+    if (s.kernel()->src.size() > 1) s.apply({OptKind::AlignSides, -1, mm ? side_vectors : 0});
+  }
+  if (const UOpPtr range = parallel_candidate(s.kernel())) s.apply({OptKind::Parallel, axis_of(range)});
+}
+
+std::vector<Opt> heuristic_opts(const UOpPtr& kernel, const Target& target) {
+  OptState s(kernel, target);
+  apply_heuristic(s);
+  return s.applied();
+}
+
+UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options, std::vector<Opt>* applied) {
+  if (!options.enabled) return kernel;
+  OptState s(kernel, options.target);
+  if (options.opts)
+    for (const Opt& opt : *options.opts) s.apply(opt);
+  else
+    apply_heuristic(s);
+  s.settle();
+  if (applied) *applied = s.applied();
+  return s.kernel();
+}
+
+}  // namespace loom

@@ -1,0 +1,177 @@
+// One function applies each Opt (codegen/opt.hpp): the edits of
+// codegen/kernel_edit.hpp and the recipes of codegen/recipes.hpp, chosen by kind.
+#include "codegen/opt.hpp"
+
+#include "codegen/recipes.hpp"
+#include "ir/contraction.hpp"
+#include "ir/symbolic.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace loom {
+
+namespace {
+
+using namespace kopt;
+
+bool optimised(const UOpPtr& kernel) {
+  for (const auto& r : ranges_of(kernel)) {
+    const AxisKind k = kind(r);
+    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel) return true;
+  }
+  return false;
+}
+
+// The widest element the kernel reads or writes: lanes are as many as one SIMD register holds of it.
+int widest_element(const UOpPtr& kernel) {
+  int widest = 1;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL)
+      widest = std::max(widest, n->dtype.itemsize());
+  return widest;
+}
+
+bool splits_ranges(OptKind k) { return k != OptKind::AlignSides && k != OptKind::Parallel; }
+
+std::string axes(const UOpPtr& kernel) {
+  std::string out;
+  for (const auto& r : ranges_of(kernel))
+    out +=
+        fmt::format("{}{} ({}, {})", out.empty() ? "" : ", ", r->get<AxisArg>().id, axis_kind_name(kind(r)),
+                    trip(r) ? fmt::format("{}", *trip(r)) : std::string("symbolic"));
+  return out.empty() ? std::string("none") : out;
+}
+
+[[noreturn]] void misfit(const Opt& opt, const UOpPtr& kernel, std::string_view why) {
+  throw Error(
+      fmt::format("apply_opt: {} does not fit the kernel: {}; its ranges (axis id, kind, trip) are {}",
+                  to_string(opt), why, axes(kernel)));
+}
+
+UOpPtr range_of(const Opt& opt, const UOpPtr& kernel) {
+  UOpPtr r = find_range(kernel, opt.axis);
+  if (!r) misfit(opt, kernel, fmt::format("no range has axis id {}", opt.axis));
+  if (!trip(r)) misfit(opt, kernel, "its range's trip count is symbolic");
+  return r;
+}
+
+// The contraction a tile Opt names: its columns must be the Opt's axis.
+MatmulAxes contraction(const Opt& opt, const UOpPtr& kernel, const std::optional<MatmulAxes>& axes) {
+  if (!axes) misfit(opt, kernel, "the kernel is not that contraction (ir/contraction.hpp)");
+  if (axes->cols->get<AxisArg>().id != opt.axis)
+    misfit(opt, kernel, fmt::format("the contraction's columns are axis {}", axes->cols->get<AxisArg>().id));
+  if (opt.amount < 1) misfit(opt, kernel, "a tile has at least one vector");
+  return *axes;
+}
+
+}  // namespace
+
+OptState::OptState(UOpPtr kernel, const Target& target)
+    : kernel_(std::move(kernel)),
+      target_(target),
+      lanes_(target.vector_bytes / widest_element(kernel_)),
+      fresh_(!optimised(kernel_)) {}
+
+void OptState::settle() {
+  if (settled_) return;
+  if (fresh_) kernel_ = simplify(kernel_);
+  settled_ = true;
+}
+
+void OptState::apply(const Opt& opt) {
+  if (splits_ranges(opt.kind) && settled_)
+    misfit(opt, kernel_, "range splits come before align_sides and parallel");
+  if (!splits_ranges(opt.kind)) settle();
+  UOpPtr& k = kernel_;
+  const int64_t itemsize = target_.vector_bytes / lanes_;
+  switch (opt.kind) {
+    case OptKind::Pad: {
+      const UOpPtr r = range_of(opt, k);
+      if (opt.amount < 1) misfit(opt, k, "pads to a multiple of at least 1");
+      k = pad_to_multiple(k, r, opt.amount);
+      break;
+    }
+    case OptKind::Upcast:
+    case OptKind::Unroll: {
+      const UOpPtr r = range_of(opt, k);
+      const AxisKind to = opt.kind == OptKind::Upcast ? AxisKind::Upcast : AxisKind::Unroll;
+      if (opt.amount == 0 && opt.kind == OptKind::Upcast) {
+        k = substitute(k, {{r, with_kind(r, to)}});
+        break;
+      }
+      if (opt.amount < 1 || *trip(r) % opt.amount != 0)
+        misfit(
+            opt, k,
+            fmt::format("{} does not divide the range's {} iterations (pad it first)", opt.amount, *trip(r)));
+      k = split(k, r, opt.amount, to).root;
+      break;
+    }
+    case OptKind::BlockSum: {
+      const UOpPtr r = range_of(opt, k);
+      if (kind(r) != AxisKind::Reduce || !is_float_sum(reduce_of(k, r)))
+        misfit(opt, k, "its range is not one a float sum reduces");
+      if (opt.amount < 2) misfit(opt, k, "a block holds at least 2 values");
+      k = block_sum(k, opt.axis, opt.amount);
+      break;
+    }
+    case OptKind::MatmulTile: {
+      const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
+      if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");
+      const RegisterTile tile{opt.rows, opt.amount, std::min<int64_t>(lanes_, *trip(mm.cols))};
+      k = tile_matmul(k, mm, tile, target_, itemsize);
+      break;
+    }
+    case OptKind::GemvTile:
+    case OptKind::ColumnSumTile: {
+      const bool gemv = opt.kind == OptKind::GemvTile;
+      const MatmulAxes mm = contraction(opt, k, gemv ? gemv_axes(k) : column_sum_axes(k));
+      const RegisterTile tile{1, opt.amount, std::min<int64_t>(lanes_, *trip(mm.cols))};
+      k = gemv ? tile_gemv(k, mm, tile, target_, itemsize) : tile_column_sum(k, mm, tile, target_, itemsize);
+      break;
+    }
+    case OptKind::DotTile: {
+      const auto dot = dot_axes(k, lanes_);
+      if (!dot) misfit(opt, k, "the kernel is not a dot tile's contraction (codegen/register_tile.hpp)");
+      if (dot->cols->get<AxisArg>().id != opt.axis)
+        misfit(opt, k, fmt::format("the contraction's columns are axis {}", dot->cols->get<AxisArg>().id));
+      if (opt.rows < 1 || opt.amount < 1) misfit(opt, k, "a dot tile has at least one row and one lane");
+      k = tile_dot(k, *dot, RegisterTile{opt.rows, *trip(dot->cols), opt.amount});
+      break;
+    }
+    case OptKind::ExpandSum: {
+      const UOpPtr r = range_of(opt, k);
+      const UOpPtr red = kind(r) == AxisKind::Reduce ? reduce_of(k, r) : nullptr;
+      if (!red || !is_float_sum(red) || red->dtype.lanes != 1)
+        misfit(opt, k, "its range is not one a scalar float sum reduces");
+      k = expand_sum(k, red, r);
+      break;
+    }
+    case OptKind::AlignSides:
+      if (opt.amount < 0 || opt.amount * lanes_ > kMaxVectorLanes)
+        misfit(opt, k,
+               fmt::format("{} vectors of {} lanes exceed a vector's {} lanes", opt.amount, lanes_,
+                           kMaxVectorLanes));
+      k = simplify(
+          align_side_ends(k, opt.amount ? std::optional<Lanes>(Lanes{lanes_, opt.amount}) : std::nullopt));
+      break;
+    case OptKind::Parallel: {
+      const UOpPtr r = find_range(k, opt.axis);
+      if (!r) misfit(opt, k, fmt::format("no range has axis id {}", opt.axis));
+      if (kind(r) != AxisKind::Loop) misfit(opt, k, "only a loop runs across threads");
+      k = substitute(k, {{r, with_kind(r, AxisKind::Parallel)}});
+      break;
+    }
+  }
+  applied_.push_back(opt);
+}
+
+UOpPtr apply_opts(const UOpPtr& kernel, const std::vector<Opt>& opts, const Target& target) {
+  OptState s(kernel, target);
+  for (const Opt& opt : opts) s.apply(opt);
+  s.settle();
+  return s.kernel();
+}
+
+}  // namespace loom

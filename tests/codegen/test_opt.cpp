@@ -1,0 +1,157 @@
+// Opts applied to kernels (codegen/opt.hpp) and the heuristic's list of them
+// (codegen/heuristic.hpp): a list written by hand makes the heuristic's kernel, a
+// recorded list replays, and a list the heuristic would not choose still computes the
+// kernel's values (the reference interpreter runs both).
+#include "codegen/opt.hpp"
+
+#include "codegen/codegen.hpp"
+#include "codegen/heuristic.hpp"
+#include "codegen/run_kernel.hpp"
+#include "ir/target.hpp"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+
+const DType f32 = DType::Float32;
+
+// out[i*cols + j] = in[i*cols + j] + 1 over END(i, j): axes 0 (i) and 1 (j).
+UOpPtr elementwise(int64_t rows, int64_t cols) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto i = make_range(rows, 0), j = make_range(cols, 1);
+  auto at = i * cols + j;
+  return sink({end(store(index(out, at), load(in, at) + const_float(f32, 1)), {i, j})});
+}
+
+// out[i] = sum_k in[i*n + k]: axes 0 (i) and 1 (k, reduced).
+UOpPtr row_sums(int64_t rows, int64_t n) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto i = make_range(rows, 0), k = make_range(n, 1, AxisKind::Reduce);
+  return sink({end(store(index(out, i), reduce(Op::ADD, load(in, i * n + k), {k})), {i})});
+}
+
+// out[i, j] = sum_k a[i, k] * b[k, j]: axes 0 (i), 1 (j), 2 (k, reduced).
+UOpPtr matmul(int64_t m, int64_t k_len, int64_t n) {
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto i = make_range(m, 0), j = make_range(n, 1), k = make_range(k_len, 2, AxisKind::Reduce);
+  UOpPtr value = reduce(Op::ADD, load(a, i * k_len + k) * load(b, k * n + j), {k});
+  return sink({end(store(index(out, i * n + j), value), {i, j})});
+}
+
+std::vector<float> ramp(size_t n, int mod) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(i) % mod) * 0.25f - 1.0f;
+  return x;
+}
+
+Target v3() { return target_named("x86-64-v3"); }
+Target v4() { return target_named("x86-64-v4"); }
+
+}  // namespace
+
+TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel") {
+  for (const Target& t : {v3(), v4()}) {
+    CAPTURE(t.name);
+    const int64_t w = t.vector_bytes / 4;  // float32 lanes: 8 on x86-64-v3, 16 on v4
+    SUBCASE("elementwise: the contiguous columns to lanes, the rows across threads") {
+      const UOpPtr kernel = elementwise(16, 256);
+      const std::vector<Opt> by_hand{{OptKind::Upcast, 1, w}, {OptKind::Parallel, 0}};
+      CHECK(heuristic_opts(kernel, t) == by_hand);
+      CHECK(apply_opts(kernel, by_hand, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    }
+    SUBCASE("row sums: the reduced range to lanes and four accumulators (axis 2, the split's outer part)") {
+      const UOpPtr kernel = row_sums(4, 4096);
+      const std::vector<Opt> by_hand{
+          {OptKind::Upcast, 1, w}, {OptKind::Unroll, 2, 4}, {OptKind::Parallel, 0}};
+      CHECK(heuristic_opts(kernel, t) == by_hand);
+      CHECK(apply_opts(kernel, by_hand, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    }
+    SUBCASE("a length that is no multiple of the lanes is padded first, then blocked") {
+      const UOpPtr kernel = row_sums(2, 4 * w * 300 - 3);  // 300 steps of 4 vectors, 3 lanes short
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(opts.size() == 5);
+      CHECK(opts[0] == Opt{OptKind::Pad, 1, 4 * w});
+      CHECK(opts[1] == Opt{OptKind::Upcast, 1, w});
+      CHECK(opts[2] == Opt{OptKind::Unroll, 2, 4});
+      CHECK(opts[3] == Opt{OptKind::BlockSum, 4, 256});  // 301 iterations per accumulator
+      CHECK(opts[4] == Opt{OptKind::Parallel, 0});
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    }
+    SUBCASE("matmul: one register-tile recipe over its columns, then the parallel loop") {
+      const UOpPtr kernel = matmul(24, 64, 48);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(!opts.empty());
+      CHECK(opts[0].kind == OptKind::MatmulTile);
+      CHECK(opts[0].axis == 1);
+      CHECK(opts[0].rows > 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    }
+  }
+}
+
+TEST_CASE("apply_opts: a recorded list replays, from its text too, to the same kernel") {
+  const Target t = v4();
+  for (const UOpPtr& kernel : {elementwise(3, 21), row_sums(4, 1000), matmul(13, 40, 37)}) {
+    std::vector<Opt> recorded;
+    const UOpPtr made = optimize_kernel(kernel, {true, t, std::nullopt}, &recorded);
+    CHECK(recorded == heuristic_opts(kernel, t));
+    CHECK(apply_opts(kernel, parse_opts(to_string(recorded)), t) == made);
+    CHECK(optimize_kernel(kernel, {true, t, recorded}) == made);
+  }
+  // Off, the optimiser applies nothing and records nothing.
+  std::vector<Opt> none{{OptKind::Parallel, 0}};
+  CHECK(optimize_kernel(elementwise(4, 4), {false, t, std::nullopt}, &none) == elementwise(4, 4));
+  CHECK(none.size() == 1);  // untouched: no list was made
+}
+
+TEST_CASE("apply_opts: a list the heuristic would not choose computes the same values") {
+  const Target t = v3();
+  SUBCASE("row sums in lanes of 4, two accumulators, blocks of 16, rows across threads") {
+    const UOpPtr kernel = row_sums(4, 1000);
+    const std::vector<Opt> opts{{OptKind::Pad, 1, 16},
+                                {OptKind::Upcast, 1, 4},
+                                {OptKind::Unroll, 2, 2},
+                                {OptKind::BlockSum, 4, 16},
+                                {OptKind::Parallel, 0}};
+    const UOpPtr opt = apply_opts(kernel, opts, t);
+    CHECK(opt != optimize_kernel(kernel, {true, t, std::nullopt}));
+    Aligned<float> out(4), in(ramp(4 * 1000, 13));
+    check_same_results(kernel, opt, {out, in}, true);
+  }
+  SUBCASE("elementwise with its rows in lanes and its padded columns unrolled") {
+    const UOpPtr kernel = elementwise(8, 30);
+    const std::vector<Opt> opts{{OptKind::Upcast, 0, 0}, {OptKind::Pad, 1, 4}, {OptKind::Unroll, 1, 4}};
+    Aligned<float> out(8 * 30), in(ramp(8 * 30, 7));
+    check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+  }
+  SUBCASE("a matmul's register tile of 3 rows and one vector") {
+    const UOpPtr kernel = matmul(13, 40, 37);
+    const std::vector<Opt> opts{{OptKind::MatmulTile, 1, 1, 3}};
+    Aligned<float> out(13 * 37), a(ramp(13 * 40, 5)), b(ramp(40 * 37, 9));
+    check_same_results(kernel, apply_opts(kernel, opts, t), {out, a, b}, true);
+  }
+}
+
+TEST_CASE("apply_opts: an Opt that does not fit the kernel is an error naming it and the kernel's ranges") {
+  const Target t = v3();
+  const UOpPtr kernel = elementwise(16, 256);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Upcast, 1, 7}}, t),
+                       doctest::Contains("upcast(1, 7) does not fit the kernel: 7 does not divide"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Unroll, 9, 2}}, t),
+                       doctest::Contains("no range has axis id 9"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::BlockSum, 1, 16}}, t),
+                       doctest::Contains("not one a float sum reduces"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::MatmulTile, 1, 2, 4}}, t),
+                       doctest::Contains("not that contraction"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Parallel, 0}, {OptKind::Upcast, 1, 8}}, t),
+                       doctest::Contains("range splits come before"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(row_sums(4, 64), {{OptKind::Parallel, 1}}, t),
+                       doctest::Contains("only a loop runs across threads"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Upcast, 1, 7}}, t), doctest::Contains("1 (loop, 256)"),
+                       Error);
+}
