@@ -95,9 +95,11 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
 }
 
 // Which kernels get a lighter level than O2 (figures in docs/pipeline.md):
-// - JitLevel::Bulk for a body that runs at most kLightWork times: its code runs
-//   for about a microsecond at any level, and LLVM's O0 code generator takes
-//   about half the O1 one's time for such a kernel (docs/performance.md);
+// - JitLevel::Bulk for an elementwise body that runs at most kLightWork times:
+//   its code runs for about a microsecond at any level, and LLVM's O0 code
+//   generator takes about half the O1 one's time for such a kernel
+//   (docs/performance.md); a small kernel that accumulates gets Light, whose
+//   register allocator keeps the accumulators in registers across iterations;
 // - JitLevel::Light for an elementwise kernel (no accumulator, no reduce range):
 //   loom's optimiser already vectorised and threaded it, and O2 adds nothing to
 //   its speed but its compile time (docs/performance.md); reductions keep O2,
@@ -135,8 +137,10 @@ bool accumulates(const UOpPtr& kernel) {
 JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
   const int64_t work = kernel_work(kernel);
   const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
-  if (lines >= kLightLines || (work >= 0 && work <= kLightWork)) return JitLevel::Bulk;
-  return accumulates(kernel) ? JitLevel::Full : JitLevel::Light;
+  if (lines >= kLightLines) return JitLevel::Bulk;
+  const bool small = work >= 0 && work <= kLightWork;
+  if (!accumulates(kernel)) return small ? JitLevel::Bulk : JitLevel::Light;
+  return small ? JitLevel::Light : JitLevel::Full;
 }
 
 // Where one kernel's compile time went, for LOOM_DEBUG=2.
