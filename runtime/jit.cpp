@@ -417,6 +417,9 @@ JitObject Jit::compile_object(const std::string& llvm_ir, const std::string& nam
   lease.tm->setOptLevel(full                               ? llvm::CodeGenOptLevel::Default
                         : options.level == JitLevel::Light ? llvm::CodeGenOptLevel::Less
                                                            : llvm::CodeGenOptLevel::None);
+  // The O0 code generator turns FastISel on in the machine's options and nothing
+  // turns it off again: a leased machine would keep it for the next O1 or O2 kernel.
+  lease.tm->setFastISel(false);
   module->setDataLayout(lease.tm->createDataLayout());
   module->setTargetTriple(lease.tm->getTargetTriple().str());
   // LLVM prefers 256-bit vectors on AVX-512 server parts; loom's kernels want

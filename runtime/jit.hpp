@@ -26,10 +26,11 @@ inline CheckedKernelFn as_checked(KernelFn fn) {
 // How hard LLVM works on one module. Full: the function passes of the new pass
 // manager's O2 pipeline that kernels need (the loop vectoriser among them; no
 // module or call-graph passes), and the O2 code generator. Light: O1 and
-// the O1 code generator, for kernels too small for O2 to buy anything. Bulk:
-// Light's passes and LLVM's O0 code generator (FastISel, the fast register
-// allocator), for kernels so large that the O1 code generator's time grows
-// faster than their IR (docs/pipeline.md says where the lines are).
+// the O1 code generator, for kernels O2 makes no faster. Bulk: Light's passes
+// and LLVM's O0 code generator (FastISel, the fast register allocator), for
+// kernels whose code generation would cost more than it buys: so large that
+// the O1 code generator's time grows faster than their IR, or so small that
+// they run for a microsecond (docs/pipeline.md says where the lines are).
 enum class JitLevel { Full, Light, Bulk };
 
 struct JitOptions {

@@ -109,14 +109,17 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
 }
 
 // Which kernels get a lighter level than O2 (figures in docs/pipeline.md):
-// - JitLevel::Light for a body that runs at most kLightWork times: its code runs
-//   for about a microsecond at either level, while O2 and its code generator
-//   take several times longer to compile it (light code runs a few times slower
-//   per iteration, so larger kernels keep O2);
+// - JitLevel::Bulk for an elementwise body that runs at most kLightWork times:
+//   its code runs for about a microsecond at any level, and LLVM's O0 code
+//   generator takes about half the O1 one's time for such a kernel
+//   (docs/performance.md); a small kernel that accumulates gets Light, whose
+//   register allocator keeps the accumulators in registers across iterations;
 // - JitLevel::Light for an elementwise kernel (no accumulator, no reduce range):
 //   loom's optimiser already vectorised and threaded it, and O2 adds nothing to
 //   its speed but its compile time (docs/performance.md); reductions keep O2,
-//   whose loop vectoriser and unroller they measurably need;
+//   whose loop vectoriser and unroller they measurably need. O0 code ran
+//   bench_kernels' exp and tanh rows slower, so larger elementwise kernels keep
+//   the O1 code generator;
 // - JitLevel::Bulk for LLVM IR of kLightLines lines or more: O2's time, and the
 //   O1 code generator's, grow faster than the IR (seconds and half a second
 //   for cat of 200 tensors) and would take thousands of runs to pay back.
@@ -149,8 +152,9 @@ JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
   const int64_t work = kernel_work(kernel);
   const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
   if (lines >= kLightLines) return JitLevel::Bulk;
-  if (work >= 0 && work <= kLightWork) return JitLevel::Light;
-  return accumulates(kernel) ? JitLevel::Full : JitLevel::Light;
+  const bool small = work >= 0 && work <= kLightWork;
+  if (!accumulates(kernel)) return small ? JitLevel::Bulk : JitLevel::Light;
+  return small ? JitLevel::Light : JitLevel::Full;
 }
 
 // Where one kernel's compile time went, for LOOM_DEBUG=2.

@@ -76,6 +76,41 @@ TEST_CASE("LOOM_DEBUG=2 names the level: an elementwise kernel compiles light, a
   for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == static_cast<float>(i) * 2.75f + 1);
 }
 
+TEST_CASE(
+    "LOOM_DEBUG=2: a small elementwise kernel compiles bulk (O0 code generation), a small reduction light") {
+  // 40 rows of 96: 40 x 6 vectors of 16 lanes (or 12 of 8), at most 480 runs of the body.
+  Tensor a = make(DType::Float32, iota(40 * 96), {40, 96});
+  LogCapture capture;
+  Tensor y;
+  {
+    Context ctx{{"DEBUG", 2}};
+    y = a * 0.5 - 3;
+    y.realize();
+  }
+  INFO(capture.text());
+  CHECK(has(capture.text(), "E_3840 compiled in"));
+  CHECK(has(capture.text(), "(bulk)"));
+  CHECK_FALSE(has(capture.text(), "(light)"));
+  LogCapture second;
+  Tensor s;
+  {
+    Context ctx{{"DEBUG", 2}};
+    s = (a + 0.125).sum(1);
+    s.realize();
+  }
+  INFO(second.text());
+  CHECK(has(second.text(), "r_40_96 compiled in"));
+  CHECK(has(second.text(), "(light)"));
+  CHECK_FALSE(has(second.text(), "(bulk)"));
+  const auto values = y.to_vector<float>();
+  REQUIRE(values.size() == 40 * 96);
+  for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == static_cast<float>(i) * 0.5f - 3);
+  const auto sums = s.to_vector<float>();
+  REQUIRE(sums.size() == 40);
+  // 96 r + j + 1/8 summed over j: every partial sum has at most 22 significant bits, so exact.
+  for (int r = 0; r < 40; ++r) CHECK(sums[r] == static_cast<float>(96 * 96 * r + 95 * 96 / 2 + 12));
+}
+
 TEST_CASE("LOOM_DEBUG=3 adds the kernel as scheduled, the Opts applied and its loops; 4 the LLVM IR") {
   const std::string three = realize_at(3, 2.25);
   CHECK(has(three, "kernel r_64_32 at stage kernel:"));
