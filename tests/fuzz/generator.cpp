@@ -458,8 +458,10 @@ class Generator {
 
   Value special(const Value& x) {
     const Tensor& t = x.t;
-    switch (between(0, 9)) {
-      case 8: return nn_step(x);
+    // nn_step has two slots: its ten op families would otherwise be too rare to meet in CI.
+    switch (between(0, 10)) {
+      case 8:
+      case 10: return nn_step(x);
       case 0: return matmul_step(x);
       case 1: return gather_step(x);
       case 2: {
@@ -495,7 +497,8 @@ class Generator {
     }
   }
 
-  // cumsum, topk, and nn.functional's convolution, pools and batch norm on a 4-D view of x.
+  // cumsum, topk, and nn.functional's convolution, pools, batch norm (training and evaluation)
+  // and interpolation (nearest and bilinear) on a 4-D view of x.
   Value nn_step(const Value& x) {
     const Tensor& t = x.t;
     switch (between(0, 6)) {
@@ -522,7 +525,7 @@ class Generator {
     const int64_t c = img.shape()[1], h = img.shape()[2], w = img.shape()[3];
     const int64_t kh = between(1, std::min<int64_t>(3, h + 2)), kw = between(1, std::min<int64_t>(3, w + 2));
     namespace F = nn::functional;
-    switch (between(0, 3)) {
+    switch (between(0, 5)) {
       case 0: {
         const int64_t groups = chance(0.6) ? 1 : c, out = groups * between(1, 2);
         const Tensor weight = input(img.dtype(), {out, c / groups, kh, kw});
@@ -538,9 +541,30 @@ class Generator {
       case 2:
         note("avg_pool2d");
         return make_value(F::avg_pool2d(img, {kh, kw}, {}, {between(0, kh / 2), 0}, false, chance(0.5)));
-      default:
-        note("batch_norm");
-        return make_value(F::batch_norm(img, Tensor{}, Tensor{}, input(img.dtype(), {c}), Tensor{}, true));
+      case 3: {
+        // Training normalises by the batch's statistics; evaluation by running ones (a
+        // positive variance), with the weight and bias each present or not.
+        const Tensor weight = chance(0.7) ? input(img.dtype(), {c}) : Tensor{};
+        const Tensor bias = chance(0.5) ? input(img.dtype(), {c}) : Tensor{};
+        if (chance(0.5)) {
+          note("batch_norm");
+          return make_value(F::batch_norm(img, Tensor{}, Tensor{}, weight, bias, true));
+        }
+        note("batch_norm_eval");
+        return make_value(F::batch_norm(img, input(img.dtype(), {c}), away_from_zero(input(img.dtype(), {c})),
+                                        weight, bias, false));
+      }
+      default: {
+        // Upsampling by a scale factor (2 or 1.5) or to a size, smaller or larger.
+        const bool bilinear = chance(0.5), by_scale = chance(0.5);
+        note(bilinear ? "interpolate_bilinear" : "interpolate_nearest");
+        const F::Size2d size =
+            by_scale ? F::Size2d{} : F::Size2d{between(1, 2 * h + 1), between(1, 2 * w + 1)};
+        const std::optional<double> scale =
+            by_scale ? std::optional<double>(chance(0.7) ? 2.0 : 1.5) : std::nullopt;
+        return make_value(
+            F::interpolate(img, size, scale, bilinear ? "bilinear" : "nearest", bilinear && chance(0.3)));
+      }
     }
   }
 

@@ -81,7 +81,8 @@ TEST_CASE(
   // The nn ops come from one rarer generator step: the full budget (500) meets each of
   // them; the sanitizer build's 200 programs met no conv2d, so it checks them only there.
   if (kCiPrograms >= 500)
-    for (const char* op : {"gelu", "cumsum", "topk", "conv2d", "max_pool2d"})
+    for (const char* op : {"gelu", "cumsum", "topk", "conv2d", "max_pool2d", "batch_norm", "batch_norm_eval",
+                           "interpolate_nearest", "interpolate_bilinear"})
       CHECK_MESSAGE(r.coverage.api_ops.count(op), op);
   for (const char* stage : {"simplify", "optimizer"}) CHECK_MESSAGE(r.coverage.stages.count(stage), stage);
   CHECK(r.coverage.kernel_checks.count("checked"));
