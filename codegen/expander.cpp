@@ -63,6 +63,14 @@ std::vector<int64_t> coordinates(const LaneAxes& axes, int64_t lane) {
   return at;
 }
 
+// `node` at lane `lane` of `axes`: a scalar expression with each lane range a constant.
+UOpPtr scalar_at(const UOpPtr& node, const LaneAxes& axes, int64_t lane) {
+  const std::vector<int64_t> at = coordinates(axes, lane);
+  std::vector<std::pair<UOpPtr, UOpPtr>> values;
+  for (size_t a = 0; a < axes.size(); ++a) values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
+  return simplify(substitute(node, values));
+}
+
 // The lane of `axes` where the axes take the values `at_axes` has (axes missing there are 0).
 int64_t lane_at(const LaneAxes& axes, const LaneAxes& of, const std::vector<int64_t>& at) {
   int64_t lane = 0;
@@ -159,13 +167,7 @@ class Expander {
         }))
       return std::nullopt;
     std::vector<UOpPtr> lanes;
-    for (int l = 0; l < count; ++l) {
-      const std::vector<int64_t> at = coordinates(axes, l);
-      std::vector<std::pair<UOpPtr, UOpPtr>> values;
-      for (size_t a = 0; a < axes.size(); ++a)
-        values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
-      lanes.push_back(simplify(substitute(n, values)));
-    }
+    for (int l = 0; l < count; ++l) lanes.push_back(scalar_at(n, axes, l));
     return Expanded{UOp::make(Op::VECTORIZE, n->dtype.vec(count), std::move(lanes)), axes};
   }
 
@@ -224,15 +226,8 @@ class Expander {
     };
     // Each lane's address as a scalar expression of the loop ranges.
     std::vector<UOpPtr> address;
-    if (!of(idx).axes.empty()) {
-      for (int l = 0; l < n; ++l) {
-        const std::vector<int64_t> at = coordinates(axes, l);
-        std::vector<std::pair<UOpPtr, UOpPtr>> lane_values;
-        for (size_t a = 0; a < axes.size(); ++a)
-          lane_values.emplace_back(axes[a].range, const_int(DType::Int64, at[a]));
-        address.push_back(simplify(substitute(idx, lane_values)));
-      }
-    }
+    if (!of(idx).axes.empty())
+      for (int l = 0; l < n; ++l) address.push_back(scalar_at(idx, axes, l));
     const int group = address.empty() ? 1 : contiguous_group(address);
     std::vector<Piece> pieces;
     // Lanes that are unrolled iterations, not SIMD lanes, at scattered addresses (a

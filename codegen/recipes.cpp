@@ -325,16 +325,28 @@ std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
   return out;
 }
 
+// A GEMV's or column sum's columns in one-row tiles and its k in blocks of about
+// kGemvRows rows; `tiles` is null when either split does not apply.
+struct RowTiles {
+  UOpPtr split;              // the kernel with its columns in lanes
+  std::optional<KBlocks> k;  // its k in blocks
+  UOpPtr tiles;              // the loop over tiles of columns
+};
+RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile) {
+  auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
+  const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
+  auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
+  UOpPtr tiles = kb ? find_range(kb->root, cols_outer) : nullptr;
+  return {split_cols, std::move(kb), std::move(tiles)};
+}
+
 // The other output loops (a batch, or split_reduceop's parts of k, each a run of whole
 // rows of b) go first: they are what the threads share (else the chunks), each streamed
 // whole.
 UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                  int64_t itemsize) {
-  auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
-  const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
-  const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
-  const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
-  if (!kb || !tiles) return drop_unit_loops(split_cols);
+  const auto [split_cols, kb, tiles] = row_tiles(k, mm, tile);
+  if (!tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
   const int64_t chunk = batch.empty() ? gemv_chunk(n, width, n / kMinChunks)
@@ -354,11 +366,8 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const
 // of k, the plain tiles with every long sum blocked.
 UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, const RegisterTile& tile, const Target& target,
                        int64_t itemsize) {
-  auto [split_cols, cols_outer] = split_lanes(k, cs.cols, {tile.lanes, tile.vectors});
-  const UOpPtr reduce = find_range(split_cols, cs.reduce->get<AxisArg>().id);
-  const auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
-  const UOpPtr tiles = find_range(kb ? kb->root : split_cols, cols_outer);
-  if (!kb || !tiles) return block_all_sums(drop_unit_loops(split_cols));
+  const auto [split_cols, kb, tiles] = row_tiles(k, cs, tile);
+  if (!tiles) return block_all_sums(drop_unit_loops(split_cols));
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
   const int64_t chunk = cs.panels.empty() ? gemv_chunk(n, width, n / kMinChunks)
