@@ -110,11 +110,6 @@ UOpPtr column_axis(const Contraction& c, int b, bool transposed_store = false) {
 // Iterations of the sum: a sum this long per stored element makes the element's store nothing
 // (one scalar store per 2 x 64 FLOP of the sum at least).
 constexpr int64_t kScatterStoreSum = 64;
-int64_t sum_length(const Contraction& c) {
-  int64_t n = 1;
-  for (const auto& r : c.k) n *= *trip(r);
-  return n;
-}
 
 // The output ranges other than `cols` that factor b uses and a does not.
 std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) {
@@ -132,7 +127,7 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   for (const int a : {0, 1}) {
     const int b = 1 - a;
     const std::vector<UOpPtr> rows = c->only(a);
-    const UOpPtr cols = column_axis(*c, b, !one_row && sum_length(*c) >= kScatterStoreSum);
+    const UOpPtr cols = column_axis(*c, b, !one_row && c->sum_length().value_or(0) >= kScatterStoreSum);
     if (!cols || rows.empty() != one_row) continue;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,

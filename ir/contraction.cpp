@@ -73,6 +73,16 @@ bool Contraction::broadcast_both() const {
   return a_only && b_only;
 }
 
+std::optional<int64_t> Contraction::sum_length() const {
+  int64_t n = 1;
+  for (const auto& r : k) {
+    const auto t = trip(r);
+    if (!t) return std::nullopt;
+    n *= *t;
+  }
+  return n;
+}
+
 bool is_pick(const UOpPtr& u) {
   return u->op == Op::WHERE && u->dtype.is_float() && !u->src.at(1)->is_const() && !u->src.at(2)->is_const();
 }

@@ -79,6 +79,8 @@ struct Contraction {
   std::vector<UOpPtr> both() const;
   // Each factor reads along a range (output or summed) the other is broadcast along.
   bool broadcast_both() const;
+  // Terms of the sum per output: the product of k's trip counts; none when one is symbolic.
+  std::optional<int64_t> sum_length() const;
   // Factor f picks its value by `range`: a WHERE whose condition uses it (a stack's or a
   // concatenation's pieces, each a load of its own). With `range` a constant, as in a
   // tile that unrolls all of it, each pick folds to one load.

@@ -132,7 +132,7 @@ bool copy_outgrows_source(const Contraction& c, int b_src, int64_t columns) {
   int64_t copy = columns, source = 0;
   for (size_t d = 0; d + 1 < c.outs.size(); ++d)
     if (c.uses(b_src, c.outs[d])) copy *= *trip(c.outs[d]);
-  for (const auto& r : c.k) copy *= *trip(r);
+  copy *= *c.sum_length();
   std::vector<const UOp*> seen;
   for (const auto& read : c.loads[static_cast<size_t>(b_src)]) {
     const UOpPtr& buffer = read.access->src[0];
@@ -203,11 +203,9 @@ UOpPtr pack(const Match& m) {
   const auto c = contraction(buf->src[0], outs);
   if (!c || !c->product()) return nullptr;
   const UOpPtr& red = c->reduce;
-  int64_t k = 1;
-  for (const auto& r : c->k) {
-    if (!trip(r)) return nullptr;
-    k *= *trip(r);
-  }
+  const auto sum_length = c->sum_length();
+  if (!sum_length) return nullptr;
+  const int64_t k = *sum_length;
   const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
   // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
   // stays there whatever its row stride: nothing to gain, unless it is not contiguous
