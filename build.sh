@@ -33,12 +33,20 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc)
+# Each phase's wall time, so CI's log shows where its budget goes (docs/performance.md,
+# "CI's time").
+phase() {
+  local start=$SECONDS status=0
+  "$@" || status=$?
+  echo "build.sh: $* took $((SECONDS - start)) s"
+  return $status
+}
 # $1: build directory; the rest: extra CMake options.
 build() {
   local dir=$1
   shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@"
-  cmake --build "$dir" -j "$jobs"
+  phase cmake --build "$dir" -j "$jobs"
 }
 
 # The whole suite, fuzzer included, under ASan and UBSan. Each test's sanitizer options
@@ -48,7 +56,7 @@ build() {
 sanitize() {
   build build-sanitize -DLOOM_SANITIZE=address,undefined -DLOOM_BUILD_BENCH=OFF \
     -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG"
-  ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
+  phase ctest --test-dir build-sanitize --output-on-failure -j "$jobs"
 }
 
 case "$mode" in
@@ -60,10 +68,11 @@ case "$mode" in
     ./build/examples/fashion_mnist --model cnn --epochs 1 --checkpoint build/fashion_mnist_cnn.safetensors
     ;;
   test)
-    build build && ctest --test-dir build --output-on-failure -j "$jobs"
+    build build
+    phase ctest --test-dir build --output-on-failure -j "$jobs"
     sanitize
     ;;
   sanitize) sanitize ;;
-  compare) build build && /usr/bin/python3 bench/compare --build build ;;
+  compare) build build; /usr/bin/python3 bench/compare --build build ;;
   *) echo "usage: $0 [run|test|sanitize|compare]" >&2; exit 2 ;;
 esac
