@@ -7,6 +7,7 @@
 #include "fuzz/gradient_check.hpp"
 #include "fuzz/kernel_checker.hpp"
 #include "fuzz/op_class.hpp"
+#include "ir/target.hpp"
 #include "src/engine.hpp"
 #include "src/schedule_cache.hpp"
 #include "support/reference_interpreter.hpp"
@@ -105,10 +106,14 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
   Coverage local;
   {
     KernelChecker checker(options.kernel_checker, &local);
-    std::unique_ptr<Context> bounds;
+    std::unique_ptr<Context> bounds, target;
     if (options.check_bounds)
       bounds = std::make_unique<Context>(
           std::initializer_list<std::pair<std::string, Context::Value>>{{"CHECK_BOUNDS", true}});
+    if (!options.target.empty())
+      target = std::make_unique<Context>(
+          std::initializer_list<std::pair<std::string, Context::Value>>{{"TARGET", options.target}});
+    ++local.targets[current_target().name];
     // A schedule cache hit skips every stage and pass: the kernel checker would
     // see nothing, and a failure would change kind between runs of one program.
     detail::schedule_cache().clear();

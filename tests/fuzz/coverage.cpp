@@ -12,7 +12,8 @@ void Coverage::merge(const Coverage& o) {
                                                      {&ranks, &o.ranks},
                                                      {&stages, &o.stages},
                                                      {&kernel_checks, &o.kernel_checks},
-                                                     {&gradient_checks, &o.gradient_checks}};
+                                                     {&gradient_checks, &o.gradient_checks},
+                                                     {&targets, &o.targets}};
   for (const auto& [mine, theirs] : pairs)
     for (const auto& [k, v] : *theirs) (*mine)[k] += v;
   programs += o.programs;
@@ -40,6 +41,7 @@ std::string Coverage::report() const {
   out += line("stages", stages);
   out += line("kernel checks", kernel_checks);
   out += line("gradient probes", gradient_checks);
+  out += line("targets", targets);
   return out;
 }
 

@@ -24,6 +24,7 @@ struct Coverage {
   // Gradient probes (fuzz/gradient_check.hpp): agreed, unstable (a kink within the
   // step: skipped), and gradient programs whose loss is not finite (not probed).
   std::map<std::string, int64_t> gradient_checks;
+  std::map<std::string, int64_t> targets;  // programs per Target they were compiled for
   int64_t programs = 0, kernels = 0, bounds_checked = 0;
   int64_t gradients = 0;  // gradient programs whose gradients were compared with finite differences
 
@@ -40,6 +41,7 @@ struct CheckOptions {
   bool kernel_checker = true;  // interpret every kernel after every kernel-level pass
   bool check_bounds = false;   // run under LOOM_CHECK_BOUNDS=1
   bool gradients = true;       // check `# @grad` programs against finite differences
+  std::string target;          // LOOM_TARGET preset to compile for ("": the flags in force)
 };
 
 struct Outcome {
@@ -78,8 +80,11 @@ std::string shrink(const std::string& graph_text, const Failure& failure, const 
 struct RunOptions {
   GenerateOptions generate;
   CheckOptions check;
-  int bounds_share = 8;        // every n-th program runs with LOOM_CHECK_BOUNDS=1 (0: never)
-  int gradient_share = 4;      // every n-th program is a gradient program (0: never)
+  int bounds_share = 8;    // every n-th program runs with LOOM_CHECK_BOUNDS=1 (0: never)
+  int gradient_share = 4;  // every n-th program is a gradient program (0: never)
+  // The LOOM_TARGET presets the programs are compiled for, in turn (program seed modulo
+  // their number): the AVX2 and SSE code paths get the same checks as the host's.
+  std::vector<std::string> targets = {"native", "x86-64-v3", "x86-64-v2"};
   std::string replay_dir;      // where shrunk failures are written ("" : not written)
   bool stop_at_first = false;  // stop after the first failure
   bool verbose = false;        // one line per program on stderr

@@ -1,9 +1,10 @@
 // loom-fuzz: the differential fuzzer from the shell (docs/fuzzing.md).
 //   loom-fuzz --seed S --count N [--out DIR] [--steps K] [--bounds-share N] [--gradient-share N]
-//             [--packed-matmuls] [--stop] [--verbose]
-//   loom-fuzz --replay FILE [--bounds]
+//             [--target T[,T...]] [--packed-matmuls] [--stop] [--verbose]
+//   loom-fuzz --replay FILE [--bounds] [--target T]
 #include "fuzz/fuzz.hpp"
 #include "ir/planted_fault.hpp"
+#include "ir/target.hpp"
 
 #include <loom/loom.hpp>
 
@@ -20,20 +21,22 @@ namespace {
 
 constexpr const char* kUsage = R"(usage:
   loom-fuzz [--seed S] [--count N] [--out DIR] [--steps K] [--bounds-share N]
-            [--gradient-share N] [--packed-matmuls] [--no-kernel-check] [--stop]
+            [--gradient-share N] [--target T[,T...]] [--packed-matmuls] [--no-kernel-check] [--stop]
             [--verbose] [--coverage] [--plant-fault | --plant-gradient-fault]
       runs programs S, S+1, ..., S+N-1 (default: --seed 1 --count 100) against the
       reference interpreter; each failure is shrunk and written to DIR (default
       ./loom-fuzz-failures) as a replay file. --bounds-share N runs every N-th program
       with LOOM_CHECK_BOUNDS=1 (default 8, 0: never); --gradient-share N makes every
       N-th program a gradient program, its loss's gradient checked against finite
-      differences (default 4, 0: never). --packed-matmuls makes half the matmul steps
+      differences (default 4, 0: never). --target T1,T2,... compiles the programs for
+      these LOOM_TARGET presets in turn (default native,x86-64-v3,x86-64-v2; one name:
+      every program at that preset). --packed-matmuls makes half the matmul steps
       products big enough for panel packing (up to 16384 elements a value; slower).
       Exit status 1 if any failed.
       --plant-fault switches on a deliberately wrong simplifier rule (float x - c
       becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite;
       --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth).
-  loom-fuzz --replay FILE [--bounds] [--no-kernel-check]
+  loom-fuzz --replay FILE [--bounds] [--target T] [--no-kernel-check]
       reruns one replay (any graph file) and says whether it still fails.
 )";
 
@@ -58,6 +61,18 @@ int replay(const std::string& path, const loom::fuzz::CheckOptions& options) {
   return 0;
 }
 
+// "native,x86-64-v3": the presets, each checked (target_named throws naming the known ones).
+std::vector<std::string> presets(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    loom::target_named(name);
+    out.push_back(name);
+  }
+  if (out.empty()) throw loom::Error("loom-fuzz --target: no preset named");
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,6 +82,7 @@ int main(int argc, char** argv) {
   int64_t count = 100;
   std::string replay_file;
   bool bounds = false, coverage = false;
+  std::string replay_target;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -95,7 +111,10 @@ int main(int argc, char** argv) {
         replay_file = next();
       else if (a == "--bounds")
         bounds = true;
-      else if (a == "--no-kernel-check")
+      else if (a == "--target") {
+        options.targets = presets(next());
+        replay_target = options.targets.front();
+      } else if (a == "--no-kernel-check")
         options.check.kernel_checker = false;
       else if (a == "--stop")
         options.stop_at_first = true;
@@ -114,6 +133,9 @@ int main(int argc, char** argv) {
         std::cerr << "loom-fuzz: unknown argument " << a << "\n" << kUsage;
         return 2;
       }
+    } catch (const loom::Error& e) {
+      std::cerr << "loom-fuzz: " << e.what() << "\n";
+      return 2;
     } catch (const std::exception&) {
       std::cerr << "loom-fuzz: bad value for " << a << "\n" << kUsage;
       return 2;
@@ -122,6 +144,7 @@ int main(int argc, char** argv) {
   if (!replay_file.empty()) {
     loom::fuzz::CheckOptions check = options.check;
     check.check_bounds = bounds;
+    check.target = replay_target;
     return replay(replay_file, check);
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -11,9 +11,11 @@ namespace loom::fuzz {
 
 namespace {
 // The replay: the shrunk graph file, headed by comments saying what failed.
-std::string replay_text(uint64_t seed, const Failure& f, const std::string& shrunk) {
+std::string replay_text(uint64_t seed, const Failure& f, const CheckOptions& check,
+                        const std::string& shrunk) {
   std::string out = fmt::format("# loom-fuzz replay: program seed {}, failure '{}'\n", seed, f.kind);
-  out += fmt::format("# rerun: loom-fuzz --replay FILE\n");
+  out += fmt::format("# rerun: loom-fuzz --replay FILE{}{}\n", check.check_bounds ? " --bounds" : "",
+                     check.target.empty() ? "" : " --target " + check.target);
   std::istringstream lines(f.message);
   std::string line;
   for (int n = 0; std::getline(lines, line) && n < 12; ++n) out += "#   " + line + "\n";
@@ -28,6 +30,7 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     CheckOptions check = options.check;
     check.check_bounds =
         options.bounds_share > 0 && program_seed % static_cast<uint64_t>(options.bounds_share) == 0;
+    if (!options.targets.empty()) check.target = options.targets[program_seed % options.targets.size()];
     GenerateOptions generate = options.generate;
     generate.gradient =
         options.gradient_share > 0 &&
@@ -42,8 +45,9 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
       continue;
     }
     if (options.verbose)  // a failure's message before shrinking: the replay file has the shrunk one's
-      std::cerr << fmt::format("program {}: {}\n", program_seed,
-                               outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
+      std::cerr << fmt::format(
+          "program {}: {}\n", program_seed,
+          outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
     if (!outcome.failure) continue;
     const std::string shrunk = shrink(text, *outcome.failure, check);
     const Outcome again = check_graph(shrunk, check);  // the message of the minimal program
@@ -53,7 +57,7 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     if (!options.replay_dir.empty()) {
       std::filesystem::create_directories(options.replay_dir);
       const auto path = std::filesystem::path(options.replay_dir) / fmt::format("fuzz-{}.loom", program_seed);
-      std::ofstream(path) << replay_text(program_seed, failure, shrunk);
+      std::ofstream(path) << replay_text(program_seed, failure, check, shrunk);
       result.replay_files.push_back(path.string());
     }
     if (options.stop_at_first) break;
