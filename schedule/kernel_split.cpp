@@ -121,14 +121,24 @@ UOpPtr renumber_ranges(const UOpPtr& kernel) {
 }
 
 bool reads_output_only_in_place(const UOpPtr& kernel) {
-  std::unordered_map<int64_t, UOpPtr> stored;  // output slot -> the address its store writes
+  std::unordered_map<int64_t, UOpPtr> stored;  // output slot -> its STORE
   for (const auto& n : toposort(kernel))
     if (n->op == Op::STORE && n->src[0]->src[0]->op == Op::DEFINE_GLOBAL)
-      stored[n->src[0]->src[0]->arg_int()] = n->src[0]->src[1];
+      stored[n->src[0]->src[0]->arg_int()] = n;
+  // A kernel of several outputs computes their values in order (the linearizer places a
+  // value at its first use): a load the slot's own store does not wait for may come
+  // after that store, and read the new value.
+  std::unordered_map<int64_t, std::unordered_set<const UOp*>> before_store;
   for (const auto& n : toposort(kernel)) {
     if (n->op != Op::LOAD || n->src[0]->src[0]->op != Op::DEFINE_GLOBAL) continue;
     const auto it = stored.find(n->src[0]->src[0]->arg_int());
-    if (it != stored.end() && n->src[0]->src[1] != it->second) return false;
+    if (it == stored.end()) continue;
+    if (n->src[0]->src[1] != it->second->src[0]->src[1]) return false;
+    if (stored.size() == 1) continue;
+    auto& cone = before_store[it->first];
+    if (cone.empty())
+      for (const auto& u : toposort(it->second->src[1])) cone.insert(u.get());
+    if (!cone.contains(n.get())) return false;
   }
   return true;
 }
@@ -270,16 +280,30 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
   std::unordered_map<const UOp*, UOpPtr> buffer_of;
   for (size_t k : order) {
     const auto& group = graph.kernels[k];
-    if (auto it = requested.find(group[0].get()); group.size() == 1 && it != requested.end()) {
-      buffer_of[group[0].get()] = it->second;
-      built[k] = build_kernel(group, {it->second}, buffer_of);
-      if (reads_output_only_in_place(built[k].kernel.ast)) continue;
-    }
-    std::vector<UOpPtr> outs;
-    for (const auto& n : group) {
-      outs.push_back(make_buffer(n->dtype, numel(n->get<std::vector<int64_t>>())));
-      buffer_of[n.get()] = outs.back();
-    }
+    // Each output written in place where asked (an assign into its own buffer), or, when
+    // the kernel reads such a buffer other than before storing the same element, into a
+    // fresh buffer (a copy).
+    std::vector<UOpPtr> outs(group.size());
+    bool in_place = false;
+    for (size_t i = 0; i < group.size(); ++i)
+      if (const auto it = requested.find(group[i].get());
+          it != requested.end() && std::find(outs.begin(), outs.end(), it->second) == outs.end()) {
+        outs[i] = it->second;
+        in_place = true;
+      }
+    const auto fresh = [&](size_t i) {
+      return make_buffer(group[i]->dtype, numel(group[i]->get<std::vector<int64_t>>()));
+    };
+    for (size_t i = 0; i < group.size(); ++i)
+      if (!outs[i]) outs[i] = fresh(i);
+    for (size_t i = 0; i < group.size(); ++i) buffer_of[group[i].get()] = outs[i];
+    built[k] = build_kernel(group, outs, buffer_of);
+    if (!in_place || reads_output_only_in_place(built[k].kernel.ast)) continue;
+    for (size_t i = 0; i < group.size(); ++i)
+      if (requested.contains(group[i].get()) && outs[i] == requested.at(group[i].get())) {
+        outs[i] = fresh(i);
+        buffer_of[group[i].get()] = outs[i];
+      }
     built[k] = build_kernel(group, outs, buffer_of);
   }
   Schedule schedule;

@@ -31,7 +31,10 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer,
                        const std::vector<UOpPtr>& into = {}, const KernelPasses& passes = {});
 
 // True if every load from an output slot reads the element the kernel stores
-// there (so the output may be the same buffer as that input).
+// there, and, in a kernel of several outputs, feeds that slot's own store (so it
+// runs before the store: the linearizer computes a value at its first use, and a
+// load only a later output needs would read the new value). The output may then be
+// the same buffer as that input.
 bool reads_output_only_in_place(const UOpPtr& kernel);
 
 // Range ids renumbered 0, 1, ... in toposort order, so equal computations give

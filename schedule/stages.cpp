@@ -3,6 +3,7 @@
 #include "ir/symbolic.hpp"
 #include "schedule/buffer_removal.hpp"
 #include "schedule/dead_axis.hpp"
+#include "schedule/elementwise_outputs.hpp"
 #include "schedule/load_collapse.hpp"
 #include "schedule/multi_output.hpp"
 #include "schedule/panel_packing.hpp"
@@ -48,6 +49,7 @@ const Stage kDeadAxis{"dead_axis", dead_axis};
 const Stage kBufferRemoval{"buffer_removal", buffer_removal};
 const Stage kPanelPacking{"panel_packing", panel_packing};
 const Stage kMultiOutput{"multi_output", multi_output};
+const Stage kElementwiseOutputs{"elementwise_outputs", elementwise_outputs};
 const Stage kScatterReduce{"scatter_reduce", scatter_reduce};
 const Stage kLoadCollapse{"load_collapse", load_collapse};
 const Stage kRangeSplit{"range_split", range_split};
@@ -59,9 +61,9 @@ const Stage kRangeMerge{"range_merge", range_merge};
 const std::vector<std::string_view>& rewrite_stage_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const Stage* s :
-         {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kBufferRemoval, &kPanelPacking,
-          &kMultiOutput, &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
+    for (const Stage* s : {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kBufferRemoval,
+                           &kPanelPacking, &kMultiOutput, &kElementwiseOutputs, &kScatterReduce,
+                           &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
       out.push_back(s->name);
     return out;
   }();
@@ -91,7 +93,10 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   const UOpPtr packed = run_stages("panel_packing", {kPanelPacking}, out, ctx, notify_graph_stage);
   // After packing: the product's value is final, and its reads are what the sum must share.
   const UOpPtr fused = run_stages("multi_output", {kMultiOutput}, packed, ctx, notify_graph_stage);
-  return graph_rewrite(fused, drop_realize_markers());
+  // After multi_output: a sum it fused shares its product's ranges and stays out.
+  const UOpPtr joined =
+      run_stages("elementwise_outputs", {kElementwiseOutputs}, fused, ctx, notify_graph_stage);
+  return graph_rewrite(joined, drop_realize_markers());
 }
 
 UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {

@@ -39,12 +39,41 @@ TEST_CASE("a kernel that needs both the old and the new value sends the write to
   const UOpPtr a = assign(w, plus_one(w));
   const UOpPtr both = a + w;  // new value + old value
   FakeBuffers fb;
+  // Two kernels: elementwise_outputs would make them one (the next test).
+  const uint64_t off = detail::push_flag_overrides({{"LOOM_DISABLE", "elementwise_outputs"}});
   Schedule s = create_schedule({a, both}, fb.factory(), {w, nullptr});
+  detail::pop_flag_overrides(off);
   REQUIRE(s.kernels.size() == 2);
   CHECK(s.kernels[0].buffers[0] != w);
   CHECK(s.kernels[1].buffers[0] != w);
   CHECK(reads(s.kernels[1], w));                        // the old value, untouched
   CHECK(reads(s.kernels[1], s.kernels[0].buffers[0]));  // and the new one
+}
+
+TEST_CASE("one kernel storing the new value in place and new + old beside it reads the old value first") {
+  const UOpPtr w = input(1, {16});
+  const UOpPtr a = assign(w, plus_one(w));
+  FakeBuffers fb;
+  Schedule s = create_schedule({a, a + w}, fb.factory(), {w, nullptr});
+  REQUIRE(s.kernels.size() == 1);  // elementwise_outputs: both over one range
+  CHECK(s.kernels[0].outputs == 2);
+  CHECK(s.kernels[0].buffers[0] == w);  // in place: the load of w[i] feeds w's own store
+  CHECK(s.kernels[0].buffers[1] != w);
+  CHECK(s.results[0] == w);
+  CHECK(reads_output_only_in_place(s.kernels[0].ast));
+}
+
+TEST_CASE("a kernel of two outputs whose second reads the buffer the first overwrites writes a copy") {
+  // w.assign(x + 1) and w + 1 (the old w): in one kernel the second value's load of w[i]
+  // would come after the first's store of w[i], so the first goes to a fresh buffer.
+  const UOpPtr w = input(1, {16}), x = input(2, {16});
+  const UOpPtr a = assign(w, plus_one(x));
+  FakeBuffers fb;
+  Schedule s = create_schedule({a, a * plus_one(w)}, fb.factory(), {w, nullptr});
+  REQUIRE(s.kernels.size() == 1);
+  CHECK(s.kernels[0].buffers[0] != w);
+  CHECK(reads(s.kernels[0], w));
+  CHECK(s.results[0] == s.kernels[0].buffers[0]);
 }
 
 TEST_CASE("two writes that each read the other's old value: the first in place, the second copied") {

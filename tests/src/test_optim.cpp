@@ -155,6 +155,53 @@ TEST_CASE("a step is one schedule that updates parameters and state in their own
   }
 }
 
+TEST_CASE(
+    "Adam's update is one kernel per parameter writing its gradient, the parameter and both moments in "
+    "place, with the values of one kernel per tensor") {
+  // The quadratic's gradient a p + c is elementwise: elementwise_outputs joins it to the
+  // update (4 outputs). A step runs that kernel, the loss's sum and the step count's
+  // increment: 3 kernels, against 6 with the stage off (g, m, v, p, the sum, the count).
+  for (bool decoupled : {false, true})
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      CAPTURE(decoupled);
+      std::vector<std::vector<double>> got;  // p, m, v: with the stage, then without
+      for (const bool joined : {true, false}) {
+        Context off{{"DISABLE", joined ? "" : "elementwise_outputs"}};
+        Tensor p = Tensor::from_vector<double>(p0, {4}).cast(dt).realize().requires_grad_();
+        std::unique_ptr<optim::Optimizer> opt;
+        if (decoupled)
+          opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, 1.0, 0.8, 0.95, 1e-6, 0.05);
+        else
+          opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, 1.0, 0.8, 0.95, 1e-6, 0.02);
+        const auto state_of = [&](const std::string& key) {
+          for (const auto& [k, t] : opt->state_dict())
+            if (k == key) return t;
+          FAIL("no state " << key);
+          return Tensor();
+        };
+        const void* p_at = buffer_address(p);
+        const void* m_at = buffer_address(state_of("state.0.exp_avg"));
+        const void* v_at = buffer_address(state_of("state.0.exp_avg_sq"));
+        for (int step = 1; step <= 5; ++step) {
+          opt->set_lr(lr_schedule(step));
+          opt->zero_grad();
+          Tensor loss = quadratic_loss(p);
+          loss.backward();
+          const uint64_t before = counters().kernels_executed;
+          opt->step();
+          CHECK(counters().kernels_executed - before == (joined ? 3u : 6u));
+        }
+        CHECK(buffer_address(p) == p_at);  // every output in its own buffer: no copy
+        CHECK(buffer_address(state_of("state.0.exp_avg")) == m_at);
+        CHECK(buffer_address(state_of("state.0.exp_avg_sq")) == v_at);
+        got.push_back(values(p));
+        got.push_back(values(state_of("state.0.exp_avg")));
+        got.push_back(values(state_of("state.0.exp_avg_sq")));
+      }
+      for (size_t i = 0; i < 3; ++i) CHECK(got[i] == got[i + 3]);  // bitwise
+    }
+}
+
 TEST_CASE("optimizers reject bad hyper-parameters and parameters that are not leaves") {
   Tensor p = Tensor::ones({2}).requires_grad_();
   check_message(error_of([&] { optim::SGD({p}, -1); }), {"SGD", "learning rate", "-1"});
