@@ -217,6 +217,7 @@ class Search {
         log().debug("beam: {}: {} rejected: {}", name_, to_string(*opts), why_not);
         return;
       }
+      log().debug("beam: {}: {} {:.4f} ms", name_, to_string(*opts), *ms);
       level.push_back({prefix, *opts, *ms});
     };
     {
