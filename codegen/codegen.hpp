@@ -57,6 +57,16 @@ UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().v
 // the emitter take. `applied`, when given, receives the optimizer's Opts (none when it is off).
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
                     std::vector<Opt>* applied = nullptr);
+// How lower_kernel lowers: the optimizer's Opts given (a search's candidate or winner)
+// or the heuristic's, and whether the pass observers see the passes (a search's
+// candidates are not the kernel a dump or the kernel checker should see).
+struct KernelLowering {
+  std::vector<Opt>* applied = nullptr;     // receives the optimizer's Opts (none when it is off)
+  const std::vector<Opt>* opts = nullptr;  // these instead of the heuristic's; null: the heuristic's
+  bool observed = true;
+};
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
+                    const KernelLowering& how);
 // The names of the passes lower_kernel runs, in order.
 const std::vector<std::string_view>& kernel_pass_names();
 // The names of those LOOM_DISABLE may switch off, in order.

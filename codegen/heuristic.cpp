@@ -214,6 +214,11 @@ std::vector<Opt> picked_sums(const UOpPtr& kernel) {
   return out;
 }
 
+bool is_tile(OptKind k) {
+  return k == OptKind::MatmulTile || k == OptKind::GemvTile || k == OptKind::ColumnSumTile ||
+         k == OptKind::DotTile;
+}
+
 bool is_fresh(const UOpPtr& kernel) {
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
@@ -255,22 +260,125 @@ void apply_heuristic(OptState& s) {
       RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target.vector_registers);
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
-    } else {
-      if (width >= 2)
-        for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
-          upcast(s, lane, width);
-      // Any float-sum range still longer than kBlock (the reduced one when the lanes
-      // are outputs, or when nothing was upcast) is blocked the same way.
+    } else if (width >= 2) {
+      for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
+        upcast(s, lane, width);
+    }
+  }
+  finish_heuristic(s);
+}
+
+void finish_heuristic(OptState& s) {
+  bool tiled = false, matmul = false;
+  for (const Opt& o : s.applied()) {
+    tiled |= is_tile(o.kind);
+    matmul |= o.kind == OptKind::MatmulTile || o.kind == OptKind::DotTile;
+  }
+  if (!s.applied().empty() || is_fresh(s.kernel())) {
+    // Any float-sum range still longer than kBlock (the reduced one when the lanes
+    // are outputs, or when nothing was upcast) is blocked the same way; a tile blocks its own.
+    if (!tiled)
       while (const UOpPtr sum = long_float_sum(s.kernel()))
         s.apply({OptKind::BlockSum, axis_of(sum), kBlock});
-    }
     s.settle();
     // A side END beside a tile takes vectors of half the registers, within what a UOp's vector holds.
+    const int64_t width = s.lanes();
     const int64_t side_vectors =
-        std::min<int64_t>(kMaxVectorLanes, target.vector_registers * width / 2) / width;
-    if (s.kernel()->src.size() > 1) s.apply({OptKind::AlignSides, -1, mm ? side_vectors : 0});
+        std::min<int64_t>(kMaxVectorLanes, s.target().vector_registers * width / 2) / width;
+    if (s.kernel()->src.size() > 1) s.apply({OptKind::AlignSides, -1, matmul ? side_vectors : 0});
   }
   if (const UOpPtr range = parallel_candidate(s.kernel())) s.apply({OptKind::Parallel, axis_of(range)});
+}
+
+namespace {
+
+// `opts` applied to a copy of `s`: the move when every Opt fits, else nothing.
+std::optional<std::vector<Opt>> fitting(const OptState& s, const std::vector<Opt>& opts) {
+  OptState trial = s;
+  try {
+    for (const Opt& o : opts) trial.apply(o);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return opts;
+}
+
+// `range` to lanes of `width` with `unroll` accumulators, padded to whole vectors, as upcast() does.
+std::optional<std::vector<Opt>> lanes_move(const OptState& s, const UOpPtr& range, int64_t width,
+                                           int64_t unroll) {
+  const int64_t n = *trip(range), id = axis_of(range);
+  OptState trial = s;
+  std::vector<Opt> move;
+  try {
+    auto apply = [&](const Opt& o) { trial.apply(o), move.push_back(o); };
+    if (n % (width * unroll) != 0) apply({OptKind::Pad, id, width * unroll});
+    const int64_t outer = next_axis_id(trial.kernel());
+    apply({OptKind::Upcast, id, width});
+    if (unroll > 1) apply({OptKind::Unroll, outer, unroll});
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return move;
+}
+
+}  // namespace
+
+std::vector<std::vector<Opt>> search_moves(const OptState& s) {
+  std::vector<std::vector<Opt>> out;
+  const auto add = [&](const std::optional<std::vector<Opt>>& move) {
+    if (move) out.push_back(*move);
+  };
+  const UOpPtr& k = s.kernel();
+  const int64_t width = s.lanes(), registers = s.target().vector_registers;
+  bool split = false, tiled = false;
+  for (const Opt& o : s.applied()) {
+    split |= o.kind != OptKind::ExpandSum;
+    tiled |= is_tile(o.kind);
+  }
+  if (width < 2 || tiled || (!is_fresh(k) && !split)) return out;
+  if (!split) {
+    // The tiles, their sizes within the registers and a UOp's lanes as register_tile's and dot_tile's.
+    const bool one_end = k->src.size() == 1;
+    const auto mm = matmul_axes(k);
+    if (mm) {
+      const int64_t m = *trip(mm->rows), n = *trip(mm->cols), lanes = std::min<int64_t>(width, n);
+      for (int64_t r = 1; r <= std::min<int64_t>(m, 8); ++r)
+        for (int64_t v = 1; v <= std::min<int64_t>(4, (n + lanes - 1) / lanes); ++v)
+          if (r * v + (r > 1 ? v : 1) + 1 + v <= registers && r * v * lanes <= kMaxVectorLanes)
+            add(fitting(s, {{OptKind::MatmulTile, axis_of(mm->cols), v, r}}));
+      if (const auto dot = one_end ? dot_axes(k, width) : std::nullopt) {
+        const int64_t dm = *trip(dot->rows), dn = *trip(dot->cols);
+        for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
+          for (int64_t r = 1; r <= std::min<int64_t>(dm, 8); ++r)
+            if (r * dn + dn + 1 <= registers && r * dn * l <= kMaxVectorLanes)
+              add(fitting(s, {{OptKind::DotTile, axis_of(dot->cols), l, r}}));
+      }
+    } else if (one_end) {
+      const auto gemv = gemv_axes(k);
+      const auto column_sum = gemv ? std::nullopt : column_sum_axes(k);
+      const auto& row = gemv ? gemv : column_sum;
+      if (row)
+        for (int64_t v = 1; v <= 16 && v * width <= kMaxVectorLanes && v + 2 <= registers; v *= 2)
+          add(fitting(s, {{gemv ? OptKind::GemvTile : OptKind::ColumnSumTile, axis_of(row->cols), v}}));
+    }
+  }
+  // Lanes, as upcast() gives them, on any range the heuristic could choose (lane_candidate's
+  // rules without its score), with 1, 2 or 4 accumulators when the kernel reduces.
+  bool reduces = false;
+  for (const auto& u : toposort(k)) reduces |= u->op == Op::REDUCE;
+  const std::unordered_set<const UOp*> taken = beside_lanes(k);
+  for (const auto& r : ranges_of(k)) {
+    const AxisKind kd = kind(r);
+    if ((kd != AxisKind::Loop && kd != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if (taken.contains(r.get()) || scatters_along(k, r)) continue;
+    if (kd == AxisKind::Loop && *trip(r) <= width) {
+      add(fitting(s, {{OptKind::Upcast, axis_of(r), 0}}));
+      continue;
+    }
+    for (int64_t unroll : {1, 2, 4})
+      if (unroll == 1 || (reduces && unroll * width <= kMaxVectorLanes)) add(lanes_move(s, r, width, unroll));
+  }
+  return out;
 }
 
 std::vector<Opt> heuristic_opts(const UOpPtr& kernel, const Target& target) {

@@ -17,4 +17,18 @@ void apply_heuristic(OptState& s);
 // kernel optimize_kernel makes.
 std::vector<Opt> heuristic_opts(const UOpPtr& kernel, const Target& target);
 
+// The heuristic's last choices, made for whatever range splits `s` holds (its own or a
+// search's): float sums longer than kBlock blocked (unless a tile blocks them), the
+// splits settled, the side ENDs of several aligned, the parallel loop. A search's
+// candidate is its Opts followed by these, so it keeps the heuristic's accuracy and its
+// rule for which loop threads may share.
+void finish_heuristic(OptState& s);
+
+// The search's next steps from `s` (LOOM_BEAM, docs/pipeline.md): each a short list of
+// Opts that fits `s`, of the kinds and amounts the heuristic chooses among for this
+// kernel: on a kernel not yet split, each tile its contraction takes, in each size
+// the registers hold; on one not yet tiled, lanes on each range the heuristic could
+// give them to (padded to whole vectors), with 1, 2 or 4 accumulators when it reduces.
+std::vector<std::vector<Opt>> search_moves(const OptState& s);
+
 }  // namespace loom

@@ -15,7 +15,7 @@ namespace {
 struct KernelPass {
   std::string_view name;
   bool optional;  // may be switched off by LOOM_DISABLE (required ones lower what the emitter cannot take)
-  UOpPtr (*run)(const UOpPtr&, const Flags&, std::vector<Opt>* applied);
+  UOpPtr (*run)(const UOpPtr&, const Flags&, const KernelLowering& how);
 };
 
 // The expander may be switched off: the linearizer runs upcast and unroll
@@ -23,18 +23,21 @@ struct KernelPass {
 const std::array<KernelPass, 5>& kernel_passes() {
   static const std::array<KernelPass, 5> passes{{
       {"optimizer", true,
-       [](const UOpPtr& k, const Flags& f, std::vector<Opt>* applied) {
-         return optimize_kernel(k, OptimizerOptions{!f.noopt, target_of(f), std::nullopt}, applied);
+       [](const UOpPtr& k, const Flags& f, const KernelLowering& how) {
+         std::optional<std::vector<Opt>> opts;
+         if (how.opts) opts = *how.opts;
+         return optimize_kernel(k, OptimizerOptions{!f.noopt, target_of(f), std::move(opts)}, how.applied);
        }},
       {"transcendental", true,
-       [](const UOpPtr& k, const Flags&, std::vector<Opt>*) { return lower_transcendental(k); }},
-      {"expander", true, [](const UOpPtr& k, const Flags&, std::vector<Opt>*) { return expand_lanes(k); }},
+       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return lower_transcendental(k); }},
+      {"expander", true,
+       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return expand_lanes(k); }},
       {"lower_reduce", false,
-       [](const UOpPtr& k, const Flags& f, std::vector<Opt>*) {
+       [](const UOpPtr& k, const Flags& f, const KernelLowering&) {
          return lower_reduce(k, target_of(f).vector_bytes);
        }},
       {"split_vectors", true,
-       [](const UOpPtr& k, const Flags& f, std::vector<Opt>*) {
+       [](const UOpPtr& k, const Flags& f, const KernelLowering&) {
          return split_vectors(k, target_of(f).vector_bytes);
        }},
   }};
@@ -73,13 +76,18 @@ int64_t matmul_panel_rows(const Flags& flags) {
 
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
                     std::vector<Opt>* applied) {
-  if (applied) applied->clear();
+  return lower_kernel(kernel, name, flags, KernelLowering{applied});
+}
+
+UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
+                    const KernelLowering& how) {
+  if (how.applied) how.applied->clear();
   UOpPtr k = kernel;
   for (const KernelPass& pass : kernel_passes()) {
     if (pass.optional && flags.disabled(pass.name)) continue;
     const UOpPtr before = k;
-    k = pass.run(k, flags, applied);
-    notify_pass({PassLevel::Kernel, pass.name, name, before, k});
+    k = pass.run(k, flags, how);
+    if (how.observed) notify_pass({PassLevel::Kernel, pass.name, name, before, k});
   }
   return k;
 }

@@ -57,6 +57,12 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_PROFILE", "a file name",
      "writes a Chrome trace-event file of scheduling, each stage, compilation and each kernel run, "
      "one track per thread (Perfetto opens it)"},
+    {"LOOM_BEAM", "0 to 64",
+     "N > 0 searches each kernel's Opts with a beam of width N: candidates compiled and timed on scratch "
+     "buffers, the fastest whose output equals the heuristic's kept and cached in LOOM_CACHE_DIR, so "
+     "another process searches nothing (default 0: the heuristic's Opts)"},
+    {"LOOM_BEAM_BUDGET", "seconds (a decimal number, 0 or more)",
+     "the time LOOM_BEAM's search may spend on one kernel (default 3); 0 keeps the heuristic's Opts"},
 };
 // clang-format on
 
@@ -150,6 +156,15 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   if (name == "LOOM_DUMP_DIR") return f.dump_dir = v, "";
   if (name == "LOOM_CACHE_DIR") return f.cache_dir = v, "";
   if (name == "LOOM_PROFILE") return f.profile = v, "";
+  if (name == "LOOM_BEAM") return ranged(f.beam, 0, 64);
+  if (name == "LOOM_BEAM_BUDGET") {
+    double s = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+    if (ec != std::errc() || end != v.data() + v.size() || !(s >= 0) || s > 1e6)
+      return "expected a number of seconds, 0 or more (like 2.5)";
+    f.beam_budget = s;
+    return "";
+  }
   if (name == "LOOM_JIT_CACHE_BYTES") {
     const auto n = parse_bytes(v);
     if (!n) return "expected a number of bytes, optionally followed by K, M or G (like 64M)";

@@ -30,6 +30,8 @@ struct Flags {
   uint64_t jit_cache_bytes = uint64_t{256} << 20;  // LOOM_JIT_CACHE_BYTES: the kernel cache's code limit
   std::string log = "info";                        // LOOM_LOG
   std::string profile;                             // LOOM_PROFILE; empty: off
+  int beam = 0;                                    // LOOM_BEAM: the search's beam width; 0: off
+  double beam_budget = 3;                          // LOOM_BEAM_BUDGET: seconds of search per kernel
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;

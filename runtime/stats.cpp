@@ -19,6 +19,8 @@ std::atomic<uint64_t> g_schedules_built{0};
 std::atomic<uint64_t> g_schedule_cache_hits{0};
 std::atomic<uint64_t> g_schedule_cache_misses{0};
 std::atomic<uint64_t> g_capture_replays{0};
+std::atomic<uint64_t> g_beam_searches{0};
+std::atomic<uint64_t> g_beam_cache_hits{0};
 }  // namespace
 
 Counters counters() {
@@ -31,6 +33,8 @@ Counters counters() {
   c.schedule_cache_hits = g_schedule_cache_hits.load(std::memory_order_relaxed);
   c.schedule_cache_misses = g_schedule_cache_misses.load(std::memory_order_relaxed);
   c.capture_replays = g_capture_replays.load(std::memory_order_relaxed);
+  c.beam_searches = g_beam_searches.load(std::memory_order_relaxed);
+  c.beam_cache_hits = g_beam_cache_hits.load(std::memory_order_relaxed);
   c.live_uops = intern_table_size();
   c.live_buffers = live_buffer_count();
   c.live_buffer_bytes = live_buffer_bytes();
@@ -50,6 +54,8 @@ void reset_counters() {
   g_schedule_cache_hits.store(0, std::memory_order_relaxed);
   g_schedule_cache_misses.store(0, std::memory_order_relaxed);
   g_capture_replays.store(0, std::memory_order_relaxed);
+  g_beam_searches.store(0, std::memory_order_relaxed);
+  g_beam_cache_hits.store(0, std::memory_order_relaxed);
 }
 
 namespace detail {
@@ -62,6 +68,8 @@ void count_schedule_built() { g_schedules_built.fetch_add(1, std::memory_order_r
 void count_schedule_cache(bool hit) {
   (hit ? g_schedule_cache_hits : g_schedule_cache_misses).fetch_add(1, std::memory_order_relaxed);
 }
+void count_beam_search() { g_beam_searches.fetch_add(1, std::memory_order_relaxed); }
+void count_beam_cache_hit() { g_beam_cache_hits.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace detail
 
 }  // namespace loom

@@ -16,6 +16,7 @@
 #include "schedule/schedule.hpp"
 #include "schedule/stages.hpp"
 #include "src/autograd.hpp"
+#include "src/beam.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
 #include "src/offset_vars.hpp"
@@ -46,6 +47,13 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// Does LOOM_BEAM search the optimiser's Opts? Not when the optimiser is off, nor for
+// bounds-checked code (LOOM_CHECK_BOUNDS is for finding bugs, not speed).
+bool beam_on(const Flags& flags) {
+  return flags.beam > 0 && flags.beam_budget > 0 && !flags.noopt && !flags.disabled("optimizer") &&
+         !flags.check_bounds;
+}
+
 // The flags that change what codegen makes of a kernel: the kernel cache's key has them.
 std::string codegen_options(const Flags& flags) {
   std::string out = flags.noopt ? "noopt" : "";
@@ -53,6 +61,8 @@ std::string codegen_options(const Flags& flags) {
     if (flags.disabled(pass)) out += fmt::format(" -{}", pass);
   if (flags.check_bounds) out += " check_bounds";
   if (flags.vector_bits) out += fmt::format(" vector_bits={}", flags.vector_bits);
+  // A searched kernel's Opts are not the heuristic's: the two never alias in a cache.
+  if (beam_on(flags)) out += fmt::format(" beam={}", flags.beam);
   // The machine: its ISA and caches change the code (and the objects on disk).
   return out + " " + target_named(flags.target).key();
 }
@@ -187,7 +197,11 @@ std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const
   std::unordered_set<const UOp*> seen;
   for (auto& k : plan->kernels)
     if (seen.insert(k.ast.get()).second) distinct.push_back(&k);
-  run_tasks(distinct.size(), [&](size_t i) { compile_planned_kernel(*distinct[i], flags); });
+  // A search times its candidates: one kernel at a time, on the calling thread.
+  if (beam_on(flags))
+    for (PlanKernel* k : distinct) compile_planned_kernel(*k, flags);
+  else
+    run_tasks(distinct.size(), [&](size_t i) { compile_planned_kernel(*distinct[i], flags); });
   for (auto& k : plan->kernels) compile_planned_kernel(k, flags);
   return plan;
 }
@@ -323,8 +337,11 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.flops = kernel_flops(ast);
   if (texts) show_stage(flags, 3, name, "kernel", "uop", to_text(ast));
   CompileTimes times;
+  std::optional<std::vector<Opt>> searched;
+  if (beam_on(flags)) searched = beam_opts(ast, name, flags, options).best;
   const auto t0 = Clock::now();
-  const UOpPtr optimized = lower_kernel(ast, name, flags, &k.opts);
+  const UOpPtr optimized =
+      lower_kernel(ast, name, flags, KernelLowering{&k.opts, searched ? &*searched : nullptr});
   k.extent = parallel_extent_graph(optimized);
   times.optimizer = ms_since(t0);
   if (texts) show_stage(flags, 3, name, "opts", "txt", to_string(k.opts));
@@ -339,6 +356,22 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
     compile_fresh(k, optimized, flags, keep_text, times, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
   return kernel_cache().insert(std::move(k));
+}
+
+CandidateKernel compile_candidate(const UOpPtr& ast, const std::string& name, const Flags& flags,
+                                  const std::vector<Opt>& opts) {
+  const UOpPtr optimized = lower_kernel(ast, name, flags, KernelLowering{nullptr, &opts, false});
+  const std::string llvm_ir =
+      emit_llvm_ir(optimized, name, EmitOptions{false, -1, target_named(flags.target)});
+  JitOptions jit_options;
+  jit_options.target = flags.target;
+  jit_options.level = jit_level(optimized, llvm_ir);
+  const JitObject object = Jit::instance().compile_object(llvm_ir, name, jit_options);
+  CandidateKernel c;
+  c.code = Jit::instance().load(object.bytes, name);
+  c.fn = c.code->fn();
+  c.extent = parallel_extent_graph(optimized);
+  return c;
 }
 
 std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,

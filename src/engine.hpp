@@ -37,6 +37,16 @@ Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig
 std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const std::string& name,
                                                      const Flags& flags, bool keep_text = false);
 
+// One candidate of a BEAM search (src/beam.hpp): `ast` lowered with exactly `opts`
+// unobserved (no dump or kernel checker sees it), compiled and loaded; cached nowhere
+// and counted in no counter.
+struct CandidateKernel {
+  std::shared_ptr<const JitCode> code;  // owns fn's machine code
+  KernelFn fn = nullptr;
+  UOpPtr extent;  // the optimised kernel's parallel_extent_graph
+};
+CandidateKernel compile_candidate(const UOpPtr& ast, const std::string& name, const Flags& flags,
+                                  const std::vector<Opt>& opts);
 // compile_kernel for a kernel of a plan, which also records the kernel's
 // parallel extent in the plan (the optimiser chooses it).
 std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,

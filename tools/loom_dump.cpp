@@ -7,6 +7,7 @@
 #include "tools/stage_dump.hpp"
 #include "tools/unified_diff.hpp"
 
+#include <loom/context.hpp>
 #include <loom/error.hpp>
 #include <loom/graph_file.hpp>
 
@@ -15,6 +16,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@ struct Options {
   std::string kernel;
   bool run = false, diff = false, color = false;
   int repeat = 10;
+  int beam = 0;  // --beam=N: LOOM_BEAM=N for the dump; with --run, the heuristic's kernels timed beside
 };
 
 struct Usage {  // a mistake on the command line: exit code 2
@@ -77,6 +80,8 @@ options:
   --diff              show each rewrite stage as a unified diff of what it changed
   --run               run the computation and time each kernel (best of --repeat runs)
   --repeat=N          timed runs after one warm-up run (default 10)
+  --beam=N            search each kernel's Opts with a beam of width N (LOOM_BEAM=N); with --run,
+                      the heuristic's Opts and time beside the searched ones
   --save=FILE         write the computation as a graph file (loom::save_graph)
   --color=WHEN        auto (the default: colour on a terminal), always or never
   --env-table         print the LOOM_* flags as the markdown table of docs/env.md
@@ -154,6 +159,11 @@ bool parse(int argc, char** argv, Options& o) {
       o.repeat = std::atoi(n.c_str());
       if (o.repeat < 1 || n.find_first_not_of("0123456789") != std::string::npos)
         throw Usage{"--repeat takes a whole number of at least 1, got '" + n + "'"};
+    } else if (is(arg, "--beam")) {
+      const std::string n = value(i, arg, "--beam");
+      o.beam = std::atoi(n.c_str());
+      if (o.beam < 1 || o.beam > 64 || n.find_first_not_of("0123456789") != std::string::npos)
+        throw Usage{"--beam takes a beam width from 1 to 64, got '" + n + "'"};
     } else if (arg == "--run")
       o.run = true;
     else if (arg == "--diff")
@@ -273,9 +283,42 @@ std::vector<Tensor> load_input(const Options& o, std::string& source) {
   }
 }
 
+// The heuristic's kernels (LOOM_BEAM off) timed beside the dump's searched ones, per kernel.
+void print_beam(const Options& o, const Painter& p, const StageDump& dump, const TimedRun& searched) {
+  StageDump heuristic = dump;  // its own plan: the heuristic's parallel extents
+  TimedRun plain;
+  std::vector<std::vector<Opt>> plain_opts, beam_opts;
+  {
+    const std::shared_ptr<const Flags> beam_flags = flags();
+    for (const detail::PlanKernel& k : dump.plan.kernels)
+      beam_opts.push_back(detail::compile_kernel(k.ast, k.name, *beam_flags)->opts);
+    const Context off{{"BEAM", 0}};
+    const std::shared_ptr<const Flags> off_flags = flags();
+    for (detail::PlanKernel& k : heuristic.plan.kernels)
+      plain_opts.push_back(detail::compile_planned_kernel(k, *off_flags)->opts);
+    plain = time_kernels(heuristic, o.repeat);
+  }
+  fmt::print("{}\n", p.paint("1;36", fmt::format("=== beam {}: heuristic vs searched, best of {} ===", o.beam,
+                                                 o.repeat)));
+  fmt::print("{:<28} {:>13} {:>13} {:>8}\n", "kernel", "heuristic ms", "searched ms", "speedup");
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < searched.times.size(); ++i) {
+    const std::string& name = searched.times[i].kernel;
+    if ((!o.kernel.empty() && name != o.kernel) || std::find(shown.begin(), shown.end(), name) != shown.end())
+      continue;
+    shown.push_back(name);
+    const double h = plain.times[i].best.ms, b = searched.times[i].best.ms;
+    fmt::print("{:<28} {:>13.3f} {:>13.3f} {:>7.2f}x\n", name, h, b, b > 0 ? h / b : 0.0);
+    fmt::print("  heuristic {}\n  searched  {}\n", to_string(plain_opts[i]), to_string(beam_opts[i]));
+  }
+}
+
 int run(const Options& o) {
   std::string source;
   const std::vector<Tensor> outputs = load_input(o, source);
+  std::optional<Context> beam;  // after the inputs: the search is for the dumped kernels
+  if (o.beam > 0)
+    beam.emplace(std::initializer_list<std::pair<std::string, Context::Value>>{{"BEAM", o.beam}});
   const Painter p{o.color};
   if (std::find(o.stages.begin(), o.stages.end(), "source") != o.stages.end()) {
     fmt::print("{}", source.empty() ? "(a graph file has no program source)\n" : source);
@@ -290,7 +333,11 @@ int run(const Options& o) {
   check_selection(o, dump);
   for (const StageText& s : dump.stages)
     if (wanted(o, s)) print_stage(o, p, s);
-  if (o.run) print_times(o, p, time_kernels(dump, o.repeat).times);
+  if (o.run) {
+    const TimedRun searched = time_kernels(dump, o.repeat);
+    print_times(o, p, searched.times);
+    if (o.beam > 0) print_beam(o, p, dump, searched);
+  }
   return 0;
 }
 

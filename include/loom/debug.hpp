@@ -9,7 +9,7 @@
 
 namespace loom {
 
-// The first seven count events since reset_counters(); the rest are levels:
+// The first nine count events since reset_counters(); the rest are levels:
 // what is alive at the moment counters() is called.
 struct Counters {
   uint64_t kernels_compiled = 0;  // by LLVM, in this process
@@ -20,6 +20,8 @@ struct Counters {
   uint64_t schedule_cache_hits = 0;    // realizes that reused a plan: no scheduling
   uint64_t schedule_cache_misses = 0;  // realizes that scheduled their graph
   uint64_t capture_replays = 0;        // loom::Capture calls that replayed a recording
+  uint64_t beam_searches = 0;          // LOOM_BEAM searches run (kernels compiled and timed)
+  uint64_t beam_cache_hits = 0;        // LOOM_BEAM winners read from LOOM_CACHE_DIR instead
   uint64_t live_uops = 0;              // interned IR nodes
   uint64_t live_buffers = 0;           // device buffers held by tensors or graphs
   uint64_t live_buffer_bytes = 0;      // their requested bytes
@@ -55,6 +57,8 @@ void count_capture_replay();
 void count_kernel_dispatched();
 void count_schedule_built();
 void count_schedule_cache(bool hit);
+void count_beam_search();
+void count_beam_cache_hit();
 }  // namespace detail
 
 }  // namespace loom

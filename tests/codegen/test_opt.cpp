@@ -155,3 +155,49 @@ TEST_CASE("apply_opts: an Opt that does not fit the kernel is an error naming it
   CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Upcast, 1, 7}}, t), doctest::Contains("1 (loop, 256)"),
                        Error);
 }
+
+TEST_CASE("finish_heuristic after the heuristic's range splits gives the heuristic's list") {
+  for (const Target& t : {v3(), v4()})
+    for (const UOpPtr& kernel : {elementwise(3, 21), row_sums(4, 1000), matmul(13, 40, 37)}) {
+      CAPTURE(t.name);
+      const std::vector<Opt> heuristic = heuristic_opts(kernel, t);
+      OptState s(kernel, t);
+      for (const Opt& o : heuristic)
+        if (o.kind != OptKind::BlockSum && o.kind != OptKind::AlignSides && o.kind != OptKind::Parallel)
+          s.apply(o);
+      finish_heuristic(s);
+      CHECK(s.applied() == heuristic);
+    }
+}
+
+TEST_CASE("search_moves: every step fits, finishes, and computes the kernel's values") {
+  const Target t = v3();
+  struct Case {
+    UOpPtr kernel;
+    std::vector<std::vector<float>> inputs;
+    size_t outputs;
+  };
+  const std::vector<Case> cases{
+      {elementwise(8, 30), {ramp(8 * 30, 7)}, 8 * 30},
+      {row_sums(4, 1000), {ramp(4 * 1000, 13)}, 4},
+      {matmul(13, 40, 37), {ramp(13 * 40, 5), ramp(40 * 37, 9)}, 13 * 37},
+  };
+  for (const Case& c : cases) {
+    const auto moves = search_moves(OptState(c.kernel, t));
+    CHECK(moves.size() >= 2);
+    bool tile = false;
+    for (const std::vector<Opt>& move : moves) {
+      CAPTURE(to_string(move));
+      tile |= move.at(0).kind == OptKind::MatmulTile;
+      OptState s(c.kernel, t);
+      for (const Opt& o : move) s.apply(o);
+      finish_heuristic(s);
+      std::vector<Aligned<float>> slots;
+      slots.emplace_back(c.outputs);
+      for (const auto& in : c.inputs) slots.emplace_back(in);
+      std::vector<Slot> views(slots.begin(), slots.end());
+      check_same_results(c.kernel, s.kernel(), views, true);
+    }
+    CHECK(tile == (c.kernel == cases[2].kernel));  // tiles for the contraction only
+  }
+}

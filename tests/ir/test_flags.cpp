@@ -13,7 +13,7 @@ using namespace loom;
 using test::error_of;
 
 TEST_CASE("every flag of the table has a canonical name, with or without the LOOM_ prefix") {
-  CHECK(flag_table().size() == 13);
+  CHECK(flag_table().size() == 15);
   for (const auto& row : flag_table()) {
     CHECK(detail::canonical_flag_name(row.name) == row.name);
     CHECK(detail::canonical_flag_name(row.name.substr(5)) == row.name);
@@ -108,4 +108,19 @@ TEST_CASE("LOOM_LOG sets the level of loom's own logger only") {
   CHECK(spdlog::default_logger()->level() == host_level);
   detail::pop_flag_overrides(t);
   CHECK(log().level() == loom_level);
+}
+
+TEST_CASE("LOOM_BEAM takes a width, LOOM_BEAM_BUDGET seconds with a fraction") {
+  CHECK(Flags{}.beam == 0);  // off by default
+  CHECK(detail::flag_value_error("LOOM_BEAM", "4") == "");
+  CHECK(detail::flag_value_error("LOOM_BEAM", "65") == "expected a whole number in [0, 64]");
+  for (const char* good : {"0", "2.5", "0.05", "30"})
+    CHECK(detail::flag_value_error("LOOM_BEAM_BUDGET", good) == "");
+  for (const char* bad : {"-1", "x", "1s", ""})
+    CHECK(detail::flag_value_error("LOOM_BEAM_BUDGET", bad) ==
+          "expected a number of seconds, 0 or more (like 2.5)");
+  const uint64_t token = detail::push_flag_overrides({{"BEAM_BUDGET", "0.25"}, {"BEAM", "3"}});
+  CHECK(flags()->beam_budget == 0.25);
+  CHECK(flags()->beam == 3);
+  detail::pop_flag_overrides(token);
 }

@@ -153,6 +153,20 @@ TEST_CASE("an inline expression: its kernels, one stage at a time, and --run's t
   CHECK(std::regex_search(run.out, std::regex("total +[0-9.]+ ms \\(1 kernel\\)")));
 }
 
+TEST_CASE("--beam=N --run: the heuristic's Opts and time beside the searched ones") {
+  const std::string program = "a = rand(40, 24); b = rand(24, 36); out = a @ b";
+  const Run run = loom_dump({"-e", program, "--stage=opts", "--beam=2", "--run", "--repeat=2"},
+                            {"LOOM_BEAM_BUDGET=0.3", "LOOM_CACHE_DIR=off"});
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  CHECK(has(run.out, "=== beam 2: heuristic vs searched, best of 2 ==="));
+  CHECK(std::regex_search(run.out,
+                          std::regex("r_40_36_24 +[0-9.]+ +[0-9.]+ +[0-9.]+x\n  heuristic \\[matmul_tile"
+                                     "[^\n]*\\]\n  searched  \\[[^\n]*\\]\n")));
+  const Run bad = loom_dump({"-e", program, "--beam=0"});
+  CHECK(bad.code == 2);
+  CHECK(has(bad.err, "--beam takes a beam width from 1 to 64, got '0'"));
+}
+
 TEST_CASE("--diff shows what each rewrite stage changed; --kernel keeps one kernel") {
   const std::string program = "x = rand(64, 32); s = x.sum(0, keepdim=1); out = x / s";
   const Run diff = loom_dump({"-e", program, "--diff", "--stage=rangeify,optimizer"});
@@ -223,7 +237,7 @@ TEST_CASE("an unknown LOOM_ variable or a bad value is a warning naming it; LOOM
 TEST_CASE("docs/env.md's table is the flag table in code, row for row") {
   const Run table = loom_dump({"--env-table"});
   REQUIRE(table.code == 0);
-  CHECK(lines(table.out).size() == 15);  // heading, rule, thirteen flags
+  CHECK(lines(table.out).size() == 17);  // heading, rule, fifteen flags
   const std::string doc = read_file(std::filesystem::path(LOOM_SOURCE_DIR) / "docs" / "env.md");
   CHECK_MESSAGE(has(doc, table.out), "regenerate the table with loom-dump --env-table");
   CHECK(has(loom_dump({"--help"}).out, "LOOM_PROFILE"));
