@@ -257,6 +257,10 @@ class Rangeifier {
 // keeps (its first keep rule, docs/pipeline.md).
 constexpr int64_t kMaxKernelOps = 4000;
 
+// Sizes are only compared with the cap: any size past it is kept as this, so a shared
+// source counted once per use (2^n for n doublings) cannot overflow.
+constexpr int64_t kPastCap = kMaxKernelOps + 1;
+
 int64_t own_cost(const UOp& n) { return is_movement(n.op) || n.op == Op::CONST || n.op == Op::IOTA ? 0 : 1; }
 
 // The sizes of fused regions, for the kernel-size cap: each node's size is its own cost
@@ -285,14 +289,15 @@ class RegionSizes {
       }
       s += size_[src.get()];
     }
-    size_[n.get()] = s;
+    size_[n.get()] = std::min(s, kPastCap);
     if (broadcasts(*n) || of_broadcasts(*n)) broadcast_.insert(n.get());
   }
 
  private:
   std::unordered_set<const UOp*>& points_;
   std::unordered_map<const UOp*, int64_t> size_;
-  std::unordered_set<const UOp*> broadcast_;  // computed over a broadcast's elements
+  std::unordered_set<const UOp*> broadcast_;       // computed over a broadcast's elements
+  std::unordered_map<const UOp*, int64_t> ended_;  // end_below's result per broadcast
 
   bool ends_region(const UOp& u) const { return u.op == Op::BUFFER || points_.contains(&u); }
 
@@ -306,7 +311,10 @@ class RegionSizes {
   }
 
   // Realizes the sources of broadcast `b` outside the broadcast; its size is then its own.
+  // Once per node: a broadcast shared by several paths (x + x, a chain of them) would
+  // otherwise be walked once per path, exponentially many.
   int64_t end_below(const UOp& b) {
+    if (const auto done = ended_.find(&b); done != ended_.end()) return done->second;
     int64_t s = own_cost(b);
     for (const auto& src : b.src) {
       if (ends_region(*src)) continue;
@@ -316,6 +324,8 @@ class RegionSizes {
         points_.insert(src.get());
       }
     }
+    s = std::min(s, kPastCap);
+    ended_.emplace(&b, s);
     return s;
   }
 };

@@ -306,3 +306,15 @@ TEST_CASE("the kernel-size cap ends a region below a broadcast product, where it
   CHECK(toposort(points[0]).size() >= 3000);
   CHECK(points[1] == y);
 }
+
+TEST_CASE("the kernel-size cap walks a broadcast shared by many paths once (x + x, 80 times over)") {
+  // Each doubling reads the broadcast before it twice: ending the region below it walked
+  // every path, 2^80 of them (a fuzzed program that never finished scheduling), and the
+  // sizes, counting a shared source once per use, passed int64's range.
+  const int64_t n = 64;
+  UOpPtr y = movement(Op::EXPAND, movement(Op::RESHAPE, input(1, {n}), {1, n}), {8, n});
+  for (int i = 0; i < 80; ++i) y = y + y;
+  const std::vector<UOpPtr> points = realization_points({y});
+  CHECK(points.back() == y);
+  CHECK(points.size() <= 80);
+}
