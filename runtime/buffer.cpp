@@ -21,8 +21,13 @@
 namespace loom {
 
 namespace {
-// What the kernel ABI promises every buffer (ir/target.hpp).
-constexpr auto kAlignment = static_cast<size_t>(kKernelAbiAlignment);
+// Whole vectors and lines of the host (Target::buffer_alignment), and at least what the
+// kernel ABI promises every buffer (kKernelAbiAlignment): 64 bytes on x86.
+size_t alignment() {
+  static const auto bytes =
+      static_cast<size_t>(std::max(kKernelAbiAlignment, host_target().buffer_alignment()));
+  return bytes;
+}
 constexpr size_t kMaxRequest = size_t{1} << 48;        // beyond any real machine
 constexpr size_t kMaxBlocksPerClass = 32;              // bound on each free list
 constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // bound on all free lists
@@ -40,7 +45,7 @@ size_t huge_page() {
 // 4 KiB faults here). Size classes from 2 MiB up are multiples of 4 KiB.
 void* allocate_block(size_t capacity) {
   const size_t huge = huge_page();
-  if (capacity < huge) return std::aligned_alloc(kAlignment, capacity);
+  if (capacity < huge) return std::aligned_alloc(alignment(), capacity);
   const size_t mapped = capacity + huge;
   void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
@@ -119,8 +124,9 @@ class Pool {
 }  // namespace
 
 size_t buffer_size_class(size_t bytes) {
-  if (bytes <= kAlignment) return kAlignment;
-  const size_t step = std::max(kAlignment, std::bit_floor(bytes - 1) / 4);
+  const size_t align = alignment();
+  if (bytes <= align) return align;
+  const size_t step = std::max(align, std::bit_floor(bytes - 1) / 4);
   return (bytes + step - 1) / step * step;
 }
 
