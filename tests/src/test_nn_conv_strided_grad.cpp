@@ -81,6 +81,7 @@ const std::vector<Case> kCases = {
     {1, 1, 5, 6, 2, 1, 2, {2, 3}, {2, 3}, {1, 1}, 1},    // padding past the kernel
     {1, 2, 1, 9, 2, 1, 3, {1, 2}, {0, 1}, {1, 1}, 2},    // conv1d's shape: stride along w only
     {1, 2, 6, 5, 2, 4, 4, {2, 2}, {3, 3}, {1, 1}, 1},    // even kernel, padding 3
+    {0, 2, 7, 7, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},    // an empty batch
 };
 
 TEST_CASE("a strided conv2d's output, dx and dw match the definition's loops") {
