@@ -155,6 +155,7 @@ TEST_CASE("a strided conv_transpose2d (a conv2d's dx by phase) and its gradients
       {{2, 4, 0, 0, 2, 3, 2, {3, 2}, {0, 1}, {1, 2}, 2}, 3, 4, {2, 1}},
       {{1, 2, 0, 0, 2, 1, 2, {3, 3}, {0, 0}, {1, 1}, 1}, 3, 3, {2, 0}},  // kernel shorter than the stride
       {{1, 2, 0, 0, 3, 4, 3, {2, 3}, {3, 2}, {2, 1}, 1}, 5, 4, {1, 1}},  // output_padding < dilation
+      {{1, 2, 0, 0, 2, 2, 2, {2, 2}, {1, 0}, {3, 1}, 1}, 3, 3, {2, 1}},  // output_padding = stride < dilation
   };
   std::mt19937_64 rng(7);
   for (TCase t : cases) {
@@ -167,8 +168,10 @@ TEST_CASE("a strided conv_transpose2d (a conv2d's dx by phase) and its gradients
     // The conv2d's output positions are the transposed conv's input: oh x ow of the windows over
     // the transposed output (output_padding rows past the last one are not windows' rows).
     const int64_t oh = t.xh, ow = t.xw;
-    REQUIRE(out_size(c.h, c.kh, c.stride.h, c.padding.h, c.dilation.h) == oh);
-    REQUIRE(out_size(c.w, c.kw, c.stride.w, c.padding.w, c.dilation.w) == ow);
+    // More windows than x's rows when output_padding >= stride (a dilation above the stride):
+    // the rows past x's spread nothing.
+    REQUIRE(out_size(c.h, c.kh, c.stride.h, c.padding.h, c.dilation.h) >= oh);
+    REQUIRE(out_size(c.w, c.kw, c.stride.w, c.padding.w, c.dilation.w) >= ow);
     // The transposed conv's input is [N, C_out of the conv2d, ...], its weight the conv2d's.
     const std::vector<double> xv = random_values(c.n * c.cout * oh * ow, rng),
                               wv = random_values(c.cout * (c.cin / c.groups) * c.kh * c.kw, rng),
