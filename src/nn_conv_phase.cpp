@@ -16,14 +16,16 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// One spatial axis: kernel k, stride s, dilation d; K dilated positions, M taps a phase.
+// One spatial axis: kernel k, stride s, dilation d; K dilated positions, M taps a phase, and
+// the Q = min(s, K) phases that hold a position (a 1x1 kernel of stride 2 reads one phase of 2).
 struct Axis {
   int64_t k, s, d;
   int64_t taps() const { return d * (k - 1) + 1; }
   int64_t m() const { return ceil_div(taps(), s); }
+  int64_t q() const { return std::min(s, taps()); }
 };
 
-// w [C_out, cg, kh, kw] -> [C_out, cg, Mh, sh, Mw, sw]: element [.., m, r, ..] is the tap at
+// w [C_out, cg, kh, kw] -> [C_out, cg, Mh, Qh, Mw, Qw]: element [.., m, r, ..] is the tap at
 // dilated position s*m + r, zero where none sits.
 Tensor split_taps(const Tensor& w, const Axis& h, const Axis& v) {
   const int64_t co = w.shape()[0], cg = w.shape()[1];
@@ -34,10 +36,11 @@ Tensor split_taps(const Tensor& w, const Axis& h, const Axis& v) {
             .reshape({co, cg, h.k * h.d, v.k * v.d})
             .shrink({{0, co}, {0, cg}, {0, h.taps()}, {0, v.taps()}});
   return t.pad({{0, 0}, {0, 0}, {0, h.m() * h.s - h.taps()}, {0, v.m() * v.s - v.taps()}})
-      .reshape({co, cg, h.m(), h.s, v.m(), v.s});
+      .reshape({co, cg, h.m(), h.s, v.m(), v.s})
+      .shrink({{0, co}, {0, cg}, {0, h.m()}, {0, h.q()}, {0, v.m()}, {0, v.q()}});
 }
 
-// x [N, C, H, W] padded, as phase images [N, C*sh*sw, oh + Mh - 1, ow + Mw - 1].
+// x [N, C, H, W] padded, as phase images [N, C*Qh*Qw, oh + Mh - 1, ow + Mw - 1].
 Tensor phase_images(const Tensor& x, Size2d kernel, Size2d stride, Size2d padding, Size2d dilation) {
   const Shape& xs = x.shape();
   const int64_t n = xs[0], c = xs[1];
@@ -52,26 +55,28 @@ Tensor phase_images(const Tensor& x, Size2d kernel, Size2d stride, Size2d paddin
                            {padding.w, std::max<int64_t>(rw * v.s - xs[3] - padding.w, 0)}})
                         .shrink({{0, n}, {0, c}, {0, rh * h.s}, {0, rw * v.s}});
   return xp.reshape({n, c, rh, h.s, rw, v.s})
+      .shrink({{0, n}, {0, c}, {0, rh}, {0, h.q()}, {0, rw}, {0, v.q()}})
       .permute({0, 1, 3, 5, 2, 4})
       .contiguous()
-      .reshape({n, c * h.s * v.s, rh, rw});
+      .reshape({n, c * h.q() * v.q(), rh, rw});
 }
 
-// w [C_out, cg, kh, kw] as the phase images' kernel [C_out, cg*sh*sw, Mh, Mw].
+// w [C_out, cg, kh, kw] as the phase images' kernel [C_out, cg*Qh*Qw, Mh, Mw].
 Tensor phase_kernel(const Tensor& w, Size2d stride, Size2d dilation) {
   const Shape& ws = w.shape();
   const Axis h{ws[2], stride.h, dilation.h}, v{ws[3], stride.w, dilation.w};
   return split_taps(w, h, v)
       .permute({0, 1, 3, 5, 2, 4})
-      .reshape({ws[0], ws[1] * h.s * v.s, h.m(), v.m()})
+      .reshape({ws[0], ws[1] * h.q() * v.q(), h.m(), v.m()})
       .contiguous();
 }
 
 // phase_kernel's inverse for a gradient, dropping the zero taps' entries.
 Tensor kernel_of_phases(const Tensor& wp, Size2d kernel, Size2d stride, Size2d dilation) {
   const Axis h{kernel.h, stride.h, dilation.h}, v{kernel.w, stride.w, dilation.w};
-  const int64_t co = wp.shape()[0], cg = wp.shape()[1] / (h.s * v.s);
-  Tensor t = wp.reshape({co, cg, h.s, v.s, h.m(), v.m()})
+  const int64_t co = wp.shape()[0], cg = wp.shape()[1] / (h.q() * v.q());
+  Tensor t = wp.reshape({co, cg, h.q(), v.q(), h.m(), v.m()})
+                 .pad({{0, 0}, {0, 0}, {0, h.s - h.q()}, {0, v.s - v.q()}, {0, 0}, {0, 0}})
                  .permute({0, 1, 4, 2, 5, 3})
                  .reshape({co, cg, h.m() * h.s, v.m() * v.s})
                  .shrink({{0, co}, {0, cg}, {0, h.taps()}, {0, v.taps()}});
@@ -85,10 +90,9 @@ Tensor kernel_of_phases(const Tensor& wp, Size2d kernel, Size2d stride, Size2d d
 
 }  // namespace
 
-bool forward_by_phase(Size2d kernel, Size2d stride, Size2d dilation) {
-  auto fits = [](int64_t k, int64_t s, int64_t d) { return s == 1 || (d == 1 && k >= s); };
-  return (stride.h > 1 || stride.w > 1) && fits(kernel.h, stride.h, dilation.h) &&
-         fits(kernel.w, stride.w, dilation.w);
+bool forward_by_phase(Size2d stride, Size2d dilation) {
+  auto fits = [](int64_t s, int64_t d) { return s == 1 || d == 1; };
+  return (stride.h > 1 || stride.w > 1) && fits(stride.h, dilation.h) && fits(stride.w, dilation.w);
 }
 
 Tensor conv2d_by_phase(const Tensor& x, const Tensor& w, Size2d stride, Size2d padding, Size2d dilation,
@@ -126,15 +130,19 @@ Tensor input_grad_by_phase(const Tensor& grad, const Tensor& w, Size2d size, Siz
     cut[a] = {0, ax.m() - 1 + gs[a] + after};
   }
   const Tensor gp = grad.pad(grow).shrink(cut).contiguous();
-  // The flipped phase kernel with in and out channels swapped per group, [C_in*sh*sw, og, Mh, Mw].
+  // The flipped phase kernel with in and out channels swapped per group, of the Q phases that
+  // hold a tap, [C_in*Qh*Qw, og, Mh, Mw].
+  const int64_t qh = h.q(), qw = v.q();
   const Tensor wt = split_taps(w, h, v)
                         .flip({2, 4})
-                        .reshape({groups, og, cg, h.m(), h.s, v.m(), v.s})
+                        .reshape({groups, og, cg, h.m(), qh, v.m(), qw})
                         .permute({0, 2, 4, 6, 1, 3, 5})
-                        .reshape({cin * h.s * v.s, og, h.m(), v.m()})
+                        .reshape({cin * qh * qw, og, h.m(), v.m()})
                         .contiguous();
   const Tensor phases = correlate(gp, wt, {}, {1, 1}, {1, 1}, groups, "conv2d (input gradient)").contiguous();
-  return phases.reshape({n, cin, h.s, v.s, ra, rb})
+  // The phases without taps are zeros, then every phase interleaved into x's rows.
+  return phases.reshape({n, cin, qh, qw, ra, rb})
+      .pad({{0, 0}, {0, 0}, {0, h.s - qh}, {0, v.s - qw}, {0, 0}, {0, 0}})
       .permute({0, 1, 4, 2, 5, 3})
       .reshape({n, cin, ra * h.s, rb * v.s})
       .shrink({{0, n}, {0, cin}, {padding.h, padding.h + size.h}, {padding.w, padding.w + size.w}});

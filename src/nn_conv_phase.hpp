@@ -14,28 +14,30 @@
 namespace loom::nn::functional::detail_conv {
 
 // Whether a strided conv's forward and weight gradient go by phase: along each strided axis
-// the kernel is undilated and at least as long as the stride, so every phase has a tap and
-// the split adds fewer than s zero taps. Otherwise (a 1x1 conv of stride 2, a dilated kernel)
-// most of the phase kernel would be zeros, and the window view, which reads only the rows it
-// needs, does less. The input gradient goes by phase whenever the conv is strided.
-bool forward_by_phase(Size2d kernel, Size2d stride, Size2d dilation);
+// the kernel is undilated, so the split adds fewer than s zero taps (and a kernel shorter than
+// the stride reads only its first k phases). A dilated kernel's phase kernel would be mostly
+// zeros (d - 1 of every d positions), and the window view, which reads only the rows it needs,
+// does less. The input gradient goes by phase whenever the conv is strided.
+bool forward_by_phase(Size2d stride, Size2d dilation);
 
 // conv2d(x, w, stride, padding, dilation, groups) without bias, as the correlation of x's
-// phase images [N, C_in*sh*sw, oh + Mh - 1, ow + Mw - 1] (channel c*sh*sw + r*sw + q holds
-// xp[c, sh*a + r, sw*b + q]; stored, one copy of x, so the windows read contiguous rows) with
-// the phase kernel [C_out, cg*sh*sw, Mh, Mw]. The caller checks the shapes.
+// phase images [N, C_in*Qh*Qw, oh + Mh - 1, ow + Mw - 1] (Q = min(s, K) phases that hold a
+// tap; channel c*Qh*Qw + r*Qw + q holds xp[c, sh*a + r, sw*b + q]; stored, one copy of x at
+// most, so the windows read contiguous rows) with the phase kernel [C_out, cg*Qh*Qw, Mh, Mw].
+// The caller checks the shapes.
 Tensor conv2d_by_phase(const Tensor& x, const Tensor& w, Size2d stride, Size2d padding, Size2d dilation,
                        int64_t groups);
 
 // Its weight's gradient given dy = grad: the phase images correlated with dy (the same stored
-// images as the forward's, one node), [C_out, cg*sh*sw, Mh, Mw], back to [C_out, cg, kh, kw].
+// images as the forward's, one node), [C_out, cg*Qh*Qw, Mh, Mw], back to [C_out, cg, kh, kw].
 Tensor weight_grad_by_phase(const Tensor& x, const Tensor& grad, Size2d kernel, Size2d stride, Size2d padding,
                             Size2d dilation, int64_t groups);
 
 // The gradient with respect to x [N, C_in, size.h, size.w] of conv2d(x, w, stride, padding,
 // dilation, groups) that gave dy = grad: one stride-1 correlation of dy with the flipped,
-// channel-swapped phase kernel gives every phase as a channel, [N, C_in*sh*sw, A, B], and a
-// copy interleaves them into x's rows (A*s >= p + size). Rows past the last window get zero.
+// channel-swapped phase kernel gives every phase that holds a tap as a channel, [N,
+// C_in*Qh*Qw, A, B], and a copy interleaves them, zeros for the rest, into x's rows (A*s >= p
+// + size). Rows past the last window get zero.
 // `size` may be any size the windows reach or pass (a transposed conv's output_padding): this
 // is also a strided conv_transpose2d's forward.
 Tensor input_grad_by_phase(const Tensor& grad, const Tensor& w, Size2d size, Size2d stride, Size2d padding,

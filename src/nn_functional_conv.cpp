@@ -121,7 +121,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
   // read x s floats apart, and its transposed conv would spread dy by the stride, most of its
   // products with zeros, each behind a divide.
   const bool strided = stride.h > 1 || stride.w > 1;
-  const bool by_phase = detail_conv::forward_by_phase({ws[2], ws[3]}, stride, dilation);
+  const bool by_phase = detail_conv::forward_by_phase(stride, dilation);
   Tensor forward = correlate(xp, w, {}, stride, dilation, groups, op);  // checks the kernel fits
   if (by_phase) forward = detail_conv::conv2d_by_phase(x, w, stride, padding, dilation, groups);
   const Tensor y = detail::with_gradient(
@@ -229,7 +229,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
         if (dx.shape() != is) dx = dx.shrink({{0, is[0]}, {0, is[1]}, {0, is[2]}, {0, is[3]}});
         const Size2d kernel{wi.shape()[2], wi.shape()[3]};
         return std::vector<Tensor>{
-            dx, detail_conv::forward_by_phase(kernel, stride, dilation)
+            dx, detail_conv::forward_by_phase(stride, dilation)
                     ? detail_conv::weight_grad_by_phase(g, xi, kernel, stride, padding, dilation, groups)
                     : weight_grad(g, xi, kernel.h, kernel.w, stride, padding, dilation, groups)};
       });
