@@ -26,6 +26,9 @@ namespace {
 // holds (the expander computes the tile as one vector before lower_reduce splits its
 // accumulator into registers).
 constexpr int64_t kMaxLanes = 255;
+// An output narrower than a vector fills whole vectors (padded, masked) when at most a
+// quarter of the lanes would be padding; narrower ones pack rows of n lanes.
+constexpr int64_t kNarrowPadNumerator = 3, kNarrowPadDenominator = 4;
 
 // A block of a's rows takes a quarter of the L2, leaving the rest to the b panel
 // passing through and the output (half of it measured no better, and fewer, larger
@@ -208,12 +211,16 @@ RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target)
   return {rows, n, lanes};
 }
 
+int64_t tile_lanes(int64_t lanes, int64_t n) {
+  return n * kNarrowPadDenominator < lanes * kNarrowPadNumerator ? std::min(lanes, n) : lanes;
+}
+
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& target, int64_t a_ops,
                            bool whole_rows) {
   int registers = target.vector_registers;
   const int64_t step_vectors = target.tile_col_vectors(), max_rows = target.tile_max_rows(),
                 chains = target.fma_chains();
-  lanes = std::min(lanes, n);
+  lanes = tile_lanes(lanes, n);
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
   const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
   int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(step_vectors, col_vectors);

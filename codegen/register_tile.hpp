@@ -59,6 +59,13 @@ struct RegisterTile {
   int64_t lanes;    // columns per vector (the upcast range)
 };
 
+// The lanes of a tile over n output columns with vectors of `lanes`: all of them, the
+// columns padded (masked) to whole vectors, unless n is narrower than a vector by more
+// than a quarter; then n, and the rows' n-lane pieces share vectors. Rows packed that way
+// straddle registers, which LLVM rebuilds with shuffles around every FMA (a 14-wide conv
+// row: 243 shuffles for 6 FMAs), so a narrow n close to a vector is padded instead.
+int64_t tile_lanes(int64_t lanes, int64_t n);
+
 // The tile for an [m, n] output with `lanes` float lanes per vector and
 // `target`'s vector registers: rows x vectors accumulators, `vectors` b
 // registers and one a broadcast within the register file. An a that costs

@@ -322,6 +322,14 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
     CHECK(t.lanes == 5);
     CHECK(t.vectors == 1);
   }
+  SUBCASE("an output a little narrower than a vector: padded to it, one register a row") {
+    const RegisterTile t = register_tile(64, 14, 16, regs(32));  // a 14-wide conv row on AVX-512
+    CHECK(t.lanes == 16);
+    CHECK(t.vectors == 1);
+    CHECK(t.rows == 6);
+    CHECK(register_tile(64, 12, 16, regs(32)).lanes == 16);  // a quarter padded
+    CHECK(register_tile(64, 11, 16, regs(32)).lanes == 11);  // more: rows of 11 lanes
+  }
 }
 
 TEST_CASE("register_tile with whole rows: an a that picks by row gets all m rows in one tile when they fit") {
