@@ -39,10 +39,6 @@ namespace {
 
 using namespace kopt;
 
-// Vector accumulators a reduction keeps (and output vectors an unrolled output range
-// computes at once): enough independent additions to cover the FP add latency.
-constexpr int kAccumulators = 4;
-
 // ---- where the traffic is contiguous --------------------------------------------------
 struct Access {
   UOpPtr index;
@@ -128,11 +124,11 @@ UOpPtr lane_candidate(const UOpPtr& kernel) {
   return best;
 }
 
-// Accumulators for `n` vectors of `width` lanes: the largest factor of kAccumulators
-// that divides n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512
-// take 2, not 4).
-int64_t unroll_for(int64_t n, int64_t width) {
-  int64_t a = kAccumulators;
+// Accumulators for `n` vectors of `width` lanes: the largest factor of the Target's
+// accumulators() (enough independent additions to cover the FP add latency) that divides
+// n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512 take 2, not 4).
+int64_t unroll_for(int64_t n, int64_t width, const Target& target) {
+  int64_t a = target.accumulators();
   while (a > 1 && (n % a != 0 || a * width > kMaxVectorLanes)) a /= 2;
   return a;
 }
@@ -171,7 +167,7 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
   // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
   bool reduces = false;
   for (const auto& u : toposort(s.kernel())) reduces |= u->op == Op::REDUCE;
-  const int64_t unroll = reduces ? unroll_for((n + width - 1) / width, width) : 1;
+  const int64_t unroll = reduces ? unroll_for((n + width - 1) / width, width, s.target()) : 1;
   if (n % (width * unroll) != 0) s.apply({OptKind::Pad, id, width * unroll});
   int64_t outer = next_axis_id(s.kernel());  // the split's outer part: range = outer * width + lane
   s.apply({OptKind::Upcast, id, width});
@@ -241,23 +237,23 @@ void apply_heuristic(OptState& s) {
     const bool one_end = k->src.size() == 1;
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
-    const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k) : std::nullopt;
+    const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k, target) : std::nullopt;
     const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
-    const RegisterTile dtile = dot ? dot_tile(*trip(dot->rows), *trip(dot->cols),
-                                              dot_lanes(*trip(dot->reduce), width), target.vector_registers)
-                                   : RegisterTile{};
+    const RegisterTile dtile =
+        dot ? dot_tile(*trip(dot->rows), *trip(dot->cols), dot_lanes(*trip(dot->reduce), width), target)
+            : RegisterTile{};
     if (dot && dtile.rows > 0) {
       s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
     } else if (mm) {
-      const RegisterTile tile = register_tile(*trip(mm->rows), *trip(mm->cols), width,
-                                              target.vector_registers, mm->a_ops, mm->a_selects_rows);
+      const RegisterTile tile =
+          register_tile(*trip(mm->rows), *trip(mm->cols), width, target, mm->a_ops, mm->a_selects_rows);
       s.apply({OptKind::MatmulTile, axis_of(mm->cols), tile.vectors, tile.rows});
     } else if (gemv) {
-      RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target.vector_registers, gemv->a_ops);
+      RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target, gemv->a_ops);
       if (gemv->a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::GemvTile, axis_of(gemv->cols), tile.vectors});
     } else if (column_sum) {
-      RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target.vector_registers);
+      RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target);
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
     } else if (width >= 2) {
@@ -355,7 +351,7 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
       }
     } else if (one_end) {
       const auto gemv = gemv_axes(k);
-      const auto column_sum = gemv ? std::nullopt : column_sum_axes(k);
+      const auto column_sum = gemv ? std::nullopt : column_sum_axes(k, s.target());
       const auto& row = gemv ? gemv : column_sum;
       if (row)
         for (int64_t v = 1; v <= 16 && v * width <= kMaxVectorLanes && v + 2 <= registers; v *= 2)

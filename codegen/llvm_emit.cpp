@@ -8,6 +8,7 @@
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
 #include "codegen/numeric_lowering.hpp"
+#include "ir/target.hpp"
 
 #include <fmt/format.h>
 #include <llvm/Analysis/VectorUtils.h>
@@ -425,15 +426,16 @@ void Emitter::tag_access(llvm::Instruction* access, const UOp& index) {
   access->setMetadata(llvm::LLVMContext::MD_noalias, llvm::MDNode::get(ctx_, others));
 }
 
-// bufs[slot], 64-byte aligned by the ABI.
+// bufs[slot], aligned to kKernelAbiAlignment (64 bytes) by the ABI.
 Value* Emitter::buffer_base(const UOp& global) {
   const int64_t slot = global.arg_int();
   if (slot < 0) throw Error(fmt::format("{}: negative buffer slot {}", describe(global), slot));
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   Value* at = b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(0), static_cast<uint64_t>(slot));
   llvm::LoadInst* base = b_.CreateAlignedLoad(ptr, at, llvm::Align(8), fmt::format("buf{}", slot));
-  base->setMetadata(llvm::LLVMContext::MD_align,
-                    llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(64))}));
+  base->setMetadata(
+      llvm::LLVMContext::MD_align,
+      llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt64(kKernelAbiAlignment))}));
   base->setMetadata(llvm::LLVMContext::MD_noundef, llvm::MDNode::get(ctx_, {}));
   return base;
 }
@@ -607,9 +609,10 @@ void Emitter::store(const UOp& u) {
           masked_store(v, a, *u.src[0]);
           return nullptr;
         } else if (streams(u, a)) {
-          // Whole vectors from a 64-byte aligned base (the ABI): aligned to the vector, up to 64 bytes.
+          // Whole vectors from an ABI-aligned base: aligned to the vector, up to kKernelAbiAlignment.
           const uint64_t bytes = a.type->getPrimitiveSizeInBits() / 8;
-          stored = b_.CreateAlignedStore(v, a.ptr, llvm::Align(std::min<uint64_t>(bytes, 64)));
+          stored = b_.CreateAlignedStore(
+              v, a.ptr, llvm::Align(std::min<uint64_t>(bytes, static_cast<uint64_t>(kKernelAbiAlignment))));
           stored->setMetadata(llvm::LLVMContext::MD_nontemporal,
                               llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
           streamed_ = true;

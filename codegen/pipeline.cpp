@@ -72,11 +72,11 @@ const std::vector<std::string_view>& optional_kernel_pass_names() {
 
 int64_t matmul_panel_bytes(const Flags& flags) {
   if (flags.noopt || flags.disabled("optimizer")) return 0;
-  return tile_panel_bytes(target_of(flags).vector_bytes);
+  return tile_panel_bytes(target_of(flags));
 }
 
 int64_t matmul_panel_rows(const Flags& flags) {
-  return matmul_panel_bytes(flags) > 0 ? tile_panel_rows() : 0;
+  return matmul_panel_bytes(flags) > 0 ? tile_panel_rows(target_of(flags)) : 0;
 }
 
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,

@@ -280,27 +280,24 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
 // ---- GEMV --------------------------------------------------------------------------
 // [1, K] @ [K, N] reads all of b once for 2 FLOP per element: it runs at memory
 // speed when b streams row after row. The columns go in one-row tiles of one cache
-// line (line_vectors), in chunks of up to kGemvChunk columns that the
-// threads share, and k in blocks of about kGemvRows rows (k_blocks) outside the
-// tiles of a chunk: each block reads its rows of b as kGemvRows contiguous
+// line (line_vectors), in chunks of up to the Target's gemv_chunk columns that the
+// threads share, and k in blocks of about gemv_rows rows (k_blocks) outside the
+// tiles of a chunk: each block reads its rows of b as gemv_rows contiguous
 // streams across the chunk, the chunk's partial sums waiting in the output (in
 // L1). Without blocks each tile walked all K rows of b at N floats a step, a new
 // page every row.
-// 8 KiB of a row of float32: 2048 ran 13% faster than 1024 (one page per row and block)
-// in CPU time, LOOM_THREADS=1, [1,4096]@[4096,4096], docs/performance.md
-constexpr int64_t kGemvChunk = 2048;
-// Streams of b in flight (ir/contraction.hpp): split_reduceop's parts of a GEMV's k are
-// whole blocks of them.
-constexpr int64_t kGemvRows = kGemvStreams;
+// A chunk is two pages of a row (2048 float32 ran 13% faster than 1024, one page per row
+// and block, in CPU time, LOOM_THREADS=1, [1,4096]@[4096,4096], docs/performance.md); the
+// rows are the streams of b in flight, and split_reduceop's parts of a GEMV's k are whole
+// blocks of them (Target::gemv_rows, gemv_part_rows).
 // Columns per chunk when other loops (the parts of k) are what the threads share: a
 // whole row of [4096, 4096]'s b, 16 KiB of float32 partial sums: their partial sums
 // fill half of L1d; 10% more bytes per CPU-second than 2048 in parts of 64 rows
 // (docs/performance.md, GEMV).
 int64_t gemv_row_chunk(const Target& t, int64_t itemsize) { return t.l1d_bytes / 2 / itemsize; }
-constexpr int64_t kMinChunks = 2;  // the chunks are what the threads share
 
 // Vectors of `lanes` elements in one cache line, at least one: a one-row tile that
-// wide reads one line of each of its block's rows a step, the kGemvRows streams
+// wide reads one line of each of its block's rows a step, the gemv_rows streams
 // advancing together, as OpenBLAS's sgemv_n does; 8 vectors (4 lines of a row, then
 // the next row) read b about 25% slower (docs/performance.md, GEMV).
 int64_t line_vectors(int64_t lanes, int64_t itemsize, const Target& t) {
@@ -309,7 +306,7 @@ int64_t line_vectors(int64_t lanes, int64_t itemsize, const Target& t) {
 
 // Tiles of `width` columns per chunk: up to `columns` columns, at most `most` tiles,
 // a divisor of the `n` tiles.
-int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns = kGemvChunk) {
+int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns) {
   int64_t chunk = std::clamp<int64_t>(columns / width, 1, std::max<int64_t>(1, most));
   while (n % chunk != 0) --chunk;
   return chunk;
@@ -326,16 +323,16 @@ std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
 }
 
 // A GEMV's or column sum's columns in one-row tiles and its k in blocks of about
-// kGemvRows rows; `tiles` is null when either split does not apply.
+// gemv_rows rows; `tiles` is null when either split does not apply.
 struct RowTiles {
   UOpPtr split;              // the kernel with its columns in lanes
   std::optional<KBlocks> k;  // its k in blocks
   UOpPtr tiles;              // the loop over tiles of columns
 };
-RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile) {
+RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target) {
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
-  auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), kGemvRows));
+  auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), target.gemv_rows()));
   UOpPtr tiles = kb ? find_range(kb->root, cols_outer) : nullptr;
   return {split_cols, std::move(kb), std::move(tiles)};
 }
@@ -345,12 +342,14 @@ RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& ti
 // whole.
 UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                  int64_t itemsize) {
-  const auto [split_cols, kb, tiles] = row_tiles(k, mm, tile);
+  const auto [split_cols, kb, tiles] = row_tiles(k, mm, tile, target);
   if (!tiles) return drop_unit_loops(split_cols);
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
-  const int64_t chunk = batch.empty() ? gemv_chunk(n, width, n / kMinChunks)
-                                      : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  // Without other loops the chunks are what the threads share: min_blocks of them at least.
+  const int64_t chunk = batch.empty()
+                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto b = batch.rbegin(); b != batch.rend(); ++b)
     if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
@@ -359,19 +358,20 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const
 
 // ---- column sums ----------------------------------------------------------------------
 // [K, N].sum(0) is a GEMV whose a is ones (column_sum_axes): the same one-row tiles in
-// chunks of columns, k in blocks of kGemvRows rows outside a chunk's tiles, each block
-// kGemvRows contiguous streams, the chunk's partial sums waiting in the output. The
+// chunks of columns, k in blocks of gemv_rows rows outside a chunk's tiles, each block
+// gemv_rows contiguous streams, the chunk's partial sums waiting in the output. The
 // other output loops (split_reduceop's blocks of rows) go first: they are what the
 // threads share (else the chunks), each block of rows streamed whole. Without blocks
 // of k, the plain tiles with every long sum blocked.
 UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, const RegisterTile& tile, const Target& target,
                        int64_t itemsize) {
-  const auto [split_cols, kb, tiles] = row_tiles(k, cs, tile);
+  const auto [split_cols, kb, tiles] = row_tiles(k, cs, tile, target);
   if (!tiles) return block_all_sums(drop_unit_loops(split_cols));
   const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
-  const int64_t chunk = cs.panels.empty() ? gemv_chunk(n, width, n / kMinChunks)
-                                          : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  const int64_t chunk = cs.panels.empty()
+                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
     if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);

@@ -8,7 +8,6 @@
 #include "codegen/register_tile.hpp"
 
 #include "ir/contraction.hpp"
-#include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
@@ -19,17 +18,13 @@ namespace loom {
 
 namespace {
 
-// Vectors of b per step of k: two keep the a broadcast (one load, one register)
-// feeding two FMAs, the ratio BLIS's AVX2 kernels use (6 x 16 floats).
-constexpr int64_t kColVectors = 2;
-// Independent FMA chains a core needs in flight: FMA latency (4 cycles on
-// Haswell and Skylake, 5 on Zen 2) times two FMA pipes is 8 to 10.
-constexpr int64_t kFmaChains = 8;
-// Rows per tile at most: 6 rows x 2 vectors keep 12 chains in flight, above
-// the 8 to 10 needed, and the whole tile (6 x 32 lanes on AVX-512) within the
-// 255 lanes a UOp's vector dtype holds (the expander computes the tile as one
-// vector before lower_reduce splits its accumulator into registers).
-constexpr int64_t kMaxRows = 6;
+// The tile's shape comes from the Target (ir/target.hpp, docs/performance.md "Derived
+// constants"): tile_col_vectors() vectors of b per step of k, so one a broadcast feeds
+// every FMA pipe (2: the ratio BLIS's AVX2 kernels use, 6 x 16 floats); at most
+// tile_max_rows() rows, half again the fma_chains() in flight that the pipes need, and
+// the whole tile (6 x 32 lanes on AVX-512) within the 255 lanes a UOp's vector dtype
+// holds (the expander computes the tile as one vector before lower_reduce splits its
+// accumulator into registers).
 constexpr int64_t kMaxLanes = 255;
 
 // A block of a's rows takes a quarter of the L2, leaving the rest to the b panel
@@ -42,7 +37,6 @@ constexpr int64_t kMaxLanes = 255;
 constexpr int64_t kMinBlockTiles = 8;
 int64_t l2_block(const Target& t) { return t.l2_bytes / 4; }
 int64_t l3_block(const Target& t) { return t.l3_complex_bytes / 8; }
-int64_t min_blocks(const Target& t) { return std::max(1, t.cores); }
 
 std::optional<int64_t> trip(const UOpPtr& range) {
   const UOpPtr& end = range->src.at(0);
@@ -163,7 +157,7 @@ std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
 
 // A column sum is the contraction with no a (a sum of loads alone, or of a product whose
 // every load is b's): its columns and panels those of all the sum's loads.
-std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
+std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& target) {
   auto c = float_sum(kernel);
   if (!c || c->k.size() != 1) return std::nullopt;
   if (c->product()) {  // the product's two factors as one: b
@@ -177,46 +171,52 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel) {
   if (!cols) return std::nullopt;
   for (const auto& read : b) {
     const auto stride = Contraction::stride(read, k);
-    if (!stride || *stride * read.itemsize < kPageBytes) return std::nullopt;
+    if (!stride || *stride * read.itemsize < target.page_bytes) return std::nullopt;
   }
   return MatmulAxes{nullptr, cols, k, 0, panel_axes(*c, cols, 1), nullptr};
 }
 
-int tile_panel_bytes(int vector_bytes) { return static_cast<int>(kColVectors) * vector_bytes; }
-int tile_panel_rows() { return static_cast<int>(kMaxRows); }
+int tile_panel_bytes(const Target& target) {
+  return static_cast<int>(target.tile_col_vectors()) * target.vector_bytes;
+}
+int tile_panel_rows(const Target& target) { return static_cast<int>(target.tile_max_rows()); }
 
 int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, const Target& target) {
-  const int64_t kMinBlocks = min_blocks(target);
+  const int64_t min_blocks = target.min_blocks();
   const int64_t tile_bytes = std::max<int64_t>(1, rows * k * itemsize);
   int64_t most = l2_block(target) / tile_bytes;
   if (most < kMinBlockTiles) most = l3_block(target) / tile_bytes;
-  most = std::clamp<int64_t>(most, 1, (tiles + kMinBlocks - 1) / kMinBlocks);
-  // A count of blocks the threads share evenly (a multiple of kMinBlocks: three blocks
+  most = std::clamp<int64_t>(most, 1, (tiles + min_blocks - 1) / min_blocks);
+  // A count of blocks the threads share evenly (a multiple of min_blocks: three blocks
   // on two threads left one idle a third of the time at 512), from the fewest the size
   // allows up to twice as many, with the fewest padded tiles.
   const int64_t fewest = (tiles + most - 1) / most;
   int64_t best = most, padded = std::numeric_limits<int64_t>::max();
-  for (int64_t n = (fewest + kMinBlocks - 1) / kMinBlocks * kMinBlocks; n <= 2 * fewest + kMinBlocks;
-       n += kMinBlocks) {
+  for (int64_t n = (fewest + min_blocks - 1) / min_blocks * min_blocks; n <= 2 * fewest + min_blocks;
+       n += min_blocks) {
     const int64_t t = (tiles + n - 1) / n, blocks = (tiles + t - 1) / t;
-    if ((blocks % kMinBlocks == 0 || blocks == 1) && blocks * t < padded) best = t, padded = blocks * t;
+    if ((blocks % min_blocks == 0 || blocks == 1) && blocks * t < padded) best = t, padded = blocks * t;
   }
   return best;
 }
 
-RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, int registers) {
+RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target) {
+  const int registers = target.vector_registers;
   auto fits = [&](int64_t r) { return r * n + n + 1 <= registers && r * n * lanes <= kMaxLanes; };
-  int64_t rows = std::min(m, kMaxRows);
+  int64_t rows = std::min(m, target.tile_max_rows());
   while (rows > 0 && !fits(rows)) --rows;
   return {rows, n, lanes};
 }
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops,
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& target, int64_t a_ops,
                            bool whole_rows) {
+  int registers = target.vector_registers;
+  const int64_t step_vectors = target.tile_col_vectors(), max_rows = target.tile_max_rows(),
+                chains = target.fma_chains();
   lanes = std::min(lanes, n);
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
   const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
-  int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(kColVectors, col_vectors);
+  int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(step_vectors, col_vectors);
   // rows x vectors accumulators, the b vectors (read once per row unless there is one
   // row, then straight from memory) and one a broadcast fit the registers.
   auto fits_in = [&](int64_t r, int64_t v, int regs) {
@@ -224,7 +224,7 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, i
     return r * v + (r > 1 ? v : 1) + 1 <= regs && r * v * lanes <= kMaxLanes;
   };
   if (whole_rows && m > 1 && fits_in(m, 1, registers)) {
-    // All m rows in one tile, as many vectors as fit; chains enough with m >= kFmaChains.
+    // All m rows in one tile, as many vectors as fit; chains enough with m >= chains.
     int64_t v = std::min(vectors, col_vectors);
     while (v > 1 && !fits_in(m, v, registers)) --v;
     return {m, v, lanes};
@@ -232,12 +232,12 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, i
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
   if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };
-  int64_t rows = std::min({m, kMaxRows, kMaxLanes / (vectors * lanes)});
+  int64_t rows = std::min({m, max_rows, kMaxLanes / (vectors * lanes)});
   while (rows > 1 && !fits(rows, vectors)) --rows;
   while (vectors > 1 && !fits(rows, vectors)) --vectors;
-  if (rows * vectors < kFmaChains) {  // few rows (GEMV, skinny): more vectors for enough chains
+  if (rows * vectors < chains) {  // few rows (GEMV, skinny): more vectors for enough chains
     const auto wanted =
-        static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((kFmaChains + rows - 1) / rows)));
+        static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>((chains + rows - 1) / rows)));
     vectors = std::min({col_vectors, wanted, kMaxLanes / (rows * lanes)});
     while (vectors > 1 && !fits(rows, vectors)) --vectors;
   }

@@ -44,7 +44,7 @@ std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
 // page or more, contiguous along an output range ([K, N].sum(0) for N of 1024 floats
 // or more: a GEMV whose a is ones). rows is null, a_ops 0, panels the other output
 // ranges the loads use.
-std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel);
+std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& target);
 
 // A product whose column range is narrower than a vector while both factors read one
 // summed range contiguously (a convolution's weight gradient: dw[co, ci, kh, kw] =
@@ -60,18 +60,18 @@ struct RegisterTile {
 };
 
 // The tile for an [m, n] output with `lanes` float lanes per vector and
-// `registers` vector registers: rows x vectors accumulators, `vectors` b
+// `target`'s vector registers: rows x vectors accumulators, `vectors` b
 // registers and one a broadcast within the register file. An a that costs
 // `a_ops` ALU ops per value is computed again for every column tile, so a
 // costly one (a fused softmax) gets tiles as wide as the columns allow.
-// The bytes of output columns a many-row tile computes with `vector_bytes`
-// vectors (two vectors: 64 on AVX2, 128 on AVX-512): the width of the panels
+// The bytes of output columns a many-row tile computes with `target`'s vectors
+// (tile_col_vectors, two: 64 bytes on AVX2, 128 on AVX-512): the width of the panels
 // schedule/panel_packing.cpp packs b into, so each k step of a tile reads one
 // panel row.
-int tile_panel_bytes(int vector_bytes);
+int tile_panel_bytes(const Target& target);
 // The rows of that many-row tile: the height of the row panels a is packed into,
 // so each k step of a tile reads its rows of a as one contiguous run.
-int tile_panel_rows();
+int tile_panel_rows(const Target& target);
 
 // Row tiles per block of the tile loop when b comes in panels: the block's
 // rows of a (tiles x rows x k elements of `itemsize` bytes) stay in cache
@@ -86,9 +86,9 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, cons
 // The dot tile for an [m, n] output summed in vectors of `lanes` (dot_axes): rows x n
 // accumulators (every column), n vectors of b and one of a per step, within the
 // registers and a UOp's 255 lanes. rows 0: no tile fits.
-RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, int registers);
+RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target);
 
-RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, int registers, int64_t a_ops = 0,
+RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& target, int64_t a_ops = 0,
                            bool whole_rows = false);
 
 }  // namespace loom

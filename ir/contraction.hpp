@@ -28,13 +28,6 @@ namespace loom {
 // read (a cast, a scale): the register tile computes a again per column tile, panel
 // packing per panel. A costlier a (attention's fused softmax) is computed once.
 inline constexpr int64_t kCheapFactorOps = 2;
-// Rows of b a GEMV or column-sum tile streams at once: within what a core's
-// prefetchers follow (docs/performance.md, GEMV).
-inline constexpr int64_t kGemvStreams = 8;
-// Rows of b per part where split_reduceop cuts a GEMV's or a float column sum's k:
-// 8 blocks of kGemvStreams rows, so each part's partial sums wait in cache and one
-// partial row per part goes to the second reduce.
-inline constexpr int64_t kGemvPartRows = 8 * kGemvStreams;
 
 // A float WHERE that picks between two computed values (a stack's or a concatenation's
 // chain of pieces), not a mask: a padding's WHERE(valid, x, 0) has a constant branch.

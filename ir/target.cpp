@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <fstream>
 #include <string>
 
@@ -116,6 +117,22 @@ int64_t sysfs_l3_bytes() {
   return 0;
 }
 
+// CPUID's family and model (the extended fields added where the base family says so).
+void family_model(int& family, int& model) {
+  const unsigned a = cpuid(1).a;
+  family = static_cast<int>((a >> 8) & 0xf);
+  model = static_cast<int>((a >> 4) & 0xf);
+  if (family == 0xf) family += static_cast<int>((a >> 20) & 0xff);
+  if (family == 0x6 || family >= 0xf) model |= static_cast<int>((a >> 16) & 0xf) << 4;
+}
+
+// The transparent huge page's size, where the kernel says; else x86's 2 MiB.
+int64_t detect_huge_page_bytes() {
+  int64_t bytes = 0;
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") >> bytes && bytes > 0) return bytes;
+  return int64_t{2} << 20;
+}
+
 // A common L3 per core complex (AMD's CCX, a mid-size Intel part's whole L3): the
 // bound on l3_complex_bytes where nothing says how the package's L3 is divided.
 constexpr int64_t kCommonComplexL3 = int64_t{32} << 20;
@@ -182,6 +199,11 @@ Target detect_host() {
   t.l3_complex_bytes = complex;
   if (t.l3_bytes <= 0) t.l3_bytes = complex;
   t.cores = static_cast<int>(std::max<int64_t>(1, sysconf_value(_SC_NPROCESSORS_ONLN)));
+  int family = 0, model = 0;
+  family_model(family, model);
+  t.fma_latency = fma_latency_of(cpuid(0).b == 0x68747541, family, model);
+  if (const int64_t page = sysconf_value(_SC_PAGESIZE); page > 0) t.page_bytes = page;
+  t.huge_page_bytes = detect_huge_page_bytes();
   return t;
 }
 
@@ -230,6 +252,22 @@ Target make_preset(const Preset& p) {
 }
 
 }  // namespace
+
+int fma_latency_of(bool amd, int family, int model) {
+  if (amd) return family == 0x17 ? 5 : 4;  // Zen 1, Zen+, Zen 2; Zen 3 on: 4
+  constexpr std::array<int, 8> kFiveCycles{0x3c, 0x3f, 0x45, 0x46,
+                                           0x3d, 0x47, 0x4f, 0x56};  // Haswell, Broadwell
+  return family == 6 && std::find(kFiveCycles.begin(), kFiveCycles.end(), model) != kFiveCycles.end() ? 5 : 4;
+}
+
+int64_t Target::tile_max_rows() const {
+  const int64_t v = tile_col_vectors();
+  return std::max<int64_t>(1, std::min(3 * fma_chains() / (2 * v), (vector_registers - 1 - v) / v));
+}
+
+int64_t Target::accumulators() const {
+  return static_cast<int64_t>(std::bit_floor(static_cast<unsigned>(std::max(1, fma_latency))));
+}
 
 const Target& host_target() {
   static const Target host = detect_host();
@@ -302,9 +340,10 @@ std::string Target::features() const {
 }
 
 std::string Target::key() const {
-  return fmt::format("target={} {} vector={}x{} l1d={}/{}/{} l2={} l3={}/{} cores={}", name, features(),
-                     vector_registers, vector_bytes, l1d_bytes, l1d_ways, line_bytes, l2_bytes, l3_bytes,
-                     l3_complex_bytes, cores);
+  return fmt::format(
+      "target={} {} vector={}x{} l1d={}/{}/{} l2={} l3={}/{} cores={} fma={}x{} streams={} page={}", name,
+      features(), vector_registers, vector_bytes, l1d_bytes, l1d_ways, line_bytes, l2_bytes, l3_bytes,
+      l3_complex_bytes, cores, fma_latency, fma_ports, prefetch_streams, page_bytes);
 }
 
 std::string Target::describe() const {
@@ -320,9 +359,19 @@ std::string Target::describe() const {
       "l2_bytes           {}\n"
       "l3_bytes           {}\n"
       "l3_complex_bytes   {}\n"
-      "cores              {}\n",
+      "cores              {}\n"
+      "fma_latency        {}\n"
+      "fma_ports          {}\n"
+      "prefetch_streams   {}\n"
+      "wake_work          {}\n"
+      "page_bytes         {}\n"
+      "huge_page_bytes    {}\n"
+      "fma_chains         {}\n"
+      "tile               {} rows x {} vectors\n"
+      "accumulators       {}\n",
       name, features(), vector_bytes, vector_registers, l1d_bytes, l1d_ways, line_bytes, l1d_sets(), l2_bytes,
-      l3_bytes, l3_complex_bytes, cores);
+      l3_bytes, l3_complex_bytes, cores, fma_latency, fma_ports, prefetch_streams, wake_work, page_bytes,
+      huge_page_bytes, fma_chains(), tile_max_rows(), tile_col_vectors(), accumulators());
 }
 
 }  // namespace loom

@@ -47,11 +47,44 @@ struct Target {
   // l3_bytes, at most a common complex's 32 MiB: see target.cpp).
   int64_t l3_complex_bytes = 0;
   int cores = 1;  // processors online
+  // The core's pipeline and memory system (CPUID's family and model, sysconf, sysfs;
+  // a preset keeps the host's):
+  int fma_latency = 4;         // cycles of one FMA: 5 on Zen 1/2, Haswell, Broadwell, else 4
+  int fma_ports = 2;           // FMAs a core starts per cycle
+  int prefetch_streams = 8;    // sequential streams a core's prefetchers follow at once
+  double wake_work = 1 << 17;  // work (ops) below which waking a thread costs more than it saves
+  int64_t page_bytes = 4096;   // the memory page (sysconf(_SC_PAGESIZE))
+  int64_t huge_page_bytes = int64_t{2} << 20;  // a transparent huge page (hpage_pmd_size)
 
   bool operator==(const Target&) const = default;
 
   // Sets of the L1 data cache: rows a multiple of sets x line apart share one.
   int64_t l1d_sets() const { return l1d_bytes / (int64_t{l1d_ways} * line_bytes); }
+
+  // Derived constants (docs/performance.md, "Derived constants"):
+  // fma_latency x fma_ports: independent FMA chains that keep every FMA pipe busy.
+  int64_t fma_chains() const { return int64_t{fma_latency} * fma_ports; }
+  // fma_ports: b vectors per k step of a register tile, so one a broadcast feeds every pipe.
+  int64_t tile_col_vectors() const { return fma_ports; }
+  // min(3 x fma_chains / (2 x tile_col_vectors), (vector_registers - 1 - tile_col_vectors) /
+  // tile_col_vectors): a tile's rows, half again the chains needed, within the registers.
+  int64_t tile_max_rows() const;
+  // bit_floor(fma_latency): a reduction's vector accumulators (a power of two, to divide the vectors).
+  int64_t accumulators() const;
+  // prefetch_streams: rows of b a GEMV or column-sum tile streams at once.
+  int64_t gemv_rows() const { return prefetch_streams; }
+  // 8 x gemv_rows: rows per part where split_reduceop cuts a GEMV's or column sum's k.
+  int64_t gemv_part_rows() const { return 8 * gemv_rows(); }
+  // 2 x page_bytes / itemsize: columns of a GEMV chunk, two pages of each row of b.
+  int64_t gemv_chunk(int64_t itemsize) const { return 2 * page_bytes / itemsize; }
+  // max(1, cores): blocks (or chunks) at least, since they are what the threads share.
+  int64_t min_blocks() const { return cores > 1 ? cores : 1; }
+  // max(vector_bytes, line_bytes): a buffer's alignment, whole vectors and whole lines.
+  int64_t buffer_alignment() const { return vector_bytes > line_bytes ? vector_bytes : line_bytes; }
+  // wake_work: a kernel run of less work runs on the calling thread.
+  double serial_work() const { return wake_work; }
+  // wake_work / 4: work a slice holds at least, so a task is worth its dispatch.
+  double slice_work() const { return wake_work / 4; }
   // The ISA as LLVM spells its features, for the keys and for the JIT:
   // "+avx2,+fma,-avx512f,...", every extension above listed.
   std::string features() const;
@@ -60,6 +93,14 @@ struct Target {
   // One line per field, for loom-dump --target and logs.
   std::string describe() const;
 };
+
+// The alignment the kernel ABI promises for every buffer pointer (the JIT's
+// aligned loads assume it): an interface, not a machine property.
+inline constexpr int64_t kKernelAbiAlignment = 64;
+
+// The FMA latency of a CPU by CPUID's vendor, family and model (amd: AuthenticAMD):
+// 5 cycles on Zen 1/Zen+/Zen 2 (family 0x17), Haswell and Broadwell, else 4.
+int fma_latency_of(bool amd, int family, int model);
 
 // The host's caches as one source reports them (0: not reported): the tests
 // compare the two; host_target() takes sysconf's (what getconf prints) and

@@ -1,5 +1,7 @@
 #include "runtime/buffer.hpp"
 
+#include "ir/target.hpp"
+
 #include <loom/error.hpp>
 
 #include <algorithm>
@@ -19,23 +21,35 @@
 namespace loom {
 
 namespace {
-constexpr size_t kAlignment = 64;
+// Whole vectors and lines of the host (Target::buffer_alignment), and at least what the
+// kernel ABI promises every buffer (kKernelAbiAlignment): 64 bytes on x86.
+size_t alignment() {
+  static const auto bytes =
+      static_cast<size_t>(std::max(kKernelAbiAlignment, host_target().buffer_alignment()));
+  return bytes;
+}
 constexpr size_t kMaxRequest = size_t{1} << 48;        // beyond any real machine
 constexpr size_t kMaxBlocksPerClass = 32;              // bound on each free list
 constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // bound on all free lists
 
-constexpr size_t kHugePage = size_t{2} << 20;
+// The host's transparent huge page (Target::huge_page_bytes, 2 MiB on x86): memory
+// is the host's whatever LOOM_TARGET the kernels are compiled for.
+size_t huge_page() {
+  static const auto bytes = static_cast<size_t>(host_target().huge_page_bytes);
+  return bytes;
+}
 
 // A block of `capacity` bytes: from malloc below a huge page; at or above it,
-// its own mapping, 2 MiB-aligned and advised to use transparent huge pages,
+// its own mapping, aligned to the huge page and advised to use transparent huge pages,
 // which fault in 512 times fewer pages (a fresh 64 MB buffer costs ~200 ms of
 // 4 KiB faults here). Size classes from 2 MiB up are multiples of 4 KiB.
 void* allocate_block(size_t capacity) {
-  if (capacity < kHugePage) return std::aligned_alloc(kAlignment, capacity);
-  const size_t mapped = capacity + kHugePage;
+  const size_t huge = huge_page();
+  if (capacity < huge) return std::aligned_alloc(alignment(), capacity);
+  const size_t mapped = capacity + huge;
   void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
-  const auto start = (reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) & ~(kHugePage - 1);
+  const auto start = (reinterpret_cast<uintptr_t>(raw) + huge - 1) & ~(huge - 1);
   const size_t head = start - reinterpret_cast<uintptr_t>(raw), tail = mapped - head - capacity;
   if (head) munmap(raw, head);
   if (tail) munmap(reinterpret_cast<void*>(start + capacity), tail);
@@ -44,7 +58,7 @@ void* allocate_block(size_t capacity) {
 }
 
 void free_block(void* block, size_t capacity) {
-  if (capacity < kHugePage)
+  if (capacity < huge_page())
     std::free(block);
   else
     munmap(block, capacity);
@@ -110,8 +124,9 @@ class Pool {
 }  // namespace
 
 size_t buffer_size_class(size_t bytes) {
-  if (bytes <= kAlignment) return kAlignment;
-  const size_t step = std::max(kAlignment, std::bit_floor(bytes - 1) / 4);
+  const size_t align = alignment();
+  if (bytes <= align) return align;
+  const size_t step = std::max(align, std::bit_floor(bytes - 1) / 4);
   return (bytes + step - 1) / step * step;
 }
 
@@ -132,7 +147,7 @@ std::shared_ptr<Buffer> Buffer::allocate(size_t bytes, Fill fill) {
                 std::to_string(limit) + " bytes of the machine's physical memory");
   const size_t capacity = buffer_size_class(bytes);
   void* data = Pool::get().take(capacity);
-  const bool fresh_mapping = !data && capacity >= kHugePage;  // the kernel zeroed it
+  const bool fresh_mapping = !data && capacity >= huge_page();  // the kernel zeroed it
   if (!data) data = allocate_block(capacity);
   if (!data) throw Error("Buffer::allocate: out of memory allocating " + std::to_string(bytes) + " bytes");
   if (fill == Fill::Zeros && !fresh_mapping) std::memset(data, 0, bytes);

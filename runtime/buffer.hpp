@@ -1,6 +1,7 @@
 #pragma once
-// Device memory on the CPU: 64-byte aligned (2 MiB-aligned on transparent huge
-// pages from 2 MiB up), reference counted, recycled by size class. Freed (returned to the pool) when no
+// Device memory on the CPU: aligned to the host Target's buffer_alignment, at least
+// the kernel ABI's 64 bytes (to its huge page, 2 MiB on x86, on transparent huge
+// pages from that size up), reference counted, recycled by size class. Freed (returned to the pool) when no
 // tensor or kernel launch holds it.
 #include <atomic>
 #include <cstddef>
@@ -45,7 +46,8 @@ size_t live_buffer_bytes();
 size_t live_buffer_count();
 
 // The capacity of the block a request of `bytes` gets: its size class. Classes
-// are multiples of 64, four per power of two (waste under a third), 64 for 0.
+// are multiples of the alignment (64 on x86), four per power of two (waste under a
+// third), the alignment for 0.
 size_t buffer_size_class(size_t bytes);
 // Bytes of freed blocks the pool keeps for reuse, and a way to give them back.
 size_t pooled_buffer_bytes();

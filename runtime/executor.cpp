@@ -156,11 +156,11 @@ void set_num_threads(int n) {
   Arenas::get().set_threads(n);
 }
 
-int64_t slice_grain(int64_t parallel_extent, double work) {
+int64_t slice_grain(int64_t parallel_extent, const RunWork& work) {
   int64_t grain = std::max<int64_t>(1, (parallel_extent + kMaxSlices - 1) / kMaxSlices);
-  if (work > 0 && parallel_extent > 0) {
-    const double per_iteration = work / static_cast<double>(parallel_extent);
-    grain = std::max(grain, static_cast<int64_t>(std::ceil(kSliceWork / per_iteration)));
+  if (work.ops > 0 && parallel_extent > 0) {
+    const double per_iteration = work.ops / static_cast<double>(parallel_extent);
+    grain = std::max(grain, static_cast<int64_t>(std::ceil(work.slice / per_iteration)));
   }
   return std::min(grain, std::max<int64_t>(1, parallel_extent));
 }
@@ -168,11 +168,12 @@ int64_t slice_grain(int64_t parallel_extent, double work) {
 namespace {
 // Calls slice(begin, end) on disjoint slices covering [0, parallel_extent), as run_kernel says.
 template <class Slice>
-void run_slices(int64_t parallel_extent, const std::string& profile_name, double work, const Slice& slice) {
+void run_slices(int64_t parallel_extent, const std::string& profile_name, const RunWork& work,
+                const Slice& slice) {
   if (parallel_extent < 0)
     throw Error("run_kernel: parallel extent " + std::to_string(parallel_extent) + " is negative");
   const int64_t grain = slice_grain(parallel_extent, work);
-  const bool small = work >= 0 && work < kSerialWork;
+  const bool small = work.ops >= 0 && work.ops < work.serial;
   if (small || parallel_extent <= grain) {
     slice(0, parallel_extent);
     g_last_distinct_threads.store(1, std::memory_order_relaxed);
@@ -209,7 +210,7 @@ void run_slices(int64_t parallel_extent, const std::string& profile_name, double
 }  // namespace
 
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent, const std::string& profile_name, double work) {
+                int64_t parallel_extent, const std::string& profile_name, const RunWork& work) {
   if (!fn) throw Error("run_kernel: the kernel function is null");
   run_slices(parallel_extent, profile_name, work,
              [&](int64_t begin, int64_t end) { fn(bufs.data(), vars.data(), begin, end); });
@@ -217,7 +218,7 @@ void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<i
 
 int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
                            const std::vector<int64_t>& vars, int64_t parallel_extent,
-                           const std::string& profile_name, double work) {
+                           const std::string& profile_name, const RunWork& work) {
   if (!fn) throw Error("run_kernel: the kernel function is null");
   std::atomic<int32_t> first{0};
   run_slices(parallel_extent, profile_name, work, [&](int64_t begin, int64_t end) {

@@ -5,6 +5,7 @@
 // on the extent and the kernel's work, never on the thread count, and parallel
 // iterations write disjoint outputs, so results are bitwise identical for every
 // LOOM_THREADS.
+#include "ir/target.hpp"
 #include "runtime/jit.hpp"
 
 #include <cstddef>
@@ -14,33 +15,40 @@
 
 namespace loom {
 
-// Work below this (in operations: each ALU op, each element loaded or stored)
-// runs on the calling thread: waking TBB's workers costs more than it saves.
-inline constexpr double kSerialWork = 1 << 17;
-// A slice holds at least this much work, so a task is worth its dispatch.
-inline constexpr double kSliceWork = 1 << 15;
 // The work of a run whose size is not known: it is split as finely as allowed.
 inline constexpr double kUnknownWork = -1;
 
+// A run's work (in operations: each ALU op, each element loaded or stored) and the
+// Target's thresholds it is weighed against (run_work).
+struct RunWork {
+  double ops = kUnknownWork;
+  double serial = 0;  // less work runs on the calling thread: waking TBB's workers costs more
+  double slice = 0;   // a slice holds at least this much, so a task is worth its dispatch
+};
+// `ops` against `target`'s serial_work() and slice_work().
+inline RunWork run_work(double ops, const Target& target) {
+  return {ops, target.serial_work(), target.slice_work()};
+}
+
 // Calls `fn` on disjoint slices covering [0, parallel_extent). A run of less than
-// kSerialWork in all (`work`), or that would be one slice, is one direct call on
+// work.serial in all (`work.ops`), or that would be one slice, is one direct call on
 // the calling thread with [0, extent); any other is dispatched to TBB (counted in
 // Counters::kernels_dispatched). Counts one executed kernel. Throws loom::Error
 // on a null function or a negative extent. With a `profile_name` (LOOM_PROFILE
 // on), each slice is a profile event of that name on the thread that ran it.
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
-                int64_t parallel_extent, const std::string& profile_name = {}, double work = kUnknownWork);
+                int64_t parallel_extent, const std::string& profile_name = {}, const RunWork& work = {});
 // The same for a kernel compiled with LOOM_CHECK_BOUNDS: every slice runs, and
 // the result is the first non-zero status a slice returned, else 0.
 int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
                            const std::vector<int64_t>& vars, int64_t parallel_extent,
-                           const std::string& profile_name = {}, double work = kUnknownWork);
+                           const std::string& profile_name = {}, const RunWork& work = {});
 
 // The slicing rule: slices hold at most slice_grain iterations, where the grain is
-// ceil(extent / 64), raised so a slice holds at least kSliceWork of `work`;
+// ceil(extent / 64), raised so a slice holds at least work.slice of `work.ops`;
 // tbb::simple_partitioner halves the range until each piece fits. The slices
 // depend on the extent and the work only, never on the thread count.
-int64_t slice_grain(int64_t parallel_extent, double work = kUnknownWork);
+int64_t slice_grain(int64_t parallel_extent, const RunWork& work = {});
 
 // The thread count in force: a loom::Context's LOOM_THREADS, else the last
 // set_num_threads, else the environment's LOOM_THREADS, else default_num_threads().

@@ -6,6 +6,7 @@
 #include "schedule/stage.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <optional>
 #include <vector>
@@ -15,9 +16,11 @@ namespace loom {
 namespace {
 
 // Output rows that must share b before its copy pays: the copy reads b and
-// writes it once (about two reads of b), a tile reads b once per 6 rows, so 32
-// rows read it 5 times.
-constexpr int64_t kMinRows = 32;
+// writes it once (about two reads of b), a tile reads b once per tile_max_rows rows,
+// so bit_ceil(5 x tile_max_rows) rows (32 with 6-row tiles) read it 5 times at least.
+int64_t min_rows(const Target& t) {
+  return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(5 * t.tile_max_rows())));
+}
 // Panels of b a's rows meet at least, before a's copy into row panels pays: the copy
 // reads and writes a once, and the tiles read a once per panel.
 constexpr int64_t kMinPanels = 4;
@@ -221,8 +224,8 @@ UOpPtr pack(const Match& m) {
         std::all_of(c->k.begin(), c->k.end(), [&](const UOpPtr& r) { return c->uses(b_src, r); });
     const UOpPtr i = reduced ? b_side(*c, a_src, b_src) : nullptr;
     if (!i || copy_outgrows_source(*c, b_src, panels * width)) continue;
-    if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < kMinRows)) continue;
-    if (!in_l1 && *trip(i) < kMinRows) continue;
+    if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < min_rows(ctx.target))) continue;
+    if (!in_l1 && *trip(i) < min_rows(ctx.target)) continue;
     int64_t next_id = next_axis_id(buf);
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);

@@ -1,7 +1,6 @@
 #include "schedule/split_reduceop.hpp"
 
 #include "ir/contraction.hpp"
-#include "ir/page.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/movement_index.hpp"
 #include "schedule/stage.hpp"
@@ -32,11 +31,11 @@ constexpr int64_t kMaxParts = 256, kMinParts = 8, kMaxFirstOutputs = int64_t{1} 
 int64_t strided_rows(const Target& t) {
   return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max(1, t.l1d_ways))));
 }
-// Rows per block of a float sum: kGemvPartRows (ir/contraction.hpp), the optimiser's
-// column-sum tiles read them kGemvStreams at a time (codegen/recipes.cpp), so a
+// Rows per block of a float sum: the Target's gemv_part_rows, the optimiser's
+// column-sum tiles read them gemv_rows at a time (codegen/recipes.cpp), so a
 // block's partial sums wait in cache and only one partial row per block goes to the
 // second reduce.
-constexpr int64_t kStridedSumRows = kGemvPartRows;
+int64_t strided_sum_rows(const Target& t) { return t.gemv_part_rows(); }
 // Inputs from this size on come from L3 or memory rather than the cores' L2 caches
 // (all of them together), where the prefetchers decide the bandwidth; a smaller input
 // is not split.
@@ -205,7 +204,7 @@ bool matmul_product(const UOpPtr& red) {
 // would walk every row, each step on a new page, where no hardware prefetcher
 // follows. Blocks of strided_rows rows instead: each walk is strided_rows
 // sequential streams, and the second reduce sums n / strided_rows partial rows.
-// A float sum takes blocks of kStridedSumRows rows where they divide n, and is left
+// A float sum takes blocks of strided_sum_rows rows where they divide n, and is left
 // whole when it has no more.
 UOpPtr split_strided(const Match& m) {
   const UOpPtr& red = m.root();
@@ -216,11 +215,12 @@ UOpPtr split_strided(const Match& m) {
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
   const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
   const Target& t = m.ctx<StageContext>().target;
-  if (row < kPageBytes || numel(in) * x->dtype.itemsize() < strided_bytes(t)) return nullptr;
-  // A float sum of at most kStridedSumRows rows is the column-sum tiles' own.
+  if (row < t.page_bytes || numel(in) * x->dtype.itemsize() < strided_bytes(t)) return nullptr;
+  // A float sum of at most strided_sum_rows rows is the column-sum tiles' own.
   const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
-  if (float_sum && n <= kStridedSumRows) return nullptr;
-  const int64_t rows = float_sum && n % kStridedSumRows == 0 ? kStridedSumRows : strided_rows(t);
+  const int64_t sum_rows = strided_sum_rows(t);
+  if (float_sum && n <= sum_rows) return nullptr;
+  const int64_t rows = float_sum && n % sum_rows == 0 ? sum_rows : strided_rows(t);
   if (n % rows != 0 || n < 2 * rows || !real_axes(x)[static_cast<size_t>(a)] || !last_axis_contiguous(x) ||
       matmul_product(red) || !reads_at_least(x, strided_bytes(t)))
     return nullptr;
@@ -230,10 +230,10 @@ UOpPtr split_strided(const Match& m) {
 // A GEMV ([1, K] @ [K, N]: a float sum over k of a product whose operand b steps a page
 // or more along k and is contiguous along an output axis the other operand does not
 // read, and no output axis that operand reads and b does not) in parts of
-// kStridedSumRows rows of b, the parts outermost: each part is a contiguous run of b's
+// strided_sum_rows rows of b, the parts outermost: each part is a contiguous run of b's
 // rows that one thread streams whole, a line of each of 8 rows at a time with the
 // partial row in L1 (docs/performance.md, GEMV), where two threads splitting the
-// columns each walked half rows; the second reduce adds the K / kStridedSumRows partial
+// columns each walked half rows; the second reduce adds the K / strided_sum_rows partial
 // rows. The parts depend on K alone, so the sum's order is the same on any thread count.
 UOpPtr split_gemv(const Match& m) {
   const UOpPtr& red = m.root();
@@ -241,7 +241,9 @@ UOpPtr split_gemv(const Match& m) {
   const ReduceArg& arg = red->get<ReduceArg>();
   if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1) return nullptr;
   const int64_t n = (*x->shape())[static_cast<size_t>(arg.axes[0])];
-  if (n % kStridedSumRows != 0 || n < 2 * kStridedSumRows) return nullptr;
+  const Target& t = m.ctx<StageContext>().target;
+  const int64_t sum_rows = strided_sum_rows(t);
+  if (n % sum_rows != 0 || n < 2 * sum_rows) return nullptr;
   const auto c = product_contraction(red);
   if (!c) return nullptr;
   const UOpPtr& k = c->k.at(0);
@@ -253,9 +255,9 @@ UOpPtr split_gemv(const Match& m) {
         std::any_of(columns.begin(), columns.end(), [&](const UOpPtr& r) { return c->contiguous(q, r); });
     const ContractionRead& b = c->loads[static_cast<size_t>(q)].at(0);
     const auto step = Contraction::stride(b, k);
-    if (c->only(p).empty() && column && c->uses(q, k) && step && *step * b.itemsize >= kPageBytes &&
-        reads_at_least(x, strided_bytes(m.ctx<StageContext>().target)))
-      return split_axis(red, arg.axes[0], n / kStridedSumRows, Parts::First);
+    if (c->only(p).empty() && column && c->uses(q, k) && step && *step * b.itemsize >= t.page_bytes &&
+        reads_at_least(x, strided_bytes(t)))
+      return split_axis(red, arg.axes[0], n / sum_rows, Parts::First);
   }
   return nullptr;
 }

@@ -167,8 +167,9 @@ class Search {
       : ast_(ast), name_(name), flags_(flags), target_(target_of(flags)), slots_(std::move(slots)) {
     for (const Slot& s : slots_) {
       const size_t bytes = static_cast<size_t>(s.elements * s.dtype.itemsize());
-      const size_t total = (bytes + kGuardBytes + 63) / 64 * 64;
-      memory_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(64, total)));
+      constexpr auto align = static_cast<size_t>(kKernelAbiAlignment);  // what a kernel may assume
+      const size_t total = (bytes + kGuardBytes + align - 1) / align * align;
+      memory_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(align, total)));
       if (!memory_.back()) throw Error(fmt::format("beam: no memory for {} bytes of scratch", total));
       want_.emplace_back(bytes);
       slot_bytes_.push_back(bytes);
@@ -180,7 +181,7 @@ class Search {
       pointers_[static_cast<size_t>(slots_[i].slot)] = memory_[i].get();
     double bytes = 0;
     for (size_t b : slot_bytes_) bytes += static_cast<double>(b);
-    work_ = kernel_work(kernel_flops(ast), bytes);
+    work_ = run_work(kernel_work(kernel_flops(ast), bytes), target_);
   }
 
   BeamResult run(int width, double budget) {
@@ -346,7 +347,7 @@ class Search {
   std::vector<std::vector<std::byte>> want_;
   std::vector<size_t> slot_bytes_;
   std::vector<void*> pointers_;
-  double work_ = 0;
+  RunWork work_;
 };
 
 // Searches run one at a time (their timings would disturb each other); their winners

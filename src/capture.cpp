@@ -34,8 +34,8 @@ struct StepRecording {
     std::shared_ptr<const CompiledKernel> kernel;
     std::vector<UOpPtr> args;
     int64_t parallel_extent = 1;
-    double work = kUnknownWork;  // as the engine passes it: decides whether TBB shares the run
-    std::vector<int64_t> vars;   // the kernel's variables (its offsets, src/offset_vars.hpp)
+    RunWork work;               // as the engine passes it: decides whether TBB shares the run
+    std::vector<int64_t> vars;  // the kernel's variables (its offsets, src/offset_vars.hpp)
   };
   struct Binding {
     std::weak_ptr<TensorNode> node;
@@ -65,10 +65,9 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
   if (!rec) return;
   for (const auto& pk : plan.kernels) {
     if (!rec->with_kernels) break;
-    StepRecording::Kernel k{
-        compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, kUnknownWork, pk.vars};
+    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, {}, pk.vars};
     for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
-    k.work = kernel_work(k.kernel->flops, kernel_bytes(pk, table));
+    k.work = run_work(kernel_work(k.kernel->flops, kernel_bytes(pk, table)), target_of(flags));
     rec->kernels.push_back(std::move(k));
   }
   for (size_t j = plan.inputs; j < table.size(); ++j)
@@ -108,7 +107,7 @@ struct Program {
     std::shared_ptr<const CompiledKernel> kernel;  // holds the code even if the cache evicts it
     std::vector<uint32_t> slots;
     int64_t parallel_extent = 1;
-    double work = kUnknownWork;
+    RunWork work;
     std::vector<int64_t> vars;
   };
   struct Output {

@@ -372,7 +372,7 @@ namespace {
 // the variables, and reports the first buffer it would have overrun.
 void run_bounds_checked(const CompiledKernel& k, const PlanKernel& pk, const std::vector<UOpPtr>& table,
                         const std::vector<void*>& bufs, std::vector<int64_t>& vars,
-                        const std::string& profile_name, double work) {
+                        const std::string& profile_name, const RunWork& work) {
   for (uint32_t slot : pk.args) vars.push_back(table[slot]->get<std::vector<int64_t>>().at(1));
   const int32_t status =
       run_checked_kernel(as_checked(k.fn), bufs, vars, pk.parallel_extent, profile_name, work);
@@ -408,7 +408,7 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   t.bytes = kernel_bytes(pk, table);
   std::vector<int64_t> vars = pk.vars;  // the bounds check appends the slots' sizes
   const std::string profile_name = span.active() ? pk.name : std::string();
-  const double work = kernel_work(t.flops, t.bytes);
+  const RunWork work = run_work(kernel_work(t.flops, t.bytes), target_of(flags));
   const auto t0 = Clock::now();
   if (k->checks_bounds)
     run_bounds_checked(*k, pk, table, bufs, vars, profile_name, work);

@@ -58,9 +58,12 @@ Tensor correlate(const Tensor& xp, const Tensor& w, const Tensor& b, Size2d stri
   }
   const Tensor win = detail::sliding_windows(xp, {kh, kw}, {stride.h, stride.w}, {dilation.h, dilation.w});
   const int64_t oh = win.shape()[2], ow = win.shape()[3], cg = cin / groups, og = cout / groups;
-  const Tensor xg = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
-  const Tensor wg = w.reshape({1, groups, og, cg, 1, 1, kh, kw});
-  Tensor y = (xg * wg).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+  // The taps (kh, kw) outside the channels in the sum: a padded read's mask depends on the tap,
+  // not the channel, so it is computed once per tap rather than once per product.
+  const std::vector<int> taps_first{0, 1, 2, 6, 7, 3, 4, 5};
+  const Tensor xg = win.reshape({n, groups, 1, cg, oh, ow, kh, kw}).permute(taps_first);
+  const Tensor wg = w.reshape({1, groups, og, cg, 1, 1, kh, kw}).permute(taps_first);
+  Tensor y = (xg * wg).sum({3, 4, 5}).reshape({n, cout, oh, ow});
   if (b.defined()) y = y + b.reshape({1, cout, 1, 1});
   return y;
 }

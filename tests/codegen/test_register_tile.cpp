@@ -171,6 +171,14 @@ Target planned(int bytes) { return with_vector_bytes(current_target(), bytes); }
 // The machine the blocking expectations below were derived for: two cores, 1 MiB of L2
 // (a quarter of it, 256 KiB, for a row block and for a masked panel's k lines), 32 MiB
 // of L3 per complex, 64-byte lines; explicit, so they hold on any host.
+// A Target of `registers` vector registers and the default core (FMA latency 4 on
+// 2 pipes: 8 chains, tiles of at most 6 rows x 2 vectors).
+Target regs(int registers) {
+  Target t;
+  t.vector_registers = registers;
+  return t;
+}
+
 Target two_cores_1m_l2(int vector_bytes = 32) {
   Target t = with_vector_bytes(current_target(), vector_bytes);
   t.cores = 2;
@@ -274,36 +282,43 @@ TEST_CASE("matmul_axes: the rows a reads, the columns b and the output are conti
 
 TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the register file") {
   SUBCASE("AVX2: 16 ymm, 8 lanes: 6 rows x 2 vectors = 12 accumulators + 2 + 1") {
-    const RegisterTile t = register_tile(1024, 1024, 8, 16);
+    const RegisterTile t = register_tile(1024, 1024, 8, regs(16));
     CHECK(t.rows == 6);
     CHECK(t.vectors == 2);
     CHECK(t.lanes == 8);
     CHECK(t.rows * t.vectors + t.vectors + 1 <= 16);
   }
   SUBCASE("AVX-512: 32 zmm, 16 lanes: 6 rows x 2 vectors (6 x 32 floats)") {
-    const RegisterTile t = register_tile(1024, 1024, 16, 32);
+    const RegisterTile t = register_tile(1024, 1024, 16, regs(32));
     CHECK(t.rows == 6);
     CHECK(t.vectors == 2);
     CHECK(t.lanes == 16);
   }
+  SUBCASE("AVX-512 with a 5-cycle FMA: 10 chains, 3 x 10 / (2 x 2) = 7 rows x 2 vectors") {
+    Target t = regs(32);
+    t.fma_latency = 5;
+    const RegisterTile tile = register_tile(1024, 1024, 16, t);
+    CHECK(tile.rows == 7);
+    CHECK(tile.vectors == 2);
+  }
   SUBCASE("columns that do not fill the tiles keep two registers for the masks: 5 rows") {
-    CHECK(register_tile(513, 513, 8, 16).rows == 5);
+    CHECK(register_tile(513, 513, 8, regs(16)).rows == 5);
   }
   SUBCASE("GEMV and skinny outputs: more column vectors keep 8 FMA chains in flight") {
-    const RegisterTile gemv = register_tile(1, 4096, 8, 16);
+    const RegisterTile gemv = register_tile(1, 4096, 8, regs(16));
     CHECK(gemv.rows == 1);
     CHECK(gemv.vectors == 8);
-    const RegisterTile two = register_tile(2, 4096, 8, 16);
+    const RegisterTile two = register_tile(2, 4096, 8, regs(16));
     CHECK(two.rows * two.vectors >= 8);
   }
   SUBCASE("a costly a (a fused softmax's exp) is computed once per row: one tile spans the columns") {
-    const RegisterTile t = register_tile(512, 64, 8, 16, 20);
+    const RegisterTile t = register_tile(512, 64, 8, regs(16), 20);
     CHECK(t.vectors * t.lanes == 64);
     CHECK(t.rows * t.vectors + 2 <= 16);
-    CHECK(register_tile(512, 64, 8, 16, 1).vectors == 2);  // a cast or a scale is cheap
+    CHECK(register_tile(512, 64, 8, regs(16), 1).vectors == 2);  // a cast or a scale is cheap
   }
   SUBCASE("an output narrower than a vector: its columns are the lanes") {
-    const RegisterTile t = register_tile(100, 5, 8, 16);
+    const RegisterTile t = register_tile(100, 5, 8, regs(16));
     CHECK(t.lanes == 5);
     CHECK(t.vectors == 1);
   }
@@ -311,24 +326,24 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
 
 TEST_CASE("register_tile with whole rows: an a that picks by row gets all m rows in one tile when they fit") {
   // The hand-built conv's dw [32, 9]: 9 rows, each a constant, so each row's pick is one load.
-  const RegisterTile avx512 = register_tile(9, 32, 16, 32, 27, true);
+  const RegisterTile avx512 = register_tile(9, 32, 16, regs(32), 27, true);
   CHECK(avx512.rows == 9);
   CHECK(avx512.vectors == 1);  // 9 x 2 x 16 lanes would pass a UOp's 255
-  const RegisterTile avx2 = register_tile(9, 32, 8, 16, 27, true);
+  const RegisterTile avx2 = register_tile(9, 32, 8, regs(16), 27, true);
   CHECK(avx2.rows == 9);
   CHECK(avx2.rows * avx2.vectors + avx2.vectors + 1 <= 16);
-  CHECK(register_tile(40, 32, 16, 32, 27, true).rows <= 6);  // too many rows: the usual tile
+  CHECK(register_tile(40, 32, 16, regs(32), 27, true).rows <= 6);  // too many rows: the usual tile
 }
 
 TEST_CASE("dot_tile: rows x every column accumulators, the b vectors and one a within the registers") {
-  const RegisterTile t = dot_tile(64, 3, 8, 32);  // nn's 3x3 dw on AVX-512, 8 lanes along 56 pixels
+  const RegisterTile t = dot_tile(64, 3, 8, regs(32));  // nn's 3x3 dw on AVX-512, 8 lanes along 56 pixels
   CHECK(t.rows == 6);
   CHECK(t.vectors == 3);
-  CHECK(dot_tile(64, 3, 16, 32).rows == 5);  // 5 x 3 x 16 = 240 lanes, 6 would be 288
-  const RegisterTile avx2 = dot_tile(64, 3, 8, 16);
+  CHECK(dot_tile(64, 3, 16, regs(32)).rows == 5);  // 5 x 3 x 16 = 240 lanes, 6 would be 288
+  const RegisterTile avx2 = dot_tile(64, 3, 8, regs(16));
   CHECK(avx2.rows * 3 + 3 + 1 <= 16);
   CHECK(avx2.rows == 4);
-  CHECK(dot_tile(64, 40, 8, 16).rows == 0);  // 40 columns do not fit: no dot tile
+  CHECK(dot_tile(64, 40, 8, regs(16)).rows == 0);  // 40 columns do not fit: no dot tile
 }
 
 TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with LOOM_VECTOR_WIDTH=512") {
@@ -632,15 +647,18 @@ TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns
 }
 
 TEST_CASE("column_sum_axes: a sum of loads alone down rows of a page or more") {
-  const auto cs = column_sum_axes(column_sum_kernel(4, 64, 1024));
+  const auto cs = column_sum_axes(column_sum_kernel(4, 64, 1024), Target{});
   REQUIRE(cs);
   CHECK_FALSE(cs->rows);
   CHECK(trip(cs->cols) == 1024);
   CHECK(trip(cs->reduce) == 64);
   REQUIRE(cs->panels.size() == 1);  // the blocks of rows
   CHECK(trip(cs->panels[0]) == 4);
-  CHECK_FALSE(column_sum_axes(column_sum_kernel(4, 64, 512)));  // rows of 2 KiB: the plain tiles
-  CHECK_FALSE(column_sum_axes(gemv_kernel({1, 1, 4096, 4096})));
+  CHECK_FALSE(column_sum_axes(column_sum_kernel(4, 64, 512), Target{}));  // rows of 2 KiB: the plain tiles
+  CHECK_FALSE(column_sum_axes(gemv_kernel({1, 1, 4096, 4096}), Target{}));
+  Target big_page;
+  big_page.page_bytes = 16384;  // rows of 4 KiB stay within a 16 KiB page: the plain tiles
+  CHECK_FALSE(column_sum_axes(column_sum_kernel(4, 64, 1024), big_page));
 }
 
 TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8 rows at a time") {
@@ -673,7 +691,7 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
     for (const Shape s : {Shape{2, 16, 1024}, Shape{0, 40, 1100}, Shape{3, 23, 1024}, Shape{0, 64, 2048}}) {
       INFO("blocks " << s.blocks << " k " << s.k << " n " << s.n << " vector bytes " << bytes);
       const UOpPtr kernel = column_sum_kernel(s.blocks, s.k, s.n);
-      REQUIRE(column_sum_axes(kernel));
+      REQUIRE(column_sum_axes(kernel, Target{}));
       const UOpPtr opt = optimize_kernel(kernel, {true, planned(bytes)});
       const KernelFn fn =
           Jit::instance()

@@ -82,6 +82,30 @@ TEST_CASE("the grain depends only on the extent: at most 64 slices") {
   CHECK(slice_grain(1025) == 17);
 }
 
+TEST_CASE("a known work raises the grain to the Target's slice_work; below its serial_work, one call") {
+  Target t;  // wake_work 2^17: serial below 131072 ops, slices of 32768 at least
+  const RunWork w = run_work(1 << 20, t);
+  CHECK(w.serial == 131072);
+  CHECK(w.slice == 32768);
+  // 2^20 ops over 1024 iterations: 1024 per iteration, so 32 iterations per slice (not 16).
+  CHECK(slice_grain(1024, w) == 32);
+  t.wake_work = 1 << 19;  // a machine where waking a thread costs 4 times more
+  CHECK(slice_grain(1024, run_work(1 << 20, t)) == 128);
+  CHECK(slice_grain(1024, run_work(kUnknownWork, t)) == 16);  // unknown work: the extent's grain
+  // The same run below one Target's serial work and above the other's.
+  KeepThreads keep;
+  set_num_threads(2);
+  std::thread::id ran_on;
+  int64_t range[2] = {-1, -1};
+  run_kernel(record_thread, {&ran_on, range}, {}, 1024, {}, run_work(1 << 18, t));  // under 2^19
+  CHECK(ran_on == std::this_thread::get_id());
+  CHECK(range[0] == 0);
+  CHECK(range[1] == 1024);
+  slices_entered = 0;
+  run_kernel(wait_for_a_second_thread, {}, {}, 1024, {}, run_work(1 << 18, Target{}));  // over 2^17
+  CHECK(last_run_distinct_threads() == 2);
+}
+
 TEST_CASE("every index of [0, extent) runs exactly once, in slices of at most the grain") {
   KeepThreads keep;
   set_num_threads(2);
