@@ -190,3 +190,24 @@ TEST_CASE("numeric_lowering: an 8-lane cast stays one vector conversion in the e
   CHECK(ir.find("fptosi <8 x float>") != std::string::npos);
   CHECK(ir.find("fptosi.sat") == std::string::npos);  // a call per lane on x86
 }
+
+TEST_CASE("numeric_lowering: the interpreter finds no op left whose plain instruction is undefined") {
+  // out[i] = a[i] / b[i] and out2[i] = int(x[i]), over a 0 divisor, INT_MIN / -1 and a NaN
+  auto out = global(0, DType::Int32), a = global(1, DType::Int32), b = global(2, DType::Int32);
+  auto out2 = global(3, DType::Int32), x = global(4, DType::Float32);
+  auto i = make_range(4, 0);
+  const UOpPtr kernel = sink({end(store(index(out, i), load(index(a, i)) / load(index(b, i))), {i}),
+                              end(store(index(out2, i), cast(load(index(x, i)), DType::Int32)), {i})});
+  const auto facts = [&](const UOpPtr& k, std::vector<int32_t> divisors, std::vector<float> floats) {
+    Aligned<int32_t> o(4), o2(4), da({7, kI32Min, 1, 2}), db(divisors);
+    Aligned<float> dx(floats);
+    void* bufs[] = {o.data(), da.data(), db.data(), o2.data(), dx.data()};
+    return interpret_kernel_checked(k, bufs, {4, 4, 4, 4, 4}, {}).plain_undefined;
+  };
+  const UOpPtr lowered = lower_numerics(kernel);
+  CHECK(facts(kernel, {0, 1, 1, 1}, {1, 2, 3, 4}) == "IDIV i32 divides by 0");
+  CHECK(facts(kernel, {1, -1, 1, 1}, {1, 2, 3, 4}) == "IDIV i32 divides INT_MIN by -1");
+  CHECK(facts(kernel, {1, 1, 1, 1}, {1, 2, kNaN, 4}).rfind("CAST i32 converts nan", 0) == 0);
+  CHECK(facts(kernel, {1, 1, 1, 1}, {1, 2, 3, 4}) == "");
+  CHECK(facts(lowered, {0, -1, 1, 1}, {kNaN, 3e9f, -kInf, 4}) == "");
+}
