@@ -66,6 +66,28 @@ const bool kRegistered = [] {
   return true;
 }();
 
+// A decoder's upsampling: a strided transposed conv (src/nn_conv_phase.hpp), loom only.
+void conv_transpose2d_8x64x28x28(benchmark::State& state, bool backward) {
+  loom::Tensor x = loom::Tensor::rand({8, 64, 28, 28}), w = loom::Tensor::rand({64, 32, 4, 4});
+  loom::realize({x, w});
+  if (backward) x.requires_grad_(), w.requires_grad_();
+  auto step = [&] {
+    const loom::Tensor y = F::conv_transpose2d(x, w, {}, 2, 1);
+    if (backward) {
+      const std::vector<loom::Tensor> g = loom::gradient((y * y).sum(), {x, w});
+      loom::realize({g[0], g[1]});
+    } else {
+      loom::Tensor(y).realize();
+    }
+  };
+  step();  // compiles
+  for (auto _ : state) step();
+}
+BENCHMARK_CAPTURE(conv_transpose2d_8x64x28x28, forward, false)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(conv_transpose2d_8x64x28x28, forward_backward, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 void max_pool2d_forward(benchmark::State& state) {
   loom::Tensor x = loom::Tensor::rand({8, 64, 56, 56});
   x.realize();

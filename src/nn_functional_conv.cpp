@@ -1,13 +1,16 @@
 // Convolutions as index arithmetic: the padded input's sliding windows (src/window.hpp, a view)
 // times the weight, summed over (C_in / groups, kh, kw). Rangeify turns the view into
 // x[n, c, i*s + ki*d, j*s + kj*d], so a conv2d forward is one kernel that reads x and w in
-// place, with no im2col buffer. conv_transpose2d is a conv2d of the stride-dilated input with
-// the flipped, channel-swapped weight. Each declares its own gradient (src/custom_gradient.hpp),
+// place, with no im2col buffer. conv_transpose2d is a conv2d of the padded input with the
+// flipped, channel-swapped weight, and a strided one a strided conv2d's dx by output phase
+// (src/nn_conv_phase.hpp). Each declares its own gradient (src/custom_gradient.hpp),
 // as the movement ops' rules would turn the window view into a scatter (a reduce over the
 // view's repeats, indexed by divmods): a conv2d's dx is a conv_transpose2d of dy and a
 // conv_transpose2d's dx a conv2d of dy, each a forward-shaped window reduce that gathers; dw
 // is a correlation of the input's windows with dy, reduced over batch and output positions.
 #include "src/custom_gradient.hpp"
+#include "src/nn_conv_correlate.hpp"
+#include "src/nn_conv_phase.hpp"
 #include "src/tensor_ops.hpp"
 #include "src/window.hpp"
 
@@ -42,6 +45,10 @@ void check_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t group
     throw Error(fmt::format("{}: bias must be 1-D of the input's dtype {}, got {} of {}", op,
                             scalar_name(x.dtype().scalar), str(b.shape()), scalar_name(b.dtype().scalar)));
 }
+
+}  // namespace
+
+namespace detail_conv {
 
 // conv2d on an input already padded: windows [N, C, oh, ow, kh, kw] split by group, times the
 // weight split by group, summed over (C / groups, kh, kw).
@@ -88,7 +95,10 @@ Tensor weight_grad(const Tensor& input, const Tensor& grad, int64_t kh, int64_t 
   return (xg * gg).sum({0, 4, 5}).reshape({cout, cg, kh, kw});
 }
 
-}  // namespace
+}  // namespace detail_conv
+
+using detail_conv::correlate;
+using detail_conv::weight_grad;
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
               Size2d dilation, int64_t groups) {
@@ -110,15 +120,24 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
     throw Error(fmt::format("{}: bias {} does not match the weight's {} output channels (weight {})", op,
                             str(b.shape()), ws[0], str(ws)));
   const Tensor xp = x.pad({{0, 0}, {0, 0}, {padding.h, padding.h}, {padding.w, padding.w}});
-  const Tensor forward = correlate(xp, w, {}, stride, dilation, groups, op);
-  // A strided conv keeps the window view's own gradient: its transposed conv spreads dy by the
-  // stride, so most of its products are with zeros, each behind a divide and a bounds check
-  // (docs/performance.md, the stem's rows), until dx runs one stride-1 conv per output phase.
-  if (stride.h > 1 || stride.w > 1) return b.defined() ? forward + b.reshape({1, ws[0], 1, 1}) : forward;
+  // A strided conv runs as stride-1 convs over phases (src/nn_conv_phase.hpp): its windows
+  // read x s floats apart, and its transposed conv would spread dy by the stride, most of its
+  // products with zeros, each behind a divide.
+  const bool strided = stride.h > 1 || stride.w > 1;
+  const bool by_phase = detail_conv::forward_by_phase(stride, dilation);
+  Tensor forward = correlate(xp, w, {}, stride, dilation, groups, op);  // checks the kernel fits
+  if (by_phase) forward = detail_conv::conv2d_by_phase(x, w, stride, padding, dilation, groups);
   const Tensor y = detail::with_gradient(
-      forward, {x, w}, [stride, padding, dilation, groups](const std::vector<Tensor>& in, const Tensor& g) {
+      forward, {x, w},
+      [stride, padding, dilation, groups, strided, by_phase](const std::vector<Tensor>& in, const Tensor& g) {
         const Tensor &xi = in[0], &wi = in[1];
         const int64_t kh = wi.shape()[2], kw = wi.shape()[3];
+        if (strided)
+          return std::vector<Tensor>{
+              detail_conv::input_grad_by_phase(g, wi, {xi.shape()[2], xi.shape()[3]}, stride, padding,
+                                               dilation, groups),
+              by_phase ? detail_conv::weight_grad_by_phase(xi, g, {kh, kw}, stride, padding, dilation, groups)
+                       : weight_grad(xi, g, kh, kw, stride, padding, dilation, groups)};
         // The output_padding that gives the transposed conv x's size: the rows past the last window.
         auto rest = [&](int64_t size, int64_t k, int64_t s, int64_t p, int64_t d) {
           return (size + 2 * p - d * (k - 1) - 1) % s;
@@ -160,12 +179,13 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
         fmt::format("{}: input {} has {} channels but weight {} expects {} (weight [C_in, C_out / groups, "
                     "kh, kw])",
                     op, str(xs), xs[1], str(ws), ws[0]));
-  const int64_t cin = xs[1], og = ws[1], cout = og * groups, n = xs[0];
+  const int64_t cin = xs[1], og = ws[1], cout = og * groups;
   if (b.defined() && b.shape()[0] != cout)
     throw Error(fmt::format("{}: bias {} does not match the {} output channels (weight {}, groups = {})", op,
                             str(b.shape()), cout, str(ws), groups));
   const int64_t sz[2] = {stride.h, stride.w}, pd[2] = {padding.h, padding.w},
                 opd[2] = {output_padding.h, output_padding.w}, dl[2] = {dilation.h, dilation.w};
+  int64_t out[2];
   for (int a = 0; a < 2; ++a) {
     if (pd[a] < 0 || opd[a] < 0)
       throw Error(fmt::format("{}: padding ({}, {}) and output_padding ({}, {}) must be non-negative", op,
@@ -175,44 +195,46 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
           fmt::format("{}: output_padding {} on axis {} must be smaller than the stride {} or the "
                       "dilation {}",
                       op, opd[a], a + 2, sz[a], dl[a]));
-    const int64_t out = (xs[a + 2] - 1) * sz[a] - 2 * pd[a] + dl[a] * (ws[a + 2] - 1) + opd[a] + 1;
-    if (out <= 0)
+    out[a] = (xs[a + 2] - 1) * sz[a] - 2 * pd[a] + dl[a] * (ws[a + 2] - 1) + opd[a] + 1;
+    if (out[a] <= 0)
       throw Error(
           fmt::format("{}: input {} with weight {}, stride {}, padding {} gives an output of size {} on "
                       "axis {}",
-                      op, str(xs), str(ws), sz[a], pd[a], out, a + 2));
+                      op, str(xs), str(ws), sz[a], pd[a], out[a], a + 2));
   }
-  // Stride: [.., H, W] -> [.., H, s, W, s] with zeros after each element -> [.., (H-1)*s + 1, ..].
-  Tensor up = x;
-  if (sz[0] > 1 || sz[1] > 1) {
-    const int64_t h = xs[2], wd = xs[3];
-    up = x.reshape({n, cin, h, 1, wd, 1})
-             .pad({{0, 0}, {0, 0}, {0, 0}, {0, sz[0] - 1}, {0, 0}, {0, sz[1] - 1}})
-             .reshape({n, cin, h * sz[0], wd * sz[1]})
-             .shrink({{0, n}, {0, cin}, {0, (h - 1) * sz[0] + 1}, {0, (wd - 1) * sz[1] + 1}});
-  }
-  std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0}), cut;
-  for (int64_t d : up.shape()) cut.emplace_back(0, d);
-  for (int a = 0; a < 2; ++a) {
-    const int64_t lo = dl[a] * (ws[a + 2] - 1) - pd[a], hi = lo + opd[a];
-    grow[a + 2] = {std::max<int64_t>(lo, 0), std::max<int64_t>(hi, 0)};
-    const int64_t size = up.shape()[a + 2] + grow[a + 2].first + grow[a + 2].second;
-    cut[a + 2] = {std::max<int64_t>(-lo, 0), size - std::max<int64_t>(-hi, 0)};
-  }
-  const Tensor xp = up.pad(grow).shrink(cut);
-  const int64_t cg = cin / groups, kh = ws[2], kw = ws[3];
-  const Tensor wt =
-      w.reshape({groups, cg, og, kh, kw}).transpose(1, 2).flip({3, 4}).reshape({cout, cg, kh, kw});
+  // A strided transposed conv is a strided conv2d's dx: gathered by output phase
+  // (src/nn_conv_phase.hpp), not as the correlation of the input with s - 1 zeros inserted
+  // between its elements, most of whose products would be with those zeros.
+  auto transposed = [&] {
+    if (sz[0] > 1 || sz[1] > 1)
+      return detail_conv::input_grad_by_phase(x, w, {out[0], out[1]}, stride, padding, dilation, groups);
+    std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0}), cut;
+    for (int64_t d : xs) cut.emplace_back(0, d);
+    for (int a = 0; a < 2; ++a) {
+      const int64_t lo = dl[a] * (ws[a + 2] - 1) - pd[a], hi = lo + opd[a];
+      grow[a + 2] = {std::max<int64_t>(lo, 0), std::max<int64_t>(hi, 0)};
+      const int64_t size = xs[a + 2] + grow[a + 2].first + grow[a + 2].second;
+      cut[a + 2] = {std::max<int64_t>(-lo, 0), size - std::max<int64_t>(-hi, 0)};
+    }
+    const Tensor xp = x.pad(grow).shrink(cut);
+    const int64_t cg = cin / groups, kh = ws[2], kw = ws[3];
+    const Tensor wt =
+        w.reshape({groups, cg, og, kh, kw}).transpose(1, 2).flip({3, 4}).reshape({cout, cg, kh, kw});
+    return correlate(xp, wt, {}, {1, 1}, dilation, groups, op);
+  };
   const Tensor y = detail::with_gradient(
-      correlate(xp, wt, {}, {1, 1}, dilation, groups, op), {x, w},
+      transposed(), {x, w},
       [stride, padding, dilation, groups](const std::vector<Tensor>& in, const Tensor& g) {
         const Tensor &xi = in[0], &wi = in[1];
         const Shape& is = xi.shape();
         // The conv2d of dy reaches x's rows, and past them when output_padding >= stride.
         Tensor dx = conv2d(g, wi, {}, stride, padding, dilation, groups);
         if (dx.shape() != is) dx = dx.shrink({{0, is[0]}, {0, is[1]}, {0, is[2]}, {0, is[3]}});
+        const Size2d kernel{wi.shape()[2], wi.shape()[3]};
         return std::vector<Tensor>{
-            dx, weight_grad(g, xi, wi.shape()[2], wi.shape()[3], stride, padding, dilation, groups)};
+            dx, detail_conv::forward_by_phase(stride, dilation)
+                    ? detail_conv::weight_grad_by_phase(g, xi, kernel, stride, padding, dilation, groups)
+                    : weight_grad(g, xi, kernel.h, kernel.w, stride, padding, dilation, groups)};
       });
   return b.defined() ? y + b.reshape({1, cout, 1, 1}) : y;
 }

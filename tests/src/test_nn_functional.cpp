@@ -189,6 +189,20 @@ TEST_CASE(
       listing += "; ";
     }
     CAPTURE(listing);
+    if (stride.h > 1) {
+      // By phase (src/nn_conv_phase.hpp): x's phase images [2, 8*4, 9, 9], exactly x padded
+      // (2*8*18*18, where im2col's is 2*8*8*8*9), the phase kernel [16, 8*4, 2, 2], and their
+      // stride-1 correlation reading both in place.
+      REQUIRE(kernels.size() == 3);
+      for (const auto& k : kernels)
+        for (const auto& b : k.buffers) CHECK(b.numel <= 2 * 8 * 18 * 18);
+      const auto reduce = std::find_if(kernels.begin(), kernels.end(),
+                                       [](const auto& k) { return k.name.starts_with("r_"); });
+      REQUIRE(reduce != kernels.end());
+      CHECK(reduce->buffers.size() == 3);
+      CHECK(reduce->buffers[0].numel == y.numel());
+      continue;
+    }
     REQUIRE(kernels.size() == 1);
     // Output, x and w, each at its own size: nothing of N*C*oh*ow*kh*kw elements.
     const auto& b = kernels[0].buffers;
@@ -274,7 +288,9 @@ TEST_CASE("bad input to nn.functional is an error naming the op and the shapes")
                        doctest::Contains("interpolate: mode \"bicubic\""), Error);
 }
 
-TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in place: no im2col buffer") {
+TEST_CASE(
+    "conv2d's backward is two kernels (dx, dw) reading their operands in place (by phase when strided): no "
+    "im2col buffer") {
   // The second pair is large enough for panel_packing to consider the windows a matmul's b
   // (k x n = 288 x 40 floats, past two thirds of L1, 32 output channels as rows): their copy
   // would be im2col's shape, so it must not be made.
@@ -290,10 +306,14 @@ TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in p
     CAPTURE(s);
     CAPTURE(x.numel());
     const Tensor y = F::conv2d(x, w, {}, s, 1);
+    // By phase (s = 2, src/nn_conv_phase.hpp), x's phase images are x padded by 1 and split,
+    // [2, 8*4, 9, 9]: 5184 elements, the most any buffer holds (im2col's would be 2*8*8*8*9).
+    const int64_t most = s == 1 ? std::max(x.numel(), y.numel()) : xs[0] * xs[1] * (xs[2] + 2) * (xs[3] + 2);
     const auto forward = schedule_of({y});
-    CHECK(forward.size() == 1);
+    // By phase: x's phase images, the phase kernel, their stride-1 correlation.
+    CHECK(forward.size() == (s == 1 ? 1 : 3));
     for (const auto& k : forward)
-      for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
+      for (const auto& b : k.buffers) CHECK(b.numel <= most);
     const std::vector<Tensor> g = gradient((y * y).sum(), {x, w});
     const auto kernels = schedule_of({g[0], g[1]});
     std::string listing;
@@ -304,9 +324,11 @@ TEST_CASE("conv2d's backward is two kernels (dx, dw) reading their operands in p
     }
     CAPTURE(listing);
     // y (which the gradient of y*y reads), dx as a transposed correlation, dw as a correlation.
-    CHECK(kernels.size() == 3);
+    // By phase, the forward's three; dy padded, the flipped phase kernel, dx's phases and the
+    // copy interleaving them; dw's phases (reading the forward's phase images) and its taps.
+    CHECK(kernels.size() == (s == 1 ? 3 : 9));
     for (const auto& k : kernels)
-      for (const auto& b : k.buffers) CHECK(b.numel <= std::max(x.numel(), y.numel()));
+      for (const auto& b : k.buffers) CHECK(b.numel <= most);
   }
 }
 
