@@ -68,6 +68,13 @@ void register_workloads() {
     run(
         s, [&] { return a.log_softmax(-1); }, 2 * a.numel() * 4);
   });
+  // A float-to-integer cast, a third of whose values lie outside Int32's range
+  // (saturated): the numeric rules as vector UOps (codegen/numeric_lowering.cpp).
+  add("cast_f32_i32_4M", [](benchmark::State& s) {
+    Tensor a = (input({1 << 22}) * 3e9f).realize();
+    run(
+        s, [&] { return a.cast(loom::DType::Int32); }, 2 * a.numel() * 4);
+  });
   const std::pair<const char*, Tensor (Tensor::*)() const> unary[] = {{"exp", &Tensor::exp},
                                                                       {"tanh", &Tensor::tanh},
                                                                       {"sigmoid", &Tensor::sigmoid},

@@ -51,7 +51,7 @@ UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = current_target().ve
 UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().vector_bytes);
 
 // The kernel passes in order (docs/pipeline.md): optimizer, transcendental,
-// expander, lower_reduce, split_vectors. Each is reported to the pass observers
+// expander, lower_reduce, split_vectors, numeric_lowering (codegen/numeric_lowering.hpp). Each is reported to the pass observers
 // (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional
 // ones (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and
 // the emitter take. `applied`, when given, receives the optimizer's Opts (none when it is off).

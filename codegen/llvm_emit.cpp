@@ -1,11 +1,13 @@
 // LLVM IR emission: walks the linearized kernel and builds one function with the
-// ABI of docs/kernel-ir.md. The ALU and CAST semantics of that page are encoded
-// here and nowhere else in codegen/: integer division and shifts never trap or
-// yield poison, float max propagates NaN, float->int casts saturate.
+// ABI of docs/kernel-ir.md. The ALU and CAST rules of that page that LLVM's plain
+// instructions do not keep (division by 0, shifts by the width, saturating casts,
+// float max) are UOps by now (codegen/numeric_lowering.hpp): this file emits
+// sdiv, shl, fptosi plainly and refuses an op lower_numerics should have lowered.
 //
 // The only file of loom that includes IRBuilder (it is slow to compile).
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
+#include "codegen/numeric_lowering.hpp"
 #include "ir/target.hpp"
 
 #include <fmt/format.h>
@@ -58,6 +60,14 @@ void check_operands(const UOp& u) {
     return;
   }
   for (size_t i = 0; i < u.src.size(); ++i) same(i, u.dtype);
+}
+
+// An op whose plain instruction is undefined on some values it may see (a
+// divisor that may be 0) is lower_numerics' to guard, never emitted as it is.
+void refuse_unlowered(const UOp& u) {
+  if (const std::string why = unlowered_numerics(u); !why.empty())
+    throw Error(fmt::format("{}: {}; lower_numerics (codegen/numeric_lowering.hpp) must run first",
+                            describe(u), why));
 }
 
 // The buffer behind an INDEX, through the AFTERs that order it.
@@ -113,8 +123,6 @@ class Emitter {
   Value* lane_select(const UOp& u);
   Value* alu(const UOp& u);
   Value* binary(Op op, DType dt, Value* a, Value* b);
-  Value* divide(Op op, DType dt, Value* a, Value* b);
-  Value* shift(Op op, DType dt, Value* a, Value* count);
   Value* compare(Op op, DType dt, Value* a, Value* b);
   Value* cast(DType from, DType to, Value* v);
   Value* bitcast(DType from, DType to, Value* v);
@@ -286,7 +294,7 @@ Value* Emitter::value(const UOp& u) {
     case Op::LOAD: return load(u);
     case Op::VECTORIZE: return vectorize(u);
     case Op::GEP: return lane_select(u);
-    case Op::CAST: return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
+    case Op::CAST: refuse_unlowered(u); return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     case Op::BITCAST: return bitcast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     default:
       if (is_alu(u.op)) return alu(u);
@@ -296,6 +304,7 @@ Value* Emitter::value(const UOp& u) {
 
 Value* Emitter::alu(const UOp& u) {
   check_operands(u);
+  refuse_unlowered(u);
   auto arg = [&](size_t i) { return get(u.src.at(i)); };
   if (is_comparison(u.op)) return compare(u.op, u.src[0]->dtype, arg(0), arg(1));
   if (is_binary(u.op)) return binary(u.op, u.dtype, arg(0), arg(1));
@@ -332,7 +341,6 @@ Value* Emitter::binary(Op op, DType dt, Value* a, Value* b) {
       case Op::SUB: return b_.CreateFSub(a, b);
       case Op::MUL: return b_.CreateFMul(a, b);
       case Op::FDIV: return b_.CreateFDiv(a, b);
-      case Op::MAX: return b_.CreateMaximum(a, b);  // NaN propagates
       case Op::POW: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
       default: throw unsupported();
     }
@@ -349,41 +357,13 @@ Value* Emitter::binary(Op op, DType dt, Value* a, Value* b) {
     case Op::ADD: return b_.CreateAdd(a, b);  // no nsw/nuw: integers (and bools, at 1 bit) wrap
     case Op::SUB: return b_.CreateSub(a, b);
     case Op::MUL: return b_.CreateMul(a, b);
-    case Op::IDIV:
-    case Op::MOD: return divide(op, dt, a, b);
-    case Op::SHL:
-    case Op::SHR: return shift(op, dt, a, b);
+    // Defined on every value they see: lower_numerics guarded their operands.
+    case Op::IDIV: return dt.is_unsigned() ? b_.CreateUDiv(a, b) : b_.CreateSDiv(a, b);
+    case Op::MOD: return dt.is_unsigned() ? b_.CreateURem(a, b) : b_.CreateSRem(a, b);
+    case Op::SHL: return b_.CreateShl(a, b);
+    case Op::SHR: return dt.is_unsigned() ? b_.CreateLShr(a, b) : b_.CreateAShr(a, b);
     default: throw unsupported();
   }
-}
-
-// Truncating division that never traps: by 0 gives 0; INT_MIN / -1 divides by 1
-// instead, which gives exactly the contract's INT_MIN (and 0 for MOD).
-Value* Emitter::divide(Op op, DType dt, Value* a, Value* b) {
-  Value* by_zero = b_.CreateICmpEQ(b, zero(dt));
-  Value* unsafe = by_zero;
-  if (!dt.is_unsigned()) {
-    auto* min = llvm::ConstantInt::get(type_of(dt), llvm::APInt::getSignedMinValue(dt.bits()));
-    unsafe = b_.CreateOr(unsafe,
-                         b_.CreateAnd(b_.CreateICmpEQ(a, min), b_.CreateICmpEQ(b, constant(dt, -1.0, -1))));
-  }
-  Value* divisor = b_.CreateSelect(unsafe, constant(dt, 1.0, 1), b);
-  Value* result = op == Op::IDIV ? (dt.is_unsigned() ? b_.CreateUDiv(a, divisor) : b_.CreateSDiv(a, divisor))
-                                 : (dt.is_unsigned() ? b_.CreateURem(a, divisor) : b_.CreateSRem(a, divisor));
-  return b_.CreateSelect(by_zero, zero(dt), result);
-}
-
-// A count outside [0, bits) shifts everything out: 0, or the sign (-1 or 0) for
-// an arithmetic right shift. The shift itself gets an in-range count so it is
-// never poison.
-Value* Emitter::shift(Op op, DType dt, Value* a, Value* count) {
-  const int bits = dt.bits();
-  Value* out_of_range = b_.CreateICmpUGE(count, constant(dt, bits, bits));
-  Value* safe = b_.CreateSelect(out_of_range, zero(dt), count);
-  if (op == Op::SHL) return b_.CreateSelect(out_of_range, zero(dt), b_.CreateShl(a, safe));
-  if (dt.is_unsigned()) return b_.CreateSelect(out_of_range, zero(dt), b_.CreateLShr(a, safe));
-  Value* sign = b_.CreateAShr(a, constant(dt, bits - 1, bits - 1));
-  return b_.CreateSelect(out_of_range, sign, b_.CreateAShr(a, safe));
 }
 
 // Float CMPLT/CMPEQ are ordered (false with NaN), CMPNE unordered (true with NaN);
@@ -397,16 +377,15 @@ Value* Emitter::compare(Op op, DType dt, Value* a, Value* b) {
   return op == Op::CMPEQ ? b_.CreateICmpEQ(a, b) : b_.CreateICmpNE(a, b);
 }
 
-// docs/kernel-ir.md CAST: float->int truncates and saturates (NaN gives 0); int->int
-// wraps when narrowing and extends by the source's signedness; anything->bool is != 0.
+// docs/kernel-ir.md CAST: float->int truncates (lower_numerics saturated it and sent
+// NaN to 0, so the value is in range); int->int wraps when narrowing and extends by
+// the source's signedness; anything->bool is != 0.
 Value* Emitter::cast(DType from, DType to, Value* v) {
   llvm::Type* target = type_of(to);
   if (from == to) return v;
   if (to.is_bool()) return from.is_float() ? b_.CreateFCmpUNE(v, zero(from)) : b_.CreateICmpNE(v, zero(from));
   if (from.is_float() && to.is_float()) return b_.CreateFPCast(v, target);
-  if (from.is_float())
-    return b_.CreateIntrinsic(to.is_unsigned() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
-                              {target, v->getType()}, {v});
+  if (from.is_float()) return to.is_unsigned() ? b_.CreateFPToUI(v, target) : b_.CreateFPToSI(v, target);
   if (to.is_float()) return from.is_unsigned() ? b_.CreateUIToFP(v, target) : b_.CreateSIToFP(v, target);
   return from.is_unsigned() ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
 }

@@ -1,6 +1,7 @@
 // The kernel passes, in order, each reported to the pass observers so dumps
 // (LOOM_DEBUG=5, LOOM_DUMP_DIR) and the tests' kernel-IR checker see every step.
 #include "codegen/codegen.hpp"
+#include "codegen/numeric_lowering.hpp"
 #include "codegen/register_tile.hpp"
 #include "ir/pass_observer.hpp"
 
@@ -19,9 +20,11 @@ struct KernelPass {
 };
 
 // The expander may be switched off: the linearizer runs upcast and unroll
-// ranges as plain loops then.
-const std::array<KernelPass, 5>& kernel_passes() {
-  static const std::array<KernelPass, 5> passes{{
+// ranges as plain loops then. numeric_lowering runs last, on every op the
+// passes before it made (a REDUCE MAX's updates, a lane fold's MAX), and is
+// required: the emitter refuses what it did not lower.
+const std::array<KernelPass, 6>& kernel_passes() {
+  static const std::array<KernelPass, 6> passes{{
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f, const KernelLowering& how) {
          std::optional<std::vector<Opt>> opts;
@@ -40,6 +43,8 @@ const std::array<KernelPass, 5>& kernel_passes() {
        [](const UOpPtr& k, const Flags& f, const KernelLowering&) {
          return split_vectors(k, target_of(f).vector_bytes);
        }},
+      {"numeric_lowering", false,
+       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return lower_numerics(k); }},
   }};
   return passes;
 }

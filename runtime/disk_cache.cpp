@@ -3,7 +3,6 @@
 #include "ir/flags.hpp"
 #include "ir/key_hasher.hpp"
 #include "ir/log.hpp"
-#include "runtime/jit.hpp"
 
 #include <fmt/format.h>
 
@@ -19,9 +18,6 @@
 
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
-#endif
-#ifndef LOOM_LLVM_VERSION
-#define LOOM_LLVM_VERSION "unknown"
 #endif
 
 namespace loom {
@@ -108,12 +104,11 @@ std::string temp_name(const std::string& dir) {
 }
 }  // namespace
 
-DiskCache::DiskCache(std::string dir) : dir_(dir == "off" ? std::string() : std::move(dir)) {}
+DiskCache::DiskCache(std::string dir, std::string backend_identity)
+    : dir_(dir == "off" ? std::string() : std::move(dir)), backend_(std::move(backend_identity)) {}
 
 std::string DiskCache::full_key(const std::string& key) const {
-  const Jit& jit = Jit::instance();
-  return fmt::format("loom {}\nllvm {}\ncpu {}\nfeatures {}\nformat {}\n{}", LOOM_VERSION, LOOM_LLVM_VERSION,
-                     jit.host_cpu(), jit.host_features(), kMagic, key);
+  return fmt::format("loom {}\n{}\nformat {}\n{}", LOOM_VERSION, backend_, kMagic, key);
 }
 
 std::string DiskCache::path_of(const std::string& key) const {

@@ -6,8 +6,9 @@
 //
 // The caller's key text must name everything the object depends on (the
 // engine gives the kernel's text and its codegen options); the cache adds
-// loom's version, LLVM's version, the host CPU and its features, and a format
-// version, so a stale object never loads. A file is named by the 128-bit hash
+// loom's version, the backend's identity (runtime/backend.hpp: the compiler's
+// version, the host CPU and its features) and a format version, so a stale
+// object never loads. A file is named by the 128-bit hash
 // of that full key and holds the full key itself, checked on load, so even a
 // hash collision cannot load the wrong kernel.
 //
@@ -29,7 +30,8 @@ struct DiskObject {
 class DiskCache {
  public:
   // `dir` empty or "off": a cache that finds and stores nothing.
-  explicit DiskCache(std::string dir);
+  // `backend_identity`: Backend::cache_identity of the objects' backend.
+  DiskCache(std::string dir, std::string backend_identity);
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
@@ -41,6 +43,7 @@ class DiskCache {
  private:
   std::string full_key(const std::string& key) const;
   std::string dir_;
+  std::string backend_;
 };
 
 struct Flags;

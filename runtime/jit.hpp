@@ -6,22 +6,15 @@
 //   load:           object file -> callable code in a JITDylib and
 //                   ResourceTracker of its own, freed when the last JitCode
 //                   handle goes.
-// No LLVM types here; everything LLVM stays in runtime/jit.cpp.
+// No LLVM types here; everything LLVM stays in runtime/jit.cpp. The engine reaches
+// it through the LLVM backend (src/llvm_backend.hpp, runtime/backend.hpp).
+#include "runtime/backend.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace loom {
-
-using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
-// A kernel compiled with LOOM_CHECK_BOUNDS returns 0, or 1 + the slot of the
-// buffer it found an index outside of (docs/kernel-ir.md); its address is kept
-// as a KernelFn and cast back to this type to be called.
-using CheckedKernelFn = int32_t (*)(void* const* bufs, const int64_t* vars, int64_t begin, int64_t end);
-inline CheckedKernelFn as_checked(KernelFn fn) {
-  return reinterpret_cast<CheckedKernelFn>(
-      reinterpret_cast<void (*)()>(fn));  // void(): no -Wcast-function-type
-}
 
 // How hard LLVM works on one module. Full: the function passes of the new pass
 // manager's O2 pipeline that kernels need (the loop vectoriser among them; no
@@ -43,13 +36,9 @@ struct JitOptions {
   std::string target = "native";
 };
 
-// Where one compile's time went, in milliseconds.
-struct JitTimings {
-  double parse = 0;     // IR text -> module, verified
-  double optimize = 0;  // the IR pass pipeline
-  double codegen = 0;   // module -> object file
-  double link = 0;      // object -> code in memory, symbol looked up
-};
+// Where one compile's time went: parse is IR text -> module, optimize the IR pass
+// pipeline, codegen module -> object file, link object -> code in memory.
+using JitTimings = CompileTimings;
 
 struct JitObject {
   std::string name;          // the function's symbol
@@ -61,15 +50,15 @@ struct JitObject {
 
 // One kernel's machine code. Destroying the last handle removes its JITDylib,
 // which frees the code. Run `fn` only while holding the handle.
-class JitCode {
+class JitCode final : public KernelCode {
  public:
-  KernelFn fn() const { return fn_; }
-  size_t code_bytes() const { return bytes_; }  // memory the linker allocated for it (whole pages)
+  KernelFn fn() const override { return fn_; }
+  size_t code_bytes() const override { return bytes_; }  // memory the linker allocated for it (whole pages)
   // All the memory it holds: its code pages and the JIT's bookkeeping for it
   // (its JITDylib, resource tracker, symbol tables and registered unwind
   // frames, a measured constant: docs/performance.md).
-  size_t footprint_bytes() const;
-  ~JitCode();
+  size_t footprint_bytes() const override;
+  ~JitCode() override;
   JitCode(const JitCode&) = delete;
   JitCode& operator=(const JitCode&) = delete;
 

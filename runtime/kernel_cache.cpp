@@ -16,7 +16,7 @@ size_t footprint_bytes(const CompiledKernel& k) {
   for (const UOpPtr& root : {k.ast, k.extent})
     if (root) roots.push_back(root);
   return sizeof(CompiledKernel) + (k.code ? k.code->footprint_bytes() : 0) + graph_bytes(roots) +
-         text_bytes(k.name) + text_bytes(k.options) + text_bytes(k.llvm_ir) + text_bytes(k.optimized_ir) +
+         text_bytes(k.name) + text_bytes(k.options) + text_bytes(k.source) + text_bytes(k.optimized_ir) +
          text_bytes(k.linear) + text_bytes(k.assembly);
 }
 

@@ -6,7 +6,7 @@
 // would then run the wrong code.
 #include "ir/opt.hpp"
 #include "ir/uop.hpp"
-#include "runtime/jit.hpp"
+#include "runtime/backend.hpp"
 
 #include <atomic>
 #include <memory>
@@ -19,14 +19,14 @@
 namespace loom {
 
 struct CompiledKernel {
-  std::string name;  // the JIT symbol: the kernel's name (ir/kernel_name.hpp) when first compiled
+  std::string name;  // the code's symbol: the kernel's name (ir/kernel_name.hpp) when first compiled
   // The codegen choices it was compiled under (flags such as LOOM_NOOPT): part of
   // the key, so a kernel compiled one way never runs where another was asked for.
   std::string options;
   KernelFn fn = nullptr;
-  bool checks_bounds = false;           // LOOM_CHECK_BOUNDS: fn is really a CheckedKernelFn
-  std::shared_ptr<const JitCode> code;  // owns fn's machine code: freed with the last holder
-  UOpPtr ast;                           // the kernel as scheduled: the cache key, kept alive here
+  bool checks_bounds = false;              // LOOM_CHECK_BOUNDS: fn is really a CheckedKernelFn
+  std::shared_ptr<const KernelCode> code;  // owns fn's machine code: freed with the last holder
+  UOpPtr ast;                              // the kernel as scheduled: the cache key, kept alive here
   // The optimised kernel's parallel range and variables (codegen's
   // parallel_extent_graph): the run's extent, without holding the whole kernel.
   UOpPtr extent;
@@ -34,15 +34,15 @@ struct CompiledKernel {
   // AST and options (so the key above determines them), and part of the disk cache's key.
   std::vector<Opt> opts;
   // Texts, kept only when a dump asked for them (LOOM_DEBUG >= 3, LOOM_DUMP_DIR, loom-dump).
-  std::string llvm_ir;       // codegen's output
-  std::string optimized_ir;  // after the JIT's pipeline
+  std::string source;        // the backend's rendering of the kernel (LLVM IR)
+  std::string optimized_ir;  // after the compiler's pipeline
   std::string linear;        // the linearized loops
   std::string assembly;      // the host assembly
   double flops = 0;          // arithmetic per run (ir/kernel_cost.hpp), for GFLOP/s
 };
 
 // The memory an entry holds: its code and the JIT's bookkeeping for it
-// (JitCode::footprint_bytes), its ASTs' nodes (graph_bytes; nodes shared with
+// (KernelCode::footprint_bytes), its ASTs' nodes (graph_bytes; nodes shared with
 // other entries or plans are counted in each, so this is an upper bound), its
 // texts and the entry itself.
 size_t footprint_bytes(const CompiledKernel& kernel);

@@ -2,6 +2,7 @@
 // since they only count and order nothing; the levels are read from their owners.
 #include "ir/uop.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/jit.hpp"
 #include "runtime/kernel_cache.hpp"
 
 #include <loom/debug.hpp>

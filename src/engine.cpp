@@ -19,6 +19,7 @@
 #include "src/beam.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
+#include "src/llvm_backend.hpp"
 #include "src/offset_vars.hpp"
 #include "src/plan.hpp"
 #include "src/schedule_cache.hpp"
@@ -118,72 +119,21 @@ void show_stage(const Flags& flags, int level, const std::string& kernel, std::s
   if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, kernel, stage, ext, text);
 }
 
-// Which kernels get a lighter level than O2 (figures in docs/pipeline.md):
-// - JitLevel::Bulk for an elementwise body that runs at most kLightWork times:
-//   its code runs for about a microsecond at any level, and LLVM's O0 code
-//   generator takes about half the O1 one's time for such a kernel
-//   (docs/performance.md); a small kernel that accumulates gets Light, whose
-//   register allocator keeps the accumulators in registers across iterations;
-// - JitLevel::Light for an elementwise kernel (no accumulator, no reduce range):
-//   loom's optimiser already vectorised and threaded it, and O2 adds nothing to
-//   its speed but its compile time (docs/performance.md); reductions keep O2,
-//   whose loop vectoriser and unroller they measurably need. O0 code ran
-//   bench_kernels' exp and tanh rows slower, so larger elementwise kernels keep
-//   the O1 code generator;
-// - JitLevel::Bulk for LLVM IR of kLightLines lines or more: O2's time, and the
-//   O1 code generator's, grow faster than the IR (seconds and half a second
-//   for cat of 200 tensors) and would take thousands of runs to pay back.
-constexpr int64_t kLightWork = 512;
-constexpr int64_t kLightLines = 2000;
-
-// How many times the kernel's innermost body runs: the product of its ranges'
-// extents (nested loops), or -1 when an extent is symbolic.
-int64_t kernel_work(const UOpPtr& kernel) {
-  int64_t work = 1;
-  for (const auto& n : toposort(kernel))
-    if (n->op == Op::RANGE) {
-      if (n->src[0]->op != Op::CONST) return -1;
-      work = n->src[0]->const_int() > 0 && work > INT64_MAX / n->src[0]->const_int()
-                 ? INT64_MAX
-                 : work * n->src[0]->const_int();
-    }
-  return work;
-}
-
-// Whether the optimised kernel accumulates: a register accumulator or a reduce range.
-bool accumulates(const UOpPtr& kernel) {
-  for (const auto& n : toposort(kernel))
-    if (n->op == Op::DEFINE_REG || (n->op == Op::RANGE && n->get<AxisArg>().kind == AxisKind::Reduce))
-      return true;
-  return false;
-}
-
-JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
-  const int64_t work = kernel_work(kernel);
-  const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
-  if (lines >= kLightLines) return JitLevel::Bulk;
-  const bool small = work >= 0 && work <= kLightWork;
-  if (!accumulates(kernel)) return small ? JitLevel::Bulk : JitLevel::Light;
-  return small ? JitLevel::Light : JitLevel::Full;
-}
-
 // Where one kernel's compile time went, for LOOM_DEBUG=2.
 struct CompileTimes {
-  double optimizer = 0, emit = 0;  // loom's kernel passes; linearizer and LLVM IR emission
-  JitTimings jit;
+  double optimizer = 0, emit = 0;  // loom's kernel passes; linearizer and the backend's render
+  CompileTimings compile;
 };
 
-std::string_view jit_level_name(JitLevel level) {
-  return level == JitLevel::Full ? "O2" : level == JitLevel::Light ? "light" : "bulk";
-}
-
-void log_compile(const CompiledKernel& k, const std::string& llvm_ir, JitLevel level, const CompileTimes& t) {
-  const double total = t.optimizer + t.emit + t.jit.parse + t.jit.optimize + t.jit.codegen + t.jit.link;
+void log_compile(const CompiledKernel& k, const std::string& source, const std::string& effort,
+                 const CompileTimes& t) {
+  const CompileTimings& c = t.compile;
+  const double total = t.optimizer + t.emit + c.parse + c.optimize + c.codegen + c.link;
   log().info(
       "  {} compiled in {:.3f} ms ({}): optimiser {:.2f}, emit {:.2f}, LLVM parse {:.2f}, passes {:.2f}, "
       "codegen {:.2f}, link {:.2f}; {} lines of IR, {} bytes of code",
-      k.name, total, jit_level_name(level), t.optimizer, t.emit, t.jit.parse, t.jit.optimize, t.jit.codegen,
-      t.jit.link, std::count(llvm_ir.begin(), llvm_ir.end(), '\n'), k.code->code_bytes());
+      k.name, total, effort, t.optimizer, t.emit, c.parse, c.optimize, c.codegen, c.link,
+      std::count(source.begin(), source.end(), '\n'), k.code->code_bytes());
 }
 
 // Schedules the graph over placeholders and compiles every kernel before any
@@ -250,6 +200,10 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
 
 }  // namespace
 
+std::unique_ptr<const Backend> kernel_backend(const Flags& flags) {
+  return std::make_unique<LlvmBackend>(flags.target);
+}
+
 UOpPtr allocate_buffer(DType dtype, int64_t size, bool zeroed) {
   auto mem = Buffer::allocate(static_cast<size_t>(size) * dtype.itemsize(),
                               zeroed ? Buffer::Fill::Zeros : Buffer::Fill::Uninitialized);
@@ -273,12 +227,13 @@ Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig
 }
 
 namespace {
-// The kernel's code from the disk cache, if it holds it: no IR, no LLVM.
-bool load_from_disk(CompiledKernel& k, const DiskCache& disk, const std::string& key) {
+// The kernel's code from the disk cache, if it holds it: no rendering, no compiler.
+bool load_from_disk(CompiledKernel& k, const Backend& backend, const DiskCache& disk,
+                    const std::string& key) {
   auto entry = disk.find(key);
   if (!entry) return false;
   try {
-    k.code = Jit::instance().load(entry->object, entry->symbol);
+    k.code = backend.load(entry->object, entry->symbol);
   } catch (const Error& e) {  // it passed the checksum but does not link: compile instead
     log().debug("disk cache: {}", e.what());
     return false;
@@ -289,34 +244,32 @@ bool load_from_disk(CompiledKernel& k, const DiskCache& disk, const std::string&
   return true;
 }
 
-// Emits, optimises, generates and links the kernel's code, and stores the object on disk.
+// Renders, compiles and loads the kernel's code, and stores the object on disk.
 // The texts stay in the cache entry only when a dump asked for them.
 void compile_fresh(CompiledKernel& k, const UOpPtr& optimized, const Flags& flags, bool keep_text,
-                   CompileTimes& times, const DiskCache& disk, const std::string& disk_key) {
+                   CompileTimes& times, const Backend& backend, const DiskCache& disk,
+                   const std::string& disk_key) {
   const bool texts = keep_text || flags.debug >= 3 || !flags.dump_dir.empty();
   if (texts) {
     k.linear = linearize(optimized).dump();
     show_stage(flags, 3, k.name, "linear", "txt", k.linear);
   }
   auto t0 = Clock::now();
-  std::string llvm_ir =
-      emit_llvm_ir(optimized, k.name, EmitOptions{k.checks_bounds, -1, target_named(flags.target)});
+  std::string source = backend.render(optimized, k.name, RenderOptions{k.checks_bounds});
   times.emit = ms_since(t0);
-  if (texts) show_stage(flags, 4, k.name, "llvm", "ll", llvm_ir);
-  JitOptions jit_options;
-  jit_options.target = flags.target;
-  jit_options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
-  jit_options.level = jit_level(optimized, llvm_ir);
-  JitObject object = Jit::instance().compile_object(llvm_ir, k.name, jit_options);
-  k.code = Jit::instance().load(object.bytes, k.name, &object.timings);
+  if (texts) show_stage(flags, 4, k.name, backend.source_stage(), backend.source_extension(), source);
+  CompileOptions options;
+  options.keep_assembly = keep_text || flags.debug >= 6 || !flags.dump_dir.empty();
+  CompiledObject object = backend.compile(optimized, source, k.name, options);
+  k.code = backend.load(object.bytes, k.name, &object.timings);
   k.fn = k.code->fn();
   k.assembly = std::move(object.assembly);
-  times.jit = object.timings;
-  if (jit_options.keep_assembly) show_stage(flags, 6, k.name, "asm", "s", k.assembly);
+  times.compile = object.timings;
+  if (options.keep_assembly) show_stage(flags, 6, k.name, "asm", "s", k.assembly);
   disk.store(disk_key, {k.name, std::move(object.bytes)});
   count_kernel_compiled();
-  if (flags.debug >= 2) log_compile(k, llvm_ir, jit_options.level, times);
-  if (texts) k.llvm_ir = std::move(llvm_ir);
+  if (flags.debug >= 2) log_compile(k, source, object.effort, times);
+  if (texts) k.source = std::move(source);
 }
 }  // namespace
 
@@ -345,15 +298,16 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   k.extent = parallel_extent_graph(optimized);
   times.optimizer = ms_since(t0);
   if (texts) show_stage(flags, 3, name, "opts", "txt", to_string(k.opts));
-  const DiskCache disk(disk_cache_dir(flags));
+  const std::unique_ptr<const Backend> backend = kernel_backend(flags);
+  const DiskCache disk(disk_cache_dir(flags), backend->cache_identity());
   // Keyed by the Opts applied and the kernel as the kernel passes left it: an object
   // file compiled by a loom whose optimiser chose otherwise (another parallel range,
   // other lanes, another search's winner) never loads.
   const std::string disk_key =
       disk.enabled() ? fmt::format("options {}\nopts {}\n{}", options, to_string(k.opts), to_text(optimized))
                      : std::string();
-  if (texts || !load_from_disk(k, disk, disk_key))
-    compile_fresh(k, optimized, flags, keep_text, times, disk, disk_key);
+  if (texts || !load_from_disk(k, *backend, disk, disk_key))
+    compile_fresh(k, optimized, flags, keep_text, times, *backend, disk, disk_key);
   if (kernel_cache().limit() != flags.jit_cache_bytes) kernel_cache().set_limit(flags.jit_cache_bytes);
   return kernel_cache().insert(std::move(k));
 }
@@ -361,14 +315,11 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
 CandidateKernel compile_candidate(const UOpPtr& ast, const std::string& name, const Flags& flags,
                                   const std::vector<Opt>& opts) {
   const UOpPtr optimized = lower_kernel(ast, name, flags, KernelLowering{nullptr, &opts, false});
-  const std::string llvm_ir =
-      emit_llvm_ir(optimized, name, EmitOptions{false, -1, target_named(flags.target)});
-  JitOptions jit_options;
-  jit_options.target = flags.target;
-  jit_options.level = jit_level(optimized, llvm_ir);
-  const JitObject object = Jit::instance().compile_object(llvm_ir, name, jit_options);
+  const std::unique_ptr<const Backend> backend = kernel_backend(flags);
+  const std::string source = backend->render(optimized, name, RenderOptions{});
+  const CompiledObject object = backend->compile(optimized, source, name, CompileOptions{});
   CandidateKernel c;
-  c.code = Jit::instance().load(object.bytes, name);
+  c.code = backend->load(object.bytes, name);
   c.fn = c.code->fn();
   c.extent = parallel_extent_graph(optimized);
   return c;

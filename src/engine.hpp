@@ -2,6 +2,7 @@
 // The realize engine: schedule -> optimise -> compile (cached) -> run. The one
 // place that ties schedule/, codegen/ and runtime/ together.
 #include "ir/flags.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "src/plan.hpp"
 #include "src/tensor_node.hpp"
@@ -25,6 +26,10 @@ UOpPtr allocate_buffer(DType dtype, int64_t size, bool zeroed = true);
 // Base address of a BUFFER node's memory.
 void* buffer_data(const UOpPtr& buffer);
 
+// The backend that renders, compiles and loads kernels under `flags` (for the
+// LOOM_TARGET they name): the one place the engine names it (src/llvm_backend.hpp).
+std::unique_ptr<const Backend> kernel_backend(const Flags& flags);
+
 // The steps of a realize, one by one, for loom-dump.
 
 // Schedules `targets` (whose graph `sig` describes) into a plan, as a realize
@@ -41,7 +46,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
 // unobserved (no dump or kernel checker sees it), compiled and loaded; cached nowhere
 // and counted in no counter.
 struct CandidateKernel {
-  std::shared_ptr<const JitCode> code;  // owns fn's machine code
+  std::shared_ptr<const KernelCode> code;  // owns fn's machine code
   KernelFn fn = nullptr;
   UOpPtr extent;  // the optimised kernel's parallel_extent_graph
 };

@@ -86,7 +86,7 @@ StageDump dump_stages(const std::vector<Tensor>& outputs) {
       if (optimizer) dump.stages.push_back({"opts", k.name, to_string(compiled->opts), "", false});
     }
     dump.stages.push_back({"linear", k.name, compiled->linear, "", false});
-    dump.stages.push_back({"llvm", k.name, compiled->llvm_ir, "", false});
+    dump.stages.push_back({"llvm", k.name, compiled->source, "", false});
     dump.stages.push_back({"asm", k.name, compiled->assembly, "", false});
   }
   return dump;

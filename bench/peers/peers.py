@@ -46,10 +46,12 @@ def torch_workloads():
     a1, b1 = r(1024, 1024), r(1024, 1024)
     a, b, c = r(4096, 4096), r(4096, 4096), r(4096, 4096)
     v, s = r(1 << 24), r(4096, 1024)
+    w = r(1 << 22) * 3e9
     return {
         "add_1024x1024": lambda: a1 + b1,
         "add_4096x4096": lambda: a + b,
         "relu_exp_4096x4096": lambda: torch.relu(a * b + c).exp(),
+        "cast_f32_i32_4M": lambda: w.to(torch.int32),
         "sum_16M": lambda: v.sum(),
         "sum_axis1_4096x4096": lambda: a.sum(1),
         "sum_axis0_4096x4096": lambda: a.sum(0),
@@ -170,6 +172,7 @@ def numpy_workloads():
     a1, b1 = r(1024, 1024), r(1024, 1024)
     a, b, c = r(4096, 4096), r(4096, 4096), r(4096, 4096)
     v, s = r(1 << 24), r(4096, 1024)
+    w = r(1 << 22) * np.float32(3e9)
 
     def softmax(x):
         e = np.exp(x - x.max(-1, keepdims=True))
@@ -183,6 +186,7 @@ def numpy_workloads():
         "add_1024x1024": lambda: a1 + b1,
         "add_4096x4096": lambda: a + b,
         "relu_exp_4096x4096": lambda: np.exp(np.maximum(a * b + c, 0)),
+        "cast_f32_i32_4M": lambda: w.astype(np.int32),
         "sum_16M": lambda: v.sum(),
         "sum_axis1_4096x4096": lambda: a.sum(1),
         "sum_axis0_4096x4096": lambda: a.sum(0),

@@ -3,6 +3,7 @@
 // the ABI promises), and kernels compiled by the emitter and the JIT, each run
 // checked against the kernel-IR interpreter as well as the test's own values.
 #include "codegen/codegen.hpp"
+#include "codegen/numeric_lowering.hpp"
 #include "runtime/jit.hpp"
 #include "support/kernel_builders.hpp"
 #include "support/kernel_interpreter.hpp"
@@ -48,10 +49,11 @@ class Aligned {
 };
 
 // Compiles `kernel` as it stands (no optimiser: the test chose its range kinds),
-// after the lowering passes (lanes, REDUCE to accumulators, wide values in register slices).
+// after the lowering passes (lanes, REDUCE to accumulators, wide values in register
+// slices, the numeric rules as UOps).
 inline KernelFn compile_kernel(const UOpPtr& kernel, const std::string& name) {
   return Jit::instance()
-      .compile(emit_llvm_ir(split_vectors(lower_reduce(expand_lanes(kernel))), name), name)
+      .compile(emit_llvm_ir(lower_numerics(split_vectors(lower_reduce(expand_lanes(kernel)))), name), name)
       .fn;
 }
 

@@ -50,7 +50,7 @@ void check_expansion(const UOpPtr& kernel, const UOpPtr& expanded, const std::ve
     std::memcpy(copies.back().data(), s.data, s.bytes);
     compiled.emplace_back(copies.back().data(), s.bytes);
   }
-  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lowered, name), name).fn;
+  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(lowered), name), name).fn;
   run_slice(fn, reorders ? lowered : kernel, compiled, {}, 0, 1);
 }
 }  // namespace

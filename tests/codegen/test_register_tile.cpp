@@ -209,7 +209,7 @@ void check_values(const MatmulShape& s, int vector_bytes, bool epilogue = false,
                                                       : matmul_kernel(s, epilogue);
   const UOpPtr opt = optimize_kernel(kernel, {true, planned(vector_bytes)});
   const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), vector_bytes), vector_bytes);
-  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(tile, "tile"), "tile").fn;
+  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
   Aligned<float> out(static_cast<size_t>(s.batch * s.m * s.n), -99.0f);
   const int64_t b_columns = form == Form::Packed || form == Form::PackedRowTerm ? padded_columns(s.n) : s.n;
   Aligned<float> a(whole_numbers(s.batch * s.m * s.k, 1)), b(whole_numbers(s.batch * s.k * b_columns, 2));
@@ -703,8 +703,10 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
       const UOpPtr opt = optimize_kernel(kernel, {true, planned(bytes)});
       const KernelFn fn =
           Jit::instance()
-              .compile(emit_llvm_ir(split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes), "sum"),
-                       "sum")
+              .compile(
+                  emit_llvm_ir(lower_numerics(split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes)),
+                               "sum"),
+                  "sum")
               .fn;
       const int64_t blocks = std::max<int64_t>(s.blocks, 1);
       Aligned<float> out(static_cast<size_t>(blocks * s.n), -99.0f), want(out.size(), -99.0f);

@@ -36,7 +36,10 @@ class KernelChecker {
 
 // Evaluates `before` and `after` on the same random buffers, three sets; "" if every buffer
 // ends equal (floats within the approximate-class tolerance), "skipped: why" if
-// the interpreter cannot run them, else what differs.
-std::string compare_kernels(const UOpPtr& before, const UOpPtr& after, uint64_t seed);
+// the interpreter cannot run them, else what differs. `plain_after`: `after` is
+// numeric_lowering's, so an op whose plain instruction would be undefined on the
+// values it sees there (a division by 0: KernelRunFacts::plain_undefined) fails too.
+std::string compare_kernels(const UOpPtr& before, const UOpPtr& after, uint64_t seed,
+                            bool plain_after = false);
 
 }  // namespace loom::fuzz

@@ -41,6 +41,9 @@ size_t files_in(const std::string& dir) {
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
   return n;
 }
+// A backend's cache_identity (runtime/backend.hpp).
+const std::string kBackend = "test backend 1\ncpu test";
+
 }  // namespace
 
 TEST_CASE("the tests' own cache directory is a temporary one, never the user's") {
@@ -50,7 +53,7 @@ TEST_CASE("the tests' own cache directory is a temporary one, never the user's")
 
 TEST_CASE("an object stored under a key comes back; another key finds nothing") {
   TempDir dir("round_trip");
-  const DiskCache cache(dir.path);
+  const DiskCache cache(dir.path, kBackend);
   CHECK(cache.enabled());
   CHECK_FALSE(cache.find("kernel A"));
   const std::string object(
@@ -67,9 +70,21 @@ TEST_CASE("an object stored under a key comes back; another key finds nothing") 
   CHECK(cache.path_of("kernel A").rfind(dir.path + "/", 0) == 0);
 }
 
+TEST_CASE("an object stored by one backend is not found by another, in the same directory") {
+  TempDir dir("backends");
+  const DiskCache one(dir.path, kBackend), other(dir.path, "test backend 2\ncpu test");
+  one.store("kernel A", {"k_a", "object of backend 1"});
+  CHECK_FALSE(other.find("kernel A"));
+  CHECK(one.path_of("kernel A") != other.path_of("kernel A"));
+  other.store("kernel A", {"k_a", "object of backend 2"});
+  REQUIRE(one.find("kernel A"));
+  CHECK(one.find("kernel A")->object == "object of backend 1");
+  CHECK(other.find("kernel A")->object == "object of backend 2");
+}
+
 TEST_CASE("a truncated, bit-flipped or foreign file is ignored, and the next store replaces it") {
   TempDir dir("corrupt");
-  const DiskCache cache(dir.path);
+  const DiskCache cache(dir.path, kBackend);
   cache.store("k", {"sym", std::string(300, 'x')});
   const std::string path = cache.path_of("k"), good = bytes_of(path);
   for (size_t cut : {size_t{0}, size_t{5}, good.size() / 2, good.size() - 1}) {
@@ -93,7 +108,7 @@ TEST_CASE("a truncated, bit-flipped or foreign file is ignored, and the next sto
 
 TEST_CASE("threads storing and finding one key at once always see a whole entry") {
   TempDir dir("writers");
-  const DiskCache cache(dir.path);
+  const DiskCache cache(dir.path, kBackend);
   std::vector<std::thread> threads;
   std::atomic<int> bad{0};
   for (int t = 0; t < 4; ++t)
@@ -110,12 +125,12 @@ TEST_CASE("threads storing and finding one key at once always see a whole entry"
 
 TEST_CASE("\"off\" and an empty directory store and find nothing; an unwritable directory is no error") {
   for (const char* off : {"off", ""}) {
-    const DiskCache cache(off);
+    const DiskCache cache(off, kBackend);
     CHECK_FALSE(cache.enabled());
     cache.store("k", {"s", "o"});
     CHECK_FALSE(cache.find("k"));
   }
-  const DiskCache unwritable("/proc/loom-cannot-be-here");
+  const DiskCache unwritable("/proc/loom-cannot-be-here", kBackend);
   unwritable.store("k", {"s", "o"});
   CHECK_FALSE(unwritable.find("k"));
 }

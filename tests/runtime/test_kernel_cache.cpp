@@ -29,7 +29,7 @@ CompiledKernel entry(const UOpPtr& ast, KernelFn fn) {
   k.name = kernel_name(ast);
   k.fn = fn;
   k.ast = ast;
-  k.llvm_ir = "; ir of " + k.name;
+  k.source = "; ir of " + k.name;
   return k;
 }
 }  // namespace
@@ -42,7 +42,7 @@ TEST_CASE("a kernel rebuilt with the same structure hits; a different one misses
   REQUIRE(hit != nullptr);
   CHECK(hit == stored);
   CHECK((hit->fn == &fn_a));
-  CHECK(hit->llvm_ir == "; ir of " + kernel_name(fill_kernel(1.0)));
+  CHECK(hit->source == "; ir of " + kernel_name(fill_kernel(1.0)));
   CHECK(cache.find(fill_kernel(2.0)) == nullptr);
   CHECK(cache.find(fill_kernel(1.0, 17)) == nullptr);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -199,7 +200,7 @@ class Interpreter {
     }
   }
 
-  KernelRunFacts facts() const { return {largest_sum_operand_, made_infinity_}; }
+  KernelRunFacts facts() const { return {largest_sum_operand_, made_infinity_, plain_undefined_}; }
 
  private:
   void bind_vars(const UOpPtr& kernel, const std::vector<int64_t>& vars) {
@@ -289,6 +290,7 @@ class Interpreter {
       case Op::BITCAST:
         need_src(u, 1, 1);
         return per_lane(u, [&](const Sources& x, size_t l) {
+          if (u.op == Op::CAST) note_plain_undefined(u, x, l);
           return u.op == Op::CAST ? ks::cast(x[0].lane[l], u.dtype.base())
                                   : ks::bitcast(x[0].lane[l], u.dtype.base());
         });
@@ -345,10 +347,48 @@ class Interpreter {
       const bool sum = u.op == Op::ADD || u.op == Op::SUB;
       return per_lane(u, [&](const Sources& x, size_t l) {
         if (sum) note_sum_operands({x[0].lane[l], x[1].lane[l]});
+        note_plain_undefined(u, x, l);
         return ks::binary(u.op, x[0].lane[l], x[1].lane[l]);
       });
     }
     fail(u, "is not a value the kernel IR defines");
+  }
+
+  // Records the first op whose plain instruction would be undefined on lane l of
+  // its sources (KernelRunFacts::plain_undefined).
+  void note_plain_undefined(const UOp& u, const Sources& x, size_t l) {
+    if (!plain_undefined_.empty()) return;
+    const std::string why = plain_undefined(u, x[0].lane[l], x.size > 1 ? x[1].lane[l] : x[0].lane[l]);
+    if (!why.empty()) plain_undefined_ = std::string(op_name(u.op)) + " " + to_string(u.dtype) + " " + why;
+  }
+
+  static std::string plain_undefined(const UOp& u, const Scalar1& a, const Scalar1& b) {
+    const DType dt = u.dtype.base();
+    const bool ints = !dt.is_float();
+    const int64_t lowest = dt.scalar == Scalar::Int32   ? std::numeric_limits<int32_t>::min()
+                           : dt.scalar == Scalar::Int64 ? std::numeric_limits<int64_t>::min()
+                                                        : 0;
+    switch (u.op) {
+      case Op::IDIV:
+      case Op::MOD:
+        if (ints && b.i == 0) return "divides by 0";
+        if (ints && !dt.is_unsigned() && a.i == lowest && b.i == -1) return "divides INT_MIN by -1";
+        return "";
+      case Op::SHL:
+      case Op::SHR: return ints && (b.i < 0 || b.i >= dt.bits()) ? "shifts by " + std::to_string(b.i) : "";
+      case Op::MAX: return dt.is_float() ? "is a float MAX" : "";
+      case Op::CAST: {
+        if (!a.dtype.is_float() || dt.is_float() || dt.is_bool()) return "";
+        const double t = std::trunc(a.f);
+        const double highest = dt.scalar == Scalar::UInt8 ? 255.0 : -static_cast<double>(lowest) - 1;
+        // -lowest - 1 rounds up to 2^63 for Int64: the first value out of range
+        const bool above = dt.scalar == Scalar::Int64 ? t >= 0x1p63 : t > highest;
+        return std::isnan(a.f) || t < static_cast<double>(lowest) || above
+                   ? "converts " + std::to_string(a.f) + ", outside its range"
+                   : "";
+      }
+      default: return "";
+    }
   }
 
   // A float sum's error is relative to its operands, not to its result, which
@@ -561,6 +601,7 @@ class Interpreter {
   uint64_t iteration_ = 0;
   double largest_sum_operand_ = 0;
   bool made_infinity_ = false;
+  std::string plain_undefined_;
   MemoTable memo_;
   uint64_t memo_epoch_ = 0;
   std::unordered_map<const UOp*, Iterations> effects_run_;

@@ -5,6 +5,7 @@
 #include "ir/uop.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace loom {
@@ -29,6 +30,12 @@ struct KernelRunFacts {
   // Whether a float op made an infinity from finite operands (an overflow, a
   // division by 0, as of a sum that cancelled to 0 in this order).
   bool made_infinity = false;
+  // The first op whose plain machine instruction (sdiv, shl, fptosi: what the
+  // emitter makes of it) would be undefined on values it saw, e.g. "IDIV i32
+  // divides by 0", or "". numeric_lowering (codegen/) guards every such op, so
+  // the kernel checker holds the kernel after it to "" (the values here follow
+  // docs/kernel-ir.md either way).
+  std::string plain_undefined;
 };
 KernelRunFacts interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs,
                                         const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars);
