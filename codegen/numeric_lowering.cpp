@@ -24,6 +24,7 @@
 #include "codegen/numeric_lowering.hpp"
 
 #include "codegen/vector_ops.hpp"
+#include "ir/int_limits.hpp"
 #include "ir/pattern.hpp"
 
 #include <cstdint>
@@ -37,29 +38,12 @@ UOpPtr splat_int(DType dt, int64_t v) { return broadcast(const_int(dt.base(), v)
 UOpPtr splat_float(DType dt, double v) { return broadcast(const_float(dt.base(), v), dt.lanes); }
 UOpPtr lor(const UOpPtr& a, const UOpPtr& b) { return alu(Op::OR, {a, b}); }
 
-int64_t lowest(DType dt) {
-  switch (dt.scalar) {
-    case Scalar::Int32: return std::numeric_limits<int32_t>::min();
-    case Scalar::Int64: return std::numeric_limits<int64_t>::min();
-    default: return 0;  // Bool, UInt8
-  }
-}
-
-int64_t highest(DType dt) {
-  switch (dt.scalar) {
-    case Scalar::Bool: return 1;
-    case Scalar::UInt8: return 255;
-    case Scalar::Int32: return std::numeric_limits<int32_t>::max();
-    default: return std::numeric_limits<int64_t>::max();
-  }
-}
-
 // ---- division ---------------------------------------------------------------------
 bool may_be_zero(const UOp& b) { return b.vmin() <= 0 && b.vmax() >= 0; }
 
 // INT_MIN / -1 overflows (sdiv's undefined case); unsigned division cannot.
 bool may_overflow(const UOp& a, const UOp& b) {
-  return !b.dtype.is_unsigned() && b.vmin() <= -1 && b.vmax() >= -1 && a.vmin() <= lowest(b.dtype);
+  return !b.dtype.is_unsigned() && b.vmin() <= -1 && b.vmax() >= -1 && a.vmin() <= int_lowest(b.dtype);
 }
 
 // The divisor `b`, or 1 where dividing `a` by `b` is undefined: by 1, INT_MIN / -1
@@ -69,7 +53,7 @@ UOpPtr division_guard(const UOpPtr& a, const UOpPtr& b) {
   UOpPtr unsafe;
   if (may_be_zero(*b)) unsafe = eq(b, splat_int(dt, 0));
   if (may_overflow(*a, *b)) {
-    const UOpPtr overflow = land(eq(a, splat_int(dt, lowest(dt))), eq(b, splat_int(dt, -1)));
+    const UOpPtr overflow = land(eq(a, splat_int(dt, int_lowest(dt))), eq(b, splat_int(dt, -1)));
     unsafe = unsafe ? lor(unsafe, overflow) : overflow;
   }
   return unsafe ? where(unsafe, splat_int(dt, 1), b) : b;
@@ -130,8 +114,8 @@ std::string shift_unlowered(const UOp& u) {
 
 // ---- float to integer casts --------------------------------------------------------
 // Exact in every float type: 0, 256 and powers of two up to 2^63.
-double cast_floor(DType to) { return static_cast<double>(lowest(to)); }
-double cast_ceiling(DType to) { return static_cast<double>(highest(to)) + 1.0; }
+double cast_floor(DType to) { return static_cast<double>(int_lowest(to)); }
+double cast_ceiling(DType to) { return static_cast<double>(int_highest(to)) + 1.0; }
 
 // Does x truncate into `to`'s range? Every x in (lowest - 1, lowest] truncates to
 // lowest, which saturation gives too, so "lowest < x" suffices; false for NaN.
@@ -149,9 +133,9 @@ UOpPtr lower_float_cast(const UOp& u) {
   const UOpPtr& x = u.src[0];
   const DType to = u.dtype;
   const UOpPtr below = to.is_unsigned() ? splat_int(to, 0)  // NaN gives 0 = lowest already
-                                        : where(ne(x, x), splat_int(to, 0), splat_int(to, lowest(to)));
+                                        : where(ne(x, x), splat_int(to, 0), splat_int(to, int_lowest(to)));
   const UOpPtr saturated =
-      where(splat_float(x->dtype, cast_floor(to)) < x, splat_int(to, highest(to)), below);
+      where(splat_float(x->dtype, cast_floor(to)) < x, splat_int(to, int_highest(to)), below);
   return where(cast_in_range(x, to), UOp::make(Op::CAST, to, {cast_guard(x, to)}), saturated);
 }
 

@@ -1,5 +1,7 @@
 #include "support/kernel_scalar.hpp"
 
+#include "ir/int_limits.hpp"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -26,30 +28,14 @@ double round_to(Scalar s, double v) {
   return s == Scalar::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
 }
 
-int64_t lowest(DType dt) {
-  switch (dt.scalar) {
-    case Scalar::Int32: return std::numeric_limits<int32_t>::min();
-    case Scalar::Int64: return std::numeric_limits<int64_t>::min();
-    default: return 0;  // Bool, UInt8
-  }
-}
-
-int64_t highest(DType dt) {
-  switch (dt.scalar) {
-    case Scalar::Bool: return 1;
-    case Scalar::UInt8: return 255;
-    case Scalar::Int32: return std::numeric_limits<int32_t>::max();
-    default: return std::numeric_limits<int64_t>::max();
-  }
-}
-
 // Truncate toward zero, saturate at the target's range, NaN gives 0 (fptosi.sat).
 int64_t float_to_int(double x, DType to) {
   if (to.is_bool()) return x != 0;  // NaN != 0 is true
   if (std::isnan(x)) return 0;
   const double t = std::trunc(x);
-  if (t <= static_cast<double>(lowest(to))) return lowest(to);
-  if (t >= static_cast<double>(highest(to))) return highest(to);  // Int64: 2^63 is the first out of range
+  if (t <= static_cast<double>(int_lowest(to))) return int_lowest(to);
+  if (t >= static_cast<double>(int_highest(to)))
+    return int_highest(to);  // Int64: 2^63 is the first out of range
   return static_cast<int64_t>(t);
 }
 
@@ -191,7 +177,8 @@ Value reduce_identity(Op op, DType dt) {
     case Op::ADD: return zero(dt);
     case Op::MUL: return of_int(dt, 1);
     case Op::MAX:
-      return dt.is_float() ? of_float(dt, -std::numeric_limits<double>::infinity()) : of_int(dt, lowest(dt));
+      return dt.is_float() ? of_float(dt, -std::numeric_limits<double>::infinity())
+                           : of_int(dt, int_lowest(dt));
     default: fail("REDUCE with " + op_on(op, dt) + ": expected ADD, MUL or MAX");
   }
 }
