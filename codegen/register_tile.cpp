@@ -86,20 +86,29 @@ std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   return c;
 }
 
+// Every read of `reads` steps by one along `range` or stays put (a broadcast along it, one
+// value for all lanes: a per-channel term fused into the factor, as BatchNorm's backward
+// adds to dy), and some read steps by one.
+bool along_or_broadcast(const std::vector<ContractionRead>& reads, const UOpPtr& range) {
+  bool moves = false;
+  for (const auto& read : reads) {
+    const auto stride = Contraction::stride(read, range);
+    if (stride != 1 && stride != 0) return false;
+    moves |= stride == 1;
+  }
+  return moves;
+}
+
 // j for factor b: an output range b uses and a does not, along which every b access is
-// contiguous, at least two long (a vector). The output too, or at a constant stride
-// when `transposed_store`: a tile stores each output once, after its whole sum, so a
-// scattered store (a weight gradient stored [out, in] while dy is contiguous along out)
-// costs one scalar store per element, which a long sum makes nothing.
+// contiguous (or broadcast), at least two long (a vector). The output too, or at a
+// constant stride when `transposed_store`: a tile stores each output once, after its
+// whole sum, so a scattered store (a weight gradient stored [out, in] while dy is
+// contiguous along out) costs one scalar store per element, which a long sum makes nothing.
 UOpPtr column_axis(const Contraction& c, int b, bool transposed_store = false) {
   for (const auto& r : c.only(b)) {
-    if (*trip(r) < 2) continue;
-    if (c.contiguous(b, r)) return r;
-    if (!transposed_store || !c.store || !address_stride(c.store, r)) continue;
-    const auto& l = c.loads[static_cast<size_t>(b)];
-    if (std::all_of(l.begin(), l.end(),
-                    [&](const ContractionRead& read) { return Contraction::stride(read, r) == 1; }))
-      return r;
+    if (*trip(r) < 2 || !along_or_broadcast(c.loads[static_cast<size_t>(b)], r)) continue;
+    if (!c.store || address_stride(c.store, r) == 1) return r;
+    if (transposed_store && c.store && address_stride(c.store, r)) return r;
   }
   return nullptr;
 }
@@ -147,11 +156,8 @@ std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
   if (!mm || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);
   for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
-    if (*trip(*r) < lanes) continue;
-    bool along = true;
-    for (const auto& side : c->loads)
-      for (const auto& read : side) along = along && Contraction::stride(read, *r) == 1;
-    if (!along) continue;
+    if (tile_lanes(lanes, *trip(*r)) < lanes) continue;  // a row padded to a vector at most
+    if (!along_or_broadcast(c->loads[0], *r) || !along_or_broadcast(c->loads[1], *r)) continue;
     mm->reduce = *r;
     return mm;
   }

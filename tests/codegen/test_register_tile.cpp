@@ -1,6 +1,7 @@
 #include "codegen/register_tile.hpp"
 
 #include "codegen/codegen.hpp"
+#include "codegen/heuristic.hpp"
 #include "codegen/run_kernel.hpp"
 #include "ir/target.hpp"
 
@@ -724,4 +725,65 @@ TEST_CASE("column sum: values as the plain loop nest's, with column tails and k 
 TEST_CASE("LOOM_NOOPT: a matmul stays the plain loop nest") {
   const auto kernel = matmul_kernel({1, 64, 64, 64});
   CHECK(optimize_kernel(kernel, {false}) == kernel);
+}
+
+namespace {
+
+// Products whose factor adds a term that does not move along the tile's range, as
+// BatchNorm's backward adds a per-channel term to dy before a convolution's gradients:
+//   matmul: out[i, j] = sum_k a[i, k] * (b[k, j] + c[k])       (c broadcast along the columns j)
+//   dot:    out[i, j] = sum_r (a[i, r] + c[i]) * b[r + j]     (c broadcast along the sum r;
+//           j 3 wide, a 1-D convolution's weight gradient)
+UOpPtr broadcast_term_kernel(int64_t m, int64_t k, int64_t n, bool dot) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32), c = global(3, f32);
+  auto i = make_range(m, 0), j = make_range(n, 1), r = make_range(k, 2, AxisKind::Reduce);
+  const UOpPtr product = dot ? (load(a, i * k + r) + load(c, i)) * load(b, r + j)
+                             : load(a, i * k + r) * (load(b, r * n + j) + load(c, r));
+  return sink({end(store(index(out, i * n + j), reduce(Op::ADD, product, {r})), {i, j})});
+}
+
+// The compiled kernel against the interpreter on the optimised kernel and on the plain one.
+void check_broadcast_term(int64_t m, int64_t k, int64_t n, bool dot, int vector_bytes) {
+  INFO("m " << m << " k " << k << " n " << n << " dot " << dot << " vector bytes " << vector_bytes);
+  const UOpPtr kernel = broadcast_term_kernel(m, k, n, dot);
+  const UOpPtr opt = optimize_kernel(kernel, {true, planned(vector_bytes)});
+  const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), vector_bytes), vector_bytes);
+  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
+  Aligned<float> out(static_cast<size_t>(m * n), -99.0f), want(static_cast<size_t>(m * n), -99.0f);
+  Aligned<float> a(whole_numbers(m * k, 1)), b(whole_numbers(dot ? k + n : k * n, 2)),
+      c(whole_numbers(dot ? m : k, 3));
+  std::vector<void*> bufs{want.data(), a.data(), b.data(), c.data()};
+  interpret_kernel(kernel, bufs.data(), {});
+  run_all(fn, opt, {out, a, b, c});
+  for (size_t e = 0; e < out.size(); ++e) {
+    INFO("element " << e);
+    REQUIRE(out[e] == want[e]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a factor with a term broadcast along the tile's range still gets the tile, same values") {
+  for (const Target& t : {target_named("x86-64-v3"), target_named("x86-64-v4")}) {
+    CAPTURE(t.name);
+    const int64_t w = t.vector_bytes / 4;
+    SUBCASE("matmul: b's columns are contiguous in b and broadcast in c") {
+      const std::vector<Opt> opts = heuristic_opts(broadcast_term_kernel(24, 40, 2 * w, false), t);
+      REQUIRE(!opts.empty());
+      CHECK(opts[0].kind == OptKind::MatmulTile);
+      CHECK(opts[0].axis == 1);
+    }
+    SUBCASE("dot: the sum runs along a and b, c is one value per row") {
+      const std::vector<Opt> opts = heuristic_opts(broadcast_term_kernel(12, 4 * w, 3, true), t);
+      REQUIRE(!opts.empty());
+      CHECK(opts[0].kind == OptKind::DotTile);
+    }
+  }
+  for (int bytes : {32, 64})
+    for (const bool dot : {false, true}) {
+      check_broadcast_term(13, 37, 19, dot, bytes);  // tails everywhere
+      check_broadcast_term(12, 14, 3, dot, bytes);   // a 14-long sum: a padded dot row at 16 lanes
+      check_broadcast_term(6, 64, 16, dot, bytes);
+    }
 }
