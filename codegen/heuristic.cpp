@@ -163,7 +163,9 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
   const int64_t n = *trip(range), id = axis_of(range);
   const bool reduced = kind(range) == AxisKind::Reduce;
   const UOpPtr red = reduce_of(s.kernel(), range);  // the reduce the lanes are folded by, if reduced
-  if (!reduced && n <= width) return s.apply({OptKind::Upcast, id, 0});
+  // A range within a vector is all lanes; a reduced one padded to a whole vector only when
+  // that at most doubles it: a max-pool window's 4 values padded to 16 lanes folded 16.
+  if (n <= width && (!reduced || n * 2 <= width)) return s.apply({OptKind::Upcast, id, 0});
   // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
   bool reduces = false;
   for (const auto& u : toposort(s.kernel())) reduces |= u->op == Op::REDUCE;

@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <vector>
 
 using namespace loom;
@@ -70,6 +72,17 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
           {OptKind::Upcast, 1, w}, {OptKind::Unroll, 2, 4}, {OptKind::Parallel, 0}};
       CHECK(heuristic_opts(kernel, t) == by_hand);
       CHECK(apply_opts(kernel, by_hand, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    }
+    SUBCASE("a sum at most half a vector long: all its values are the lanes, nothing padded") {
+      const UOpPtr kernel = row_sums(64, 4);  // a 2x2 pool's window: padded to w lanes it folded w
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(!opts.empty());
+      CHECK(opts[0] == Opt{OptKind::Upcast, 1, 0});
+      CHECK(std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.kind == OptKind::Pad; }));
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      const std::vector<Opt> longer = heuristic_opts(row_sums(64, w - 1), t);  // over half: padded to w
+      REQUIRE(!longer.empty());
+      CHECK(longer[0] == Opt{OptKind::Pad, 1, w});
     }
     SUBCASE("a length that is no multiple of the lanes is padded first, then blocked") {
       const UOpPtr kernel = row_sums(2, 4 * w * 300 - 3);  // 300 steps of 4 vectors, 3 lanes short
