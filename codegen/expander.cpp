@@ -228,7 +228,21 @@ class Expander {
     std::vector<UOpPtr> address;
     if (!of(idx).axes.empty())
       for (int l = 0; l < n; ++l) address.push_back(scalar_at(idx, axes, l));
-    const int group = address.empty() ? 1 : contiguous_group(address);
+    int group = address.empty() ? 1 : contiguous_group(address);
+    // Lanes of several axes with no run in loop order (a transposing copy's load, its
+    // lanes along the load's rows and its unrolled columns) take the order whose last
+    // axis the address runs along: vector accesses, the value's lanes reordered by
+    // a shuffle where it meets lanes in loop order.
+    if (group == 1 && axes.size() > 1 && !has_valid)
+      for (size_t a = 0; a + 1 < axes.size() && group == 1; ++a) {
+        LaneAxes order = axes;
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(a),
+                    order.begin() + static_cast<std::ptrdiff_t>(a) + 1, order.end());
+        std::vector<UOpPtr> moved;
+        for (int l = 0; l < n; ++l) moved.push_back(scalar_at(idx, order, l));
+        if (const int g = contiguous_group(moved); g > 1)
+          axes = std::move(order), address = std::move(moved), group = g;
+      }
     std::vector<Piece> pieces;
     // Lanes that are unrolled iterations, not SIMD lanes, at scattered addresses (a
     // register tile's rows of a): one scalar access each, never a gather.
@@ -284,7 +298,9 @@ class Expander {
     }
     LaneAxes axes;
     std::vector<Piece> pieces = layout(index, axes);
+    const LaneAxes laid_out = axes;  // the order the pieces' lanes follow
     axes = union_of(axes, value.axes);
+    if (lane_count(axes) == lane_count(laid_out)) axes = laid_out;
     if (lane_count(axes) != pieces.back().first + pieces.back().lanes)
       throw Error(
           fmt::format("expander: STORE {}: its value has lanes its address does not", to_string(n->dtype)));

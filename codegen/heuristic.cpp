@@ -30,6 +30,7 @@
 #include "ir/range_split.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <unordered_set>
 
@@ -122,6 +123,38 @@ UOpPtr lane_candidate(const UOpPtr& kernel) {
     if (score > best_score) best = r, best_score = score;
   }
   return best;
+}
+
+// A copy that transposes (a load strided along the lanes, contiguous along another
+// loop, as panel_packing's copy of a weight read [out, in] makes) unrolls that loop:
+// the expander then loads whole vectors along it and transposes them in registers
+// (shuffles) instead of a gather or scatter per vector. Its rows: the most lanes
+// within one UOp's vector (kMaxVectorLanes), at most as many as the vector's, that
+// divide the loop. Kernels that reduce keep their lanes as they are.
+std::optional<Opt> transpose_unroll(const UOpPtr& kernel, int64_t width) {
+  UOpPtr lanes;
+  for (const auto& n : toposort(kernel)) {
+    if (n->op == Op::REDUCE) return std::nullopt;
+    if (n->op != Op::RANGE) continue;
+    if (kind(n) == AxisKind::Unroll || (kind(n) == AxisKind::Upcast && lanes && lanes != n))
+      return std::nullopt;
+    if (kind(n) == AxisKind::Upcast) lanes = n;
+  }
+  if (!lanes) return std::nullopt;
+  const auto most = std::min<int64_t>(
+      width, static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(kMaxVectorLanes / width))));
+  for (const Access& a : accesses(kernel)) {
+    const auto along_lanes = address_stride(a.index, lanes);
+    // A masked access (padded lanes) stays a gather: the expander keeps its lanes in loop order.
+    if (!along_lanes || *along_lanes == 0 || *along_lanes == 1 || a.index->src.size() > 2) continue;
+    for (const auto& r : ranges_of(kernel)) {
+      if (kind(r) != AxisKind::Loop || address_stride(a.index, r) != std::optional<int64_t>{1}) continue;
+      for (int64_t rows = most; rows >= 2; rows /= 2)
+        if (trip(r).value_or(0) >= rows && *trip(r) % rows == 0)
+          return Opt{OptKind::Unroll, r->get<AxisArg>().id, rows};
+    }
+  }
+  return std::nullopt;
 }
 
 // Accumulators for `n` vectors of `width` lanes: the largest factor of the Target's
@@ -261,6 +294,7 @@ void apply_heuristic(OptState& s) {
     } else if (width >= 2) {
       for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
         upcast(s, lane, width);
+      if (const auto rows = transpose_unroll(s.kernel(), width)) s.apply(*rows);
     }
   }
   finish_heuristic(s);

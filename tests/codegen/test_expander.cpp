@@ -106,6 +106,26 @@ TEST_CASE("expander: two lane axes (a register tile) load and store runs of cons
   check_expansion(kernel, expanded, {o, x}, "vec_tile");
 }
 
+TEST_CASE("expander: a transposing copy's lanes load and store whole vectors, transposed in registers") {
+  auto out = global(0, f32), in = global(1, f32);
+  // out[c*8 + r] = in[r*16 + c] for 8 rows r = i*4 + u and 16 columns c = j*4 + l: the
+  // columns' lanes l read in contiguously, the unrolled rows u write out contiguously
+  auto i = make_range(2, 0), j = make_range(4, 1), l = make_range(4, 2, AxisKind::Upcast),
+       u = make_range(4, 3, AxisKind::Unroll);
+  auto r = i * 4 + u, c = j * 4 + l;
+  const auto kernel = sink({end(store(index(out, c * 8 + r), load(in, r * 16 + c)), {i, j, l, u})});
+  const auto expanded = expand_lanes(kernel);
+  CHECK(count(expanded, Op::LOAD, 4) == 4);   // a row of 4 columns each, not one 16-lane gather
+  CHECK(count(expanded, Op::STORE, 4) == 4);  // a column of 4 rows each
+  for (const auto& u_ : toposort(expanded))
+    if (u_->op == Op::INDEX) CHECK(u_->src[1]->dtype.lanes == 1);  // no gather, no scatter
+  Aligned<float> o(128), x(ramp(128));
+  check_expansion(kernel, expanded, {o, x}, "vec_transpose");
+  const std::string ir = emit_llvm_ir(lower_reduce(expanded), "vec_transpose_ir");
+  CHECK(ir.find("llvm.masked.gather") == std::string::npos);
+  CHECK(ir.find("llvm.masked.scatter") == std::string::npos);
+}
+
 TEST_CASE("expander: a REDUCE over lane ranges folds them pairwise; over a loop range it keeps its lanes") {
   auto out = global(0, f32), in = global(1, f32);
   SUBCASE("reduced lanes: out[i] = sum over k of in[i*32 + k], k = outer*8 + lane") {

@@ -30,6 +30,13 @@ UOpPtr elementwise(int64_t rows, int64_t cols) {
   return sink({end(store(index(out, at), load(in, at) + const_float(f32, 1)), {i, j})});
 }
 
+// out[j*rows + i] = in[i*cols + j] over END(i, j): a transposing copy, axes 0 (i) and 1 (j).
+UOpPtr transpose(int64_t rows, int64_t cols) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto i = make_range(rows, 0), j = make_range(cols, 1);
+  return sink({end(store(index(out, j * rows + i), load(in, i * cols + j)), {i, j})});
+}
+
 // out[i] = sum_k in[i*n + k]: axes 0 (i) and 1 (k, reduced).
 UOpPtr row_sums(int64_t rows, int64_t n) {
   auto out = global(0, f32), in = global(1, f32);
@@ -83,6 +90,21 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       const std::vector<Opt> longer = heuristic_opts(row_sums(64, w - 1), t);  // over half: padded to w
       REQUIRE(!longer.empty());
       CHECK(longer[0] == Opt{OptKind::Pad, 1, w});
+    }
+    SUBCASE("a transposing copy: lanes along one side, 8 rows of the other unrolled") {
+      // Loaded a vector per unrolled row and transposed in registers, not gathered or scattered.
+      const UOpPtr kernel = transpose(64, 784);  // a Linear weight [64, 784] copied as [784, 64]
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(opts.size() >= 2);
+      CHECK(opts[0].kind == OptKind::Upcast);
+      const int64_t other = opts[0].axis == 0 ? 1 : 0;
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, other, 8}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      Aligned<float> out(64 * 784), in(ramp(64 * 784, 11));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+      // A copy that does not transpose unrolls nothing.
+      const std::vector<Opt> plain = heuristic_opts(elementwise(64, 784), t);
+      CHECK(std::none_of(plain.begin(), plain.end(), [](const Opt& o) { return o.kind == OptKind::Unroll; }));
     }
     SUBCASE("a length that is no multiple of the lanes is padded first, then blocked") {
       const UOpPtr kernel = row_sums(2, 4 * w * 300 - 3);  // 300 steps of 4 vectors, 3 lanes short
