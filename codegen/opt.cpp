@@ -24,11 +24,13 @@ bool optimised(const UOpPtr& kernel) {
   return false;
 }
 
-// The widest element the kernel reads or writes: lanes are as many as one SIMD register holds of it.
+// The widest element the kernel reads or writes in its loops: lanes are as many as one
+// SIMD register holds of it. A scalar read once, outside every loop (Adam's Float64 step
+// count beside Float32 parameters), never takes lanes, so it does not halve them.
 int widest_element(const UOpPtr& kernel) {
   int widest = 1;
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL)
+    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && !n->ranges().empty())
       widest = std::max(widest, n->dtype.itemsize());
   return widest;
 }

@@ -91,6 +91,27 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       REQUIRE(!longer.empty());
       CHECK(longer[0] == Opt{OptKind::Pad, 1, w});
     }
+    SUBCASE("a Float64 scalar read outside the loops leaves a Float32 kernel its full lanes") {
+      // Adam's update: Float32 p, m, v in lanes, its Float64 step count read once.
+      const DType f64 = DType::Float64;
+      auto out = global(0, f32), in = global(1, f32), scalar = global(2, f64), wide = global(3, f64);
+      auto i = make_range(16, 0), j = make_range(256, 1);
+      const UOpPtr s = cast(load(scalar, const_int(DType::Int64, 0)), f32);
+      const UOpPtr kernel = sink({end(store(index(out, i * 256 + j), load(in, i * 256 + j) * s), {i, j})});
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(!opts.empty());
+      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
+      Aligned<float> o(16 * 256), x(ramp(16 * 256, 7));
+      Aligned<double> sv(std::vector<double>{0.375});
+      check_same_results(kernel, apply_opts(kernel, opts, t), {o, x, sv});
+      // Float64 read in the loops: as many lanes as a register holds of it, half as many.
+      const UOpPtr in_loops = sink(
+          {end(store(index(out, i * 256 + j), load(in, i * 256 + j) * cast(load(wide, i * 256 + j), f32)),
+               {i, j})});
+      const std::vector<Opt> half = heuristic_opts(in_loops, t);
+      REQUIRE(!half.empty());
+      CHECK(half[0] == Opt{OptKind::Upcast, 1, w / 2});
+    }
     SUBCASE("a transposing copy: lanes along one side, 8 rows of the other unrolled") {
       // Loaded a vector per unrolled row and transposed in registers, not gathered or scattered.
       const UOpPtr kernel = transpose(64, 784);  // a Linear weight [64, 784] copied as [784, 64]
