@@ -45,7 +45,7 @@ phase() {
 build() {
   local dir=$1
   shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DLOOM_UNITY_BUILD=ON "$@"
   phase cmake --build "$dir" -j "$jobs"
 }
 
@@ -63,7 +63,7 @@ case "$mode" in
   run)
     # Only what the example needs (libloom and the example): the tests and benchmarks
     # are most of a full build's time. The same build/ serves `test` afterwards.
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLOOM_UNITY_BUILD=ON
     cmake --build build -j "$jobs" --target fashion_mnist
     ./build/examples/fashion_mnist --model cnn --epochs 1 --checkpoint build/fashion_mnist_cnn.safetensors
     ;;

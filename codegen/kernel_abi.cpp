@@ -10,8 +10,6 @@ namespace loom {
 
 namespace {
 
-AxisKind kind(const UOpPtr& range) { return range->get<AxisArg>().kind; }
-
 // Value of an i64 index expression (a RANGE bound) for these variable values.
 int64_t eval_index(const UOpPtr& u, const std::vector<UOpPtr>& vars, const std::vector<int64_t>& values) {
   auto arg = [&](size_t i) { return eval_index(u->src.at(i), vars, values); };
@@ -61,7 +59,7 @@ std::vector<UOpPtr> kernel_vars(const UOpPtr& kernel) {
 UOpPtr parallel_extent_graph(const UOpPtr& kernel) {
   std::vector<UOpPtr> kept;
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::RANGE && kind(n) == AxisKind::Parallel) {
+    if (n->op == Op::RANGE && n->get<AxisArg>().kind == AxisKind::Parallel) {
       kept.push_back(n);
       break;
     }
@@ -75,7 +73,7 @@ int64_t parallel_extent(const UOpPtr& kernel, const std::vector<int64_t>& vars) 
     throw Error(fmt::format("parallel_extent: the kernel has {} variables but {} values were given",
                             defined.size(), vars.size()));
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::RANGE && kind(n) == AxisKind::Parallel)
+    if (n->op == Op::RANGE && n->get<AxisArg>().kind == AxisKind::Parallel)
       return std::max<int64_t>(0, eval_index(n->src.at(0), defined, vars));
   return 1;
 }

@@ -14,12 +14,6 @@
 
 namespace loom::kopt {
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  const UOpPtr& end = range->src.at(0);
-  if (!end->is_const()) return std::nullopt;
-  return end->const_int();
-}
-
 AxisKind kind(const UOpPtr& range) { return range->get<AxisArg>().kind; }
 
 UOpPtr with_kind(const UOpPtr& range, AxisKind k) {

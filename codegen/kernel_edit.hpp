@@ -17,7 +17,6 @@ inline constexpr int64_t kBlock = 256;
 // Lanes a UOp's vector dtype holds at most (codegen/register_tile.cpp's kMaxLanes).
 inline constexpr int64_t kMaxVectorLanes = 255;
 
-std::optional<int64_t> trip(const UOpPtr& range);
 AxisKind kind(const UOpPtr& range);
 UOpPtr with_kind(const UOpPtr& range, AxisKind k);
 // The range of axis `id` in the kernel, or null.

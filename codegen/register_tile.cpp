@@ -41,12 +41,6 @@ constexpr int64_t kMinBlockTiles = 8;
 int64_t l2_block(const Target& t) { return t.l2_bytes / 4; }
 int64_t l3_block(const Target& t) { return t.l3_complex_bytes / 8; }
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  const UOpPtr& end = range->src.at(0);
-  if (!end->is_const()) return std::nullopt;
-  return end->const_int();
-}
-
 }  // namespace
 
 bool side_ends_ride_along(const UOpPtr& kernel) {

@@ -11,7 +11,6 @@
 namespace loom {
 
 namespace {
-bool is_int_scalar(const UOpPtr& u) { return u->dtype.is_int() && u->dtype.lanes == 1 && !u->dtype.ptr; }
 int64_t const_of(const UOpPtr& c) { return wrap_int(c->dtype, static_cast<uint64_t>(c->const_int())); }
 Wide floor_div(Wide a, Wide b) { return a / b - (a % b != 0 && a < 0); }  // b > 0
 Wide ceil_div(Wide a, Wide b) { return -floor_div(-a, b); }               // b > 0
@@ -94,7 +93,7 @@ UOpPtr fold_lt_div(int64_t c, const UOpPtr& x, const UOpPtr& d) {
 // !(x < c) <=> c-1 < x, !(c < x) <=> x < c+1
 UOpPtr fold_not_lt(const UOpPtr& lt_node) {
   const UOpPtr &a = lt_node->src[0], &b = lt_node->src[1];
-  if (!is_int_scalar(a)) return nullptr;
+  if (!is_int_scalar(a->dtype)) return nullptr;
   if (b->op == Op::CONST && fits(a->dtype, Wide{const_of(b)} - 1))
     return cmp(Op::CMPLT, const_int(a->dtype, const_of(b) - 1), a);
   if (a->op == Op::CONST && fits(b->dtype, Wide{const_of(a)} + 1))
@@ -110,27 +109,29 @@ const PatternMatcher& comparison_folding() {
       {
           {(P::var("x") / P::cvar("d")) < P::cvar("c"),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_div_lt(m["x"], m["d"], const_of(m["c"])) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_div_lt(m["x"], m["d"], const_of(m["c"])) : nullptr;
            }},
           {P::cvar("c") < (P::var("x") / P::cvar("d")),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_lt_div(const_of(m["c"]), m["x"], m["d"]) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_lt_div(const_of(m["c"]), m["x"], m["d"]) : nullptr;
            }},
           {P::var("x") < P::cvar("c"),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_lt_const_right(m["x"], const_of(m["c"])) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_right(m["x"], const_of(m["c"])) : nullptr;
            }},
           {P::cvar("c") < P::var("x"),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_lt_const_left(const_of(m["c"]), m["x"]) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_left(const_of(m["c"]), m["x"]) : nullptr;
            }},
           {P::op(Op::CMPEQ, {P::var("x"), P::cvar("c")}),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_eq_const(Op::CMPEQ, m["x"], const_of(m["c"])) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_eq_const(Op::CMPEQ, m["x"], const_of(m["c"]))
+                                                 : nullptr;
            }},
           {P::op(Op::CMPNE, {P::var("x"), P::cvar("c")}),
            [](const Match& m) {
-             return is_int_scalar(m["x"]) ? fold_eq_const(Op::CMPNE, m["x"], const_of(m["c"])) : nullptr;
+             return is_int_scalar(m["x"]->dtype) ? fold_eq_const(Op::CMPNE, m["x"], const_of(m["c"]))
+                                                 : nullptr;
            }},
           {P::op(Op::CMPNE, {P::ops({Op::CMPLT}, "lt"), P::cnst(1)}),
            [](const Match& m) { return fold_not_lt(m["lt"]); }},

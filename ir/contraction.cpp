@@ -9,11 +9,6 @@ namespace loom {
 
 namespace {
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
-  return range->src[0]->const_int();
-}
-
 bool is_read(const UOpPtr& u) {
   if (u->op != Op::INDEX) return false;
   const Op buffer = u->src.at(0)->op;

@@ -15,8 +15,6 @@
 namespace loom {
 
 namespace {
-int64_t const_of(DType dt, const UOpPtr& c) { return wrap_int(dt, static_cast<uint64_t>(c->const_int())); }
-bool is_int_scalar(DType dt) { return dt.is_int() && dt.lanes == 1 && !dt.ptr; }
 int64_t floor_div(int64_t a, int64_t c) { return a / c - (a % c != 0 && a < 0); }  // c > 0
 int64_t floor_mod(int64_t a, int64_t c) { return a % c < 0 ? a % c + c : a % c; }  // c > 0
 

@@ -23,6 +23,9 @@ inline std::pair<int64_t, int64_t> int_range(DType dt) {
   }
 }
 
+// A scalar integer value (not a vector, not a pointer): what index arithmetic is made of.
+inline bool is_int_scalar(DType dt) { return dt.is_int() && dt.lanes == 1 && !dt.ptr; }
+
 inline bool fits(DType dt, Wide v) {
   const auto [lo, hi] = int_range(dt);
   return v >= lo && v <= hi;

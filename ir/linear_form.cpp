@@ -10,7 +10,6 @@
 namespace loom {
 
 namespace {
-int64_t const_of(DType dt, const UOpPtr& c) { return wrap_int(dt, static_cast<uint64_t>(c->const_int())); }
 
 bool is_const_of(const UOpPtr& u, DType dt) { return u->op == Op::CONST && u->dtype == dt; }
 

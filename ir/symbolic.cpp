@@ -4,6 +4,7 @@
 // folds, comparison folding and divmod folding.
 #include "ir/symbolic.hpp"
 
+#include "ir/int_arith.hpp"
 #include "ir/linear_form.hpp"
 #include "ir/planted_fault.hpp"
 
@@ -12,9 +13,9 @@ namespace loom {
 namespace {
 using P = UPat;
 
-bool is_int(const UOpPtr& u) { return u->dtype.is_int() && u->dtype.lanes == 1 && !u->dtype.ptr; }
 bool is_bool(const UOpPtr& u) { return u->dtype.is_bool() && u->dtype.lanes == 1 && !u->dtype.ptr; }
-bool is_intlike(const UOpPtr& u) { return is_int(u) || is_bool(u); }
+bool is_int_value(const UOpPtr& u) { return is_int_scalar(u->dtype); }
+bool is_intlike(const UOpPtr& u) { return is_int_scalar(u->dtype) || is_bool(u); }
 UOpPtr zero(const UOpPtr& like) { return const_int(like->dtype, 0); }
 UOpPtr bool_const(bool v) { return const_int(DType::Bool, v); }
 UOpPtr logical_not(const UOpPtr& x) { return UOp::make(Op::CMPNE, DType::Bool, {x, bool_const(true)}); }
@@ -91,7 +92,7 @@ RewriteFn not_x_if(Pred p) {
   return [p](const Match& m) { return when(p(m["x"]), [&] { return logical_not(m["x"]); }); };
 }
 bool any(const UOpPtr&) { return true; }
-bool nonzero_int(const UOpPtr& x) { return is_int(x) && (x->vmin() > 0 || x->vmax() < 0); }
+bool nonzero_int(const UOpPtr& x) { return is_int_scalar(x->dtype) && (x->vmin() > 0 || x->vmax() < 0); }
 
 // The planted fault (ir/planted_fault.hpp), for the fuzzer's test: float x - c -> x + c.
 UOpPtr planted_flip(const Match& m) {
@@ -100,26 +101,26 @@ UOpPtr planted_flip(const Match& m) {
 }
 
 UOpPtr negate(const Match& m) {
-  return when(is_int(m["x"]), [&] { return UOp::make(Op::NEG, m["x"]->dtype, {m["x"]}); });
+  return when(is_int_value(m["x"]), [&] { return UOp::make(Op::NEG, m["x"]->dtype, {m["x"]}); });
 }
 
 std::vector<Rule> identity_rules() {
   const P x = P::var("x");
   return {
       // arithmetic (x+0 -> x and x*0 -> 0 are false for floats: -0.0 + 0.0, NaN * 0)
-      {x + 0, x_if(is_int)},
-      {x - 0, x_if(is_int)},
+      {x + 0, x_if(is_int_value)},
+      {x - 0, x_if(is_int_value)},
       {x - P::cvar("c"), planted_flip},
       {x * 1, x_if(any)},
-      {x * 0, zero_if(is_int)},
-      {x - x, zero_if(is_int)},
+      {x * 0, zero_if(is_int_value)},
+      {x - x, zero_if(is_int_value)},
       {P::op(Op::NEG, {P::op(Op::NEG, {x})}), x_if(any)},
       {P::op(Op::FDIV, {x, P::cnst(1)}), x_if(any)},
-      {x / 1, x_if(is_int)},
+      {x / 1, x_if(is_int_value)},
       {x / -1, negate},
-      {x % 1, zero_if(is_int)},
-      {x % -1, zero_if(is_int)},
-      {x % x, zero_if(is_int)},           // x%0 is 0 too
+      {x % 1, zero_if(is_int_value)},
+      {x % -1, zero_if(is_int_value)},
+      {x % x, zero_if(is_int_value)},     // x%0 is 0 too
       {x / x, value_if(nonzero_int, 1)},  // 0/0 is 0, not 1: only with x != 0 proven
       // bitwise and logic
       {P::op(Op::AND, {x, x}), x_if(any)},
@@ -129,8 +130,8 @@ std::vector<Rule> identity_rules() {
       {P::op(Op::AND, {x, P::cnst(0)}), zero_if(is_intlike)},
       {P::op(Op::OR, {x, P::cnst(0)}), x_if(is_intlike)},
       {P::op(Op::XOR, {x, P::cnst(0)}), x_if(is_intlike)},
-      {P::op(Op::AND, {x, P::cnst(-1)}), x_if(is_int)},
-      {P::op(Op::OR, {x, P::cnst(-1)}), value_if(is_int, -1)},
+      {P::op(Op::AND, {x, P::cnst(-1)}), x_if(is_int_value)},
+      {P::op(Op::OR, {x, P::cnst(-1)}), value_if(is_int_value, -1)},
       {P::op(Op::AND, {x, P::cnst(1)}), x_if(is_bool)},
       {P::op(Op::OR, {x, P::cnst(1)}), bool_if(is_bool, true)},
       {P::op(Op::SHL, {x, P::cnst(0)}), x_if(is_intlike)},
@@ -189,7 +190,7 @@ UOpPtr normalize_linear(const Match& m) { return is_linear(m.root()) ? canonical
 // (x*c)*y -> (x*y)*c: constants move out of products, where the linear form sees them.
 UOpPtr constant_out_of_product(const Match& m) {
   const DType dt = m.root()->dtype;
-  return when(is_int(m.root()) && m["y"]->op != Op::CONST, [&] {
+  return when(is_int_value(m.root()) && m["y"]->op != Op::CONST, [&] {
     return UOp::make(Op::MUL, dt, {UOp::make(Op::MUL, dt, {m["x"], m["y"]}), m["c"]});
   });
 }
@@ -197,7 +198,7 @@ UOpPtr constant_out_of_product(const Match& m) {
 // max(x, y) of ranges that do not overlap.
 UOpPtr fold_max(const Match& m) {
   const UOpPtr &x = m["x"], &y = m["y"];
-  if (!is_int(x)) return nullptr;
+  if (!is_int_scalar(x->dtype)) return nullptr;
   return x->vmin() >= y->vmax() ? x : x->vmax() <= y->vmin() ? y : nullptr;
 }
 
@@ -235,5 +236,12 @@ const PatternMatcher& symbolic_index() {
 }
 
 UOpPtr simplify(const UOpPtr& root) { return graph_rewrite(root, symbolic()); }
+
+bool is_range_ref(const UOpPtr& a, const UOpPtr& r) {
+  if (a == r) return true;
+  return a->op == Op::CAST && a->src[0] == r && is_int_scalar(a->dtype) && fits(a->dtype, Wide{r->vmax()});
+}
+
+int64_t const_of(DType dt, const UOpPtr& c) { return wrap_int(dt, static_cast<uint64_t>(c->const_int())); }
 
 }  // namespace loom

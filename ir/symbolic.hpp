@@ -54,4 +54,10 @@ std::optional<UOpPtr> fold_constant(Op op, DType dtype, const std::vector<UOpPtr
 // by arg (buffers by slot), dtype, then sources.
 int structural_compare(const UOpPtr& a, const UOpPtr& b);
 
+// `a` is the RANGE r itself, or r cast to an integer type that holds every value of r.
+bool is_range_ref(const UOpPtr& a, const UOpPtr& r);
+
+// A CONST's integer value, wrapped to dtype dt.
+int64_t const_of(DType dt, const UOpPtr& c);
+
 }  // namespace loom

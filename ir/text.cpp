@@ -16,7 +16,7 @@ namespace loom {
 namespace {
 constexpr uint64_t kCanonicalNan = 0x7ff8000000000000ULL;
 
-std::string quoted(std::string_view s) {
+std::string quoted_text(std::string_view s) {
   std::string out = "\"";
   for (const unsigned char c : s) {
     switch (c) {
@@ -65,11 +65,11 @@ std::string arg_text(const Arg& arg) {
         else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
           return int_list(v);
         else if constexpr (std::is_same_v<T, std::string>)
-          return quoted(v);
+          return quoted_text(v);
         else if constexpr (std::is_same_v<T, AxisArg>)
           return fmt::format("axis {} {}", v.id, axis_kind_name(v.kind));
         else if constexpr (std::is_same_v<T, VarArg>)
-          return fmt::format("var {} {} {}", quoted(v.name), v.min, v.max);
+          return fmt::format("var {} {} {}", quoted_text(v.name), v.min, v.max);
         else
           return fmt::format("reduce {} {}", op_name(v.op), int_list(v.axes));
       },

@@ -362,6 +362,11 @@ UOpPtr const_like(DType dt, double v) {
   if (t <= lo) return const_int(dt, static_cast<int64_t>(lo));
   return const_int(dt, static_cast<int64_t>(t));
 }
+std::optional<int64_t> trip(const UOpPtr& range) {
+  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
+  return range->src[0]->const_int();
+}
+
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind) {
   return UOp::make(Op::RANGE, DType::Int64, {const_int(DType::Int64, end)}, AxisArg{axis_id, kind});
 }

@@ -234,10 +234,21 @@ size_t graph_bytes(const std::vector<UOpPtr>& roots);
 
 // ---- builders ----------------------------------------------------------------
 UOpPtr const_int(DType dt, int64_t v);
+inline UOpPtr const_i64(int64_t v) { return const_int(DType::Int64, v); }
 UOpPtr const_float(DType dt, double v);
 // A constant of `dt` holding `v` (integers and bools are converted from v).
 UOpPtr const_like(DType dt, double v);
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
+// A RANGE's trip count when its end is a constant (nullopt otherwise, or for a non-RANGE).
+std::optional<int64_t> trip(const UOpPtr& range);
+// Is `range` open at u (does u's value change along it)?
+inline bool depends_on(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
+// The elements of a tensor of this shape.
+inline int64_t element_count(const Shape& s) {
+  int64_t n = 1;
+  for (const int64_t d : s) n *= d;
+  return n;
+}
 UOpPtr make_var(const std::string& name, int64_t min, int64_t max);
 // ALU node with its dtype derived: comparisons give Bool, WHERE takes src[1]'s, others src[0]'s.
 UOpPtr alu(Op op, std::vector<UOpPtr> src);

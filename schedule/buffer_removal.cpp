@@ -24,11 +24,9 @@ constexpr int kPcontigInlineLevel = 2;
 // element: the recomputation then costs less than writing the big buffer.
 constexpr double kMinOutputToInput = 10.0;
 
-int64_t numel(const std::vector<int64_t>& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
-}
 int64_t buffer_size(const UOp& b) {
-  return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1) : numel(b.get<std::vector<int64_t>>());
+  return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1)
+                            : element_count(b.get<std::vector<int64_t>>());
 }
 
 // What a BUFFERIZE's value reads: the distinct buffers, and whether a reduce
@@ -169,7 +167,7 @@ UOpPtr read_at_own_ranges(const Match& m) {
 // its ranges being empty, would run where nothing exists.)
 UOpPtr read_empty(const Match& m) {
   const UOpPtr& buffer = m["buf"];
-  if (numel(buffer->get<std::vector<int64_t>>()) != 0) return nullptr;
+  if (element_count(buffer->get<std::vector<int64_t>>()) != 0) return nullptr;
   return const_like(buffer->dtype, 0);
 }
 

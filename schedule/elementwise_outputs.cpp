@@ -17,11 +17,6 @@ namespace {
 
 using Subs = std::vector<std::pair<UOpPtr, UOpPtr>>;
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
-  return range->src[0]->const_int();
-}
-
 // One BUFFERIZE of the graph: what it reads, and whether it may join a kernel here.
 struct Node {
   UOpPtr buf;
@@ -53,7 +48,7 @@ struct Graph {
     for (const auto& u : toposort(sink))
       if (u->op == Op::BUFFERIZE) {
         index.emplace(u.get(), nodes.size());
-        nodes.push_back({u, {}, false, {}, {}});
+        nodes.push_back({u, {}, false, false, {}, {}});
         for (size_t i = 1; i < u->src.size(); ++i) ++listed[u->src[i].get()];
       }
     std::vector<std::vector<UOpPtr>> own(nodes.size());

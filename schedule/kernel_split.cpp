@@ -19,8 +19,6 @@ namespace loom {
 
 namespace {
 
-int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
-
 UOpPtr linear_index(const UOpPtr* idx, size_t n, const Shape& shape) {
   UOpPtr lin = const_int(DType::Int64, 0);
   int64_t stride = 1;
@@ -292,7 +290,7 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
         in_place = true;
       }
     const auto fresh = [&](size_t i) {
-      return make_buffer(group[i]->dtype, numel(group[i]->get<std::vector<int64_t>>()));
+      return make_buffer(group[i]->dtype, element_count(group[i]->get<std::vector<int64_t>>()));
     };
     for (size_t i = 0; i < group.size(); ++i)
       if (!outs[i]) outs[i] = fresh(i);
@@ -314,7 +312,7 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
     // a loop it sits in, which codegen would refuse.
     const auto& group = graph.kernels[k];
     if (std::all_of(group.begin(), group.end(),
-                    [](const UOpPtr& n) { return numel(n->get<std::vector<int64_t>>()) == 0; }))
+                    [](const UOpPtr& n) { return element_count(n->get<std::vector<int64_t>>()) == 0; }))
       continue;
     schedule.kernels.push_back(std::move(built[k].kernel));
     unsimplified.push_back(built[k].unsimplified);

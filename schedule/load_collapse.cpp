@@ -13,7 +13,7 @@ namespace loom {
 
 namespace {
 
-const PatternMatcher& attempt_rules() {
+const PatternMatcher& load_attempt_rules() {
   static const PatternMatcher pm = symbolic() + reduce_unparented() + reduce_closed_forms();
   return pm;
 }
@@ -64,7 +64,7 @@ Abstracted abstract(const UOpPtr& body, const UOpPtr& r) {
   return out;
 }
 
-UOpPtr collapse(const Match& m) {
+UOpPtr collapse_load(const Match& m) {
   const UOpPtr& red = m.root();
   if (red->get<ReduceArg>().op != Op::ADD) return nullptr;
   UOpPtr body = red->src[0];
@@ -73,7 +73,7 @@ UOpPtr collapse(const Match& m) {
     const UOpPtr& r = red->src[i];
     const Abstracted a = abstract(body, r);
     const UOpPtr sum = UOp::make(Op::REDUCE, body->dtype, {a.body, r}, ReduceArg{Op::ADD, {}});
-    const UOpPtr attempt = graph_rewrite(sum, attempt_rules());
+    const UOpPtr attempt = graph_rewrite(sum, load_attempt_rules());
     if (mentions_range(attempt, r))
       left.push_back(r);
     else
@@ -88,7 +88,7 @@ UOpPtr collapse(const Match& m) {
 }  // namespace
 
 const PatternMatcher& load_collapse() {
-  static const PatternMatcher pm("load_collapse", {{UPat::ops({Op::REDUCE}), collapse}});
+  static const PatternMatcher pm("load_collapse", {{UPat::ops({Op::REDUCE}), collapse_load}});
   return pm;
 }
 

@@ -6,8 +6,6 @@ namespace loom {
 
 namespace {
 
-UOpPtr idx_const(int64_t v) { return const_int(DType::Int64, v); }
-
 std::vector<int64_t> strides_of(const Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
@@ -23,7 +21,7 @@ std::vector<UOpPtr> reshape_index(const std::vector<UOpPtr>& idx, const Shape& o
   std::vector<UOpPtr> src_idx;
   for (size_t j = 0; j < in.size(); ++j) {
     if (in[j] == 1)
-      src_idx.push_back(idx_const(0));
+      src_idx.push_back(const_i64(0));
     else if (j == 0)
       src_idx.push_back(simplify(lin / st[0]));
     else
@@ -38,7 +36,7 @@ SourceIndex pad_index(const std::vector<UOpPtr>& idx, const Shape& in, const std
     const int64_t lo = bounds[2 * i], hi = bounds[2 * i + 1];
     if (lo == 0 && hi == 0) continue;
     out.idx[i] = idx[i] - lo;
-    const UOpPtr here = land(idx_const(lo - 1) < idx[i], idx[i] < lo + in[i]);
+    const UOpPtr here = land(const_i64(lo - 1) < idx[i], idx[i] < lo + in[i]);
     out.inside = out.inside ? land(out.inside, here) : here;
   }
   return out;
@@ -47,7 +45,7 @@ SourceIndex pad_index(const std::vector<UOpPtr>& idx, const Shape& in, const std
 }  // namespace
 
 UOpPtr linear_index(const std::vector<UOpPtr>& idx, const Shape& shape) {
-  UOpPtr lin = idx_const(0);
+  UOpPtr lin = const_i64(0);
   int64_t stride = 1;
   for (size_t i = idx.size(); i-- > 0;) {
     if (shape[i] != 1) lin = idx[i] * stride + lin;
@@ -67,10 +65,10 @@ SourceIndex movement_source_index(const UOpPtr& op, const std::vector<UOpPtr>& i
       break;
     case Op::EXPAND:
       for (size_t i = 0; i < in.size(); ++i)
-        if (in[i] == 1) out.idx[i] = idx_const(0);
+        if (in[i] == 1) out.idx[i] = const_i64(0);
       break;
     case Op::FLIP:
-      for (int64_t a : arg) out.idx[a] = idx_const(in[a] - 1) - idx[a];
+      for (int64_t a : arg) out.idx[a] = const_i64(in[a] - 1) - idx[a];
       break;
     case Op::SHRINK:
       for (size_t i = 0; i < in.size(); ++i)

@@ -16,11 +16,6 @@ namespace {
 
 using Subs = std::vector<std::pair<UOpPtr, UOpPtr>>;
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
-  return range->src[0]->const_int();
-}
-
 // The value's one REDUCE, if it is a float ADD over one range of constant extent.
 UOpPtr one_float_sum(const UOpPtr& buf) {
   UOpPtr red;

@@ -34,11 +34,6 @@ int64_t free_ways(const Target& t, int64_t panel_bytes, int64_t panel_depth) {
   return t.l1d_ways - panel_depth * panel_bytes / (t.l1d_sets() * t.line_bytes);
 }
 
-std::optional<int64_t> trip(const UOpPtr& range) {
-  if (range->op != Op::RANGE || !range->src.at(0)->is_const()) return std::nullopt;
-  return range->src[0]->const_int();
-}
-
 bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
 
 // b's side of the product (factor b of `c`): uses the column j, which a does not, and

@@ -11,12 +11,11 @@ namespace loom {
 
 namespace {
 
-int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
-UOpPtr idx_const(int64_t v) { return const_int(DType::Int64, v); }
-
 bool is_point(Op op) { return op == Op::CONTIGUOUS || op == Op::ASSIGN || op == Op::COPY; }
 bool is_leaf(Op op) { return op == Op::BUFFER || op == Op::CONST || op == Op::DEFINE_VAR || op == Op::IOTA; }
-bool broadcasts(const UOp& u) { return u.op == Op::EXPAND && numel(*u.shape()) > numel(*u.src[0]->shape()); }
+bool broadcasts(const UOp& u) {
+  return u.op == Op::EXPAND && element_count(*u.shape()) > element_count(*u.src[0]->shape());
+}
 
 // How a node is read: one index per axis, and where (null: everywhere).
 struct Access {
@@ -87,7 +86,7 @@ class Rangeifier {
 
   Access fresh(const Shape& shape) {
     Access a;
-    for (int64_t n : shape) a.idx.push_back(n == 1 ? idx_const(0) : make_range(n, next_axis_++));
+    for (int64_t n : shape) a.idx.push_back(n == 1 ? const_i64(0) : make_range(n, next_axis_++));
     return a;
   }
 

@@ -14,11 +14,8 @@ namespace {
 
 using P = UPat;
 
-bool depends(const UOpPtr& u, const UOpPtr& r) { return u->ranges().contains(r); }
 bool in_reduce_body(const UOpPtr& u) { return u->ranges().has_kind(AxisKind::Reduce); }
-bool is_int(const UOpPtr& u) { return u->dtype.is_int() && u->dtype.lanes == 1 && !u->dtype.ptr; }
 bool is_add_reduce(const UOpPtr& red) { return red->get<ReduceArg>().op == Op::ADD; }
-UOpPtr i64(int64_t v) { return const_int(DType::Int64, v); }
 UOpPtr to_i64(const UOpPtr& u) { return cast(u, DType::Int64); }
 UOpPtr imin(const UOpPtr& a, const UOpPtr& b) { return where(a < b, a, b); }
 UOpPtr imax(const UOpPtr& a, const UOpPtr& b) { return umax(a, b); }
@@ -27,20 +24,15 @@ UOpPtr sum_over(const UOpPtr& body, const UOpPtr& r) {
 }
 UOpPtr range_size(const UOpPtr& r) { return r->src[0]; }
 
-// `a` is r itself or r cast to an integer type that holds every value of r.
-bool is_range_ref(const UOpPtr& a, const UOpPtr& r) {
-  if (a == r) return true;
-  if (a->op != Op::CAST || a->src[0] != r || !is_int(a)) return false;
-  return fits(a->dtype, Wide{r->vmax()});
-}
-
 // Where a condition holds, as an interval [lo, hi) of r (null: unbounded).
 struct Interval {
   UOpPtr lo, hi;
 };
 
 std::optional<Interval> interval_of(const UOpPtr& c, const UOpPtr& r) {
-  auto free = [&](const UOpPtr& u) { return !depends(u, r) && (is_int(u) || u->dtype.is_bool()); };
+  auto free = [&](const UOpPtr& u) {
+    return !depends_on(u, r) && (is_int_scalar(u->dtype) || u->dtype.is_bool());
+  };
   if (c->op == Op::CMPLT) {
     const UOpPtr &a = c->src[0], &b = c->src[1];
     if (is_range_ref(a, r) && free(b)) return Interval{nullptr, to_i64(b)};
@@ -69,14 +61,14 @@ std::optional<Interval> interval_of(const UOpPtr& c, const UOpPtr& r) {
 
 // How many r in [0, n) lie in `iv`.
 UOpPtr count_in(const Interval& iv, const UOpPtr& n) {
-  const UOpPtr hi = iv.hi ? imin(iv.hi, n) : n, lo = iv.lo ? imax(iv.lo, i64(0)) : i64(0);
-  return imax(imin(hi - lo, n), i64(0));
+  const UOpPtr hi = iv.hi ? imin(iv.hi, n) : n, lo = iv.lo ? imax(iv.lo, const_i64(0)) : const_i64(0);
+  return imax(imin(hi - lo, n), const_i64(0));
 }
 
 // sum over r of (cond ? val : 0), or of (cond ? 0 : val), val free of r.
 UOpPtr bounded_sum(const Match& m, bool holds) {
   const UOpPtr &red = m.root(), &r = m["r"], &val = m["val"];
-  if (!is_add_reduce(red) || depends(val, r)) return nullptr;
+  if (!is_add_reduce(red) || depends_on(val, r)) return nullptr;
   const auto iv = interval_of(m["c"], r);
   if (!iv) return nullptr;
   const UOpPtr n = to_i64(range_size(r)), count = count_in(*iv, n);
@@ -90,9 +82,10 @@ UOpPtr gathered(const Match& m) {
   if (!is_add_reduce(red)) return nullptr;
   for (int k = 0; k < 2; ++k) {
     const UOpPtr &idx = cmp->src[k], &rr = cmp->src[1 - k];
-    if (depends(idx, r) || !is_int(idx) || !is_range_ref(rr, r) || idx->dtype != rr->dtype) continue;
+    if (depends_on(idx, r) || !is_int_scalar(idx->dtype) || !is_range_ref(rr, r) || idx->dtype != rr->dtype)
+      continue;
     const UOpPtr at = to_i64(idx);
-    const UOpPtr inside = land(i64(-1) < at, at < to_i64(range_size(r)));
+    const UOpPtr inside = land(const_i64(-1) < at, at < to_i64(range_size(r)));
     return where(inside, substitute_ranges(m["expr"], {{r, at}}, inside), const_like(red->dtype, 0));
   }
   return nullptr;
@@ -106,15 +99,15 @@ UOpPtr split_sum(const Match& m) {
 UOpPtr factor_out(const Match& m) {
   if (!is_add_reduce(m.root())) return nullptr;
   const UOpPtr &x = m["x"], &y = m["y"], &r = m["r"];
-  if (!depends(y, r)) return sum_over(x, r) * y;
-  if (!depends(x, r)) return sum_over(y, r) * x;
+  if (!depends_on(y, r)) return sum_over(x, r) * y;
+  if (!depends_on(x, r)) return sum_over(y, r) * x;
   return nullptr;
 }
 
 // sum(c ? x : 0) = c ? sum(x) : 0 when c does not depend on r.
 UOpPtr gate_out(const Match& m, bool holds) {
   const UOpPtr &c = m["c"], &r = m["r"];
-  if (!is_add_reduce(m.root()) || depends(c, r)) return nullptr;
+  if (!is_add_reduce(m.root()) || depends_on(c, r)) return nullptr;
   const UOpPtr s = sum_over(m["x"], r), zero = const_like(s->dtype, 0);
   return holds ? where(c, s, zero) : where(c, zero, s);
 }
@@ -140,7 +133,7 @@ std::optional<std::pair<UOpPtr, UOpPtr>> split_terms(const Match& m) {
 UOpPtr lift_less(const Match& m) {
   const auto terms = split_terms(m);
   const UOpPtr& c = m["c"];
-  if (!terms || !is_int(c) || in_reduce_body(c)) return nullptr;
+  if (!terms || !is_int_scalar(c->dtype) || in_reduce_body(c)) return nullptr;
   const auto& [x, y] = *terms;
   const DType dt = x->dtype;
   if (!fits(dt, Wide{x->vmin()} + y->vmin()) || !fits(dt, Wide{x->vmax()} + y->vmax()) ||
@@ -153,7 +146,7 @@ UOpPtr lift_less(const Match& m) {
 UOpPtr lift_equal(const Match& m) {
   const auto terms = split_terms(m);
   const UOpPtr& c = m["c"];
-  if (!terms || !is_int(c) || in_reduce_body(c)) return nullptr;
+  if (!terms || !is_int_scalar(c->dtype) || in_reduce_body(c)) return nullptr;
   return UOp::make(m.root()->op, DType::Bool, {terms->first, c - terms->second});
 }
 
@@ -195,7 +188,7 @@ std::vector<Rule> gather_rules() {
   };
 }
 
-const PatternMatcher& attempt_rules() {
+const PatternMatcher& reduce_attempt_rules() {
   // The index simplifier only: a float value is rewritten where the kernel checker sees it.
   static const PatternMatcher pm = symbolic_index() + reduce_unparented() + reduce_closed_forms() +
                                    PatternMatcher("reduce_gather", gather_rules());
@@ -203,7 +196,7 @@ const PatternMatcher& attempt_rules() {
 }
 
 // Each range of a REDUCE[ADD] whose sum can be written without it is summed away.
-UOpPtr collapse(const Match& m) {
+UOpPtr collapse_reduce(const Match& m) {
   const UOpPtr& red = m.root();
   if (!is_add_reduce(red)) return nullptr;
   UOpPtr body = red->src[0];
@@ -211,7 +204,7 @@ UOpPtr collapse(const Match& m) {
   for (size_t i = 1; i < red->src.size(); ++i) {
     const UOpPtr& r = red->src[i];
     // Within this kernel: the buffers it reads hold other kernels' values.
-    const UOpPtr attempt = graph_rewrite_within(sum_over(body, r), attempt_rules(), Op::BUFFERIZE);
+    const UOpPtr attempt = graph_rewrite_within(sum_over(body, r), reduce_attempt_rules(), Op::BUFFERIZE);
     if (mentions_range(attempt, r))
       left.push_back(r);
     else
@@ -244,7 +237,7 @@ const PatternMatcher& reduce_closed_forms() {
 }
 
 const PatternMatcher& reduce_collapse() {
-  static const PatternMatcher pm("reduce_collapse", {{UPat::ops({Op::REDUCE}), collapse}});
+  static const PatternMatcher pm("reduce_collapse", {{UPat::ops({Op::REDUCE}), collapse_reduce}});
   return pm;
 }
 

@@ -2,6 +2,7 @@
 
 #include "ir/int_arith.hpp"
 #include "ir/range_split.hpp"
+#include "ir/symbolic.hpp"
 
 namespace loom {
 
@@ -9,22 +10,12 @@ namespace {
 
 using P = UPat;
 
-bool depends(const UOpPtr& u, const UOpPtr& r) { return u->ranges().contains(r); }
-bool is_index_int(const UOpPtr& u) { return u->dtype.is_int() && u->dtype.lanes == 1 && !u->dtype.ptr; }
-UOpPtr i64(int64_t v) { return const_int(DType::Int64, v); }
-
-// r itself, or r cast to an integer type that holds every value of r.
-bool is_range_ref(const UOpPtr& a, const UOpPtr& r) {
-  if (a == r) return true;
-  return a->op == Op::CAST && a->src[0] == r && is_index_int(a) && fits(a->dtype, Wide{r->vmax()});
-}
-
 // The row `cond` selects as an i64 expression free of r: the e of e == r.
 UOpPtr selected_row(const UOpPtr& cond, const UOpPtr& r) {
   if (cond->op != Op::CMPEQ) return nullptr;
   for (int k = 0; k < 2; ++k) {
     const UOpPtr &e = cond->src[k], &rr = cond->src[1 - k];
-    if (is_range_ref(rr, r) && is_index_int(e) && !depends(e, r)) return cast(e, DType::Int64);
+    if (is_range_ref(rr, r) && is_int_scalar(e->dtype) && !depends_on(e, r)) return cast(e, DType::Int64);
   }
   return nullptr;
 }
@@ -60,10 +51,10 @@ UOpPtr scatter(const Match& m) {
   for (size_t k = 1; k < end->src.size(); ++k) {
     const UOpPtr& r = end->src[k];
     const UOpPtr row = selected_row(m["cmp"], r);
-    if (!row || depends(v, r) || !r->src[0]->is_const()) continue;
+    if (!row || depends_on(v, r) || !r->src[0]->is_const()) continue;
     const UOpPtr fill = zero_fill(m.root(), end);
     const UOpPtr at = substitute(row, {{i, i_loop}});
-    const UOpPtr inside = land(i64(-1) < at, at < r->src[0]);
+    const UOpPtr inside = land(const_i64(-1) < at, at < r->src[0]);
     const UOpPtr target = UOp::make(Op::AFTER, out->dtype, {out, fill});
     const UOpPtr idx = UOp::make(Op::INDEX, index->dtype, {target, substitute(m["lin"], {{r, at}}), inside});
     const UOpPtr added = UOp::make(Op::LOAD, v->dtype, {idx}) + substitute(v, {{i, i_loop}});

@@ -41,8 +41,6 @@ int64_t strided_sum_rows(const Target& t) { return t.gemv_part_rows(); }
 // is not split.
 int64_t strided_bytes(const Target& t) { return t.l2_bytes * t.cores; }
 
-int64_t numel(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
-
 // One range per axis of `shape` (its index, the axis' position), and the index of an
 // element at them: CONST 0 on axes of size 1.
 std::vector<UOpPtr> axis_ranges(const Shape& shape) {
@@ -166,7 +164,7 @@ UOpPtr split_lopsided(const Match& m) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape &in = *x->shape(), &out = *red->shape();
-  const int64_t n_in = numel(in), n_out = numel(out);
+  const int64_t n_in = element_count(in), n_out = element_count(out);
   if (n_out == 0 || n_in / n_out < kSplitRatio || n_out >= kSplitOutputsBelow) return nullptr;
   const std::vector<bool> real = real_axes(x);
   for (int64_t a : arg.axes)
@@ -184,7 +182,7 @@ bool reads_at_least(const UOpPtr& x, int64_t bytes) {
   while (!stack.empty() && bytes > 0) {
     const UOp* u = stack.back();
     stack.pop_back();
-    if (u->op == Op::BUFFER) bytes -= numel(*u->shape()) * u->dtype.itemsize();
+    if (u->op == Op::BUFFER) bytes -= element_count(*u->shape()) * u->dtype.itemsize();
     for (const auto& s : u->src)
       if (seen.insert(s.get()).second) stack.push_back(s.get());
   }
@@ -213,9 +211,9 @@ UOpPtr split_strided(const Match& m) {
   const Shape& in = *x->shape();
   if (arg.axes.size() != 1) return nullptr;
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
-  const int64_t row = numel(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
+  const int64_t row = element_count(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
   const Target& t = m.ctx<StageContext>().target;
-  if (row < t.page_bytes || numel(in) * x->dtype.itemsize() < strided_bytes(t)) return nullptr;
+  if (row < t.page_bytes || element_count(in) * x->dtype.itemsize() < strided_bytes(t)) return nullptr;
   // A float sum of at most strided_sum_rows rows is the column-sum tiles' own.
   const bool float_sum = arg.op == Op::ADD && red->dtype.is_float();
   const int64_t sum_rows = strided_sum_rows(t);

@@ -107,7 +107,7 @@ std::string read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-struct Entry {
+struct TensorEntry {
   std::string name;
   DType dtype;
   Shape shape;
@@ -116,7 +116,7 @@ struct Entry {
 
 // One header entry, checked: a known dtype, a shape of non-negative sizes, and
 // a byte range as long as the shape says.
-Entry parse_entry(const std::string& name, const json& e, const std::string& file) {
+TensorEntry parse_entry(const std::string& name, const json& e, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return Error(fmt::format("load {}: tensor '{}': {}", file, name, what));
   };
@@ -129,7 +129,7 @@ Entry parse_entry(const std::string& name, const json& e, const std::string& fil
   if (known == std::end(dtype_names))
     throw bad(
         fmt::format("dtype {} is not one loom has (BOOL, U8, I32, I64, F32, F64)", dt.get<std::string>()));
-  Entry out{name, known->dtype, {}, 0, 0};
+  TensorEntry out{name, known->dtype, {}, 0, 0};
   if (!shape.is_array()) throw bad("shape is not an array");
   uint64_t elements = 1;
   for (const auto& d : shape) {
@@ -170,7 +170,7 @@ json parse_header(const std::string& bytes, const std::string& file) {
   return header;
 }
 
-Tensor tensor_of(const Entry& e, const char* data) {
+Tensor tensor_of(const TensorEntry& e, const char* data) {
   UOpPtr buf = detail::allocate_buffer(e.dtype, count(e.shape), false);
   auto* dst = static_cast<unsigned char*>(detail::buffer_data(buf));
   std::memcpy(dst, data + e.begin, e.end - e.begin);
@@ -187,7 +187,7 @@ std::map<std::string, Tensor> load(const std::filesystem::path& path) {
   uint64_t n;
   std::memcpy(&n, bytes.data(), 8);
   const uint64_t data_size = bytes.size() - 8 - n;
-  std::vector<Entry> entries;
+  std::vector<TensorEntry> entries;
   for (const auto& [name, e] : header.items()) {
     if (name == "__metadata__") {
       if (!e.is_object()) throw Error(fmt::format("load {}: __metadata__ is not an object", file));
@@ -196,7 +196,7 @@ std::map<std::string, Tensor> load(const std::filesystem::path& path) {
     entries.push_back(parse_entry(name, e, file));
   }
   // The ranges tile the data: sorted by start, each begins where the last ended.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
   });
   uint64_t at = 0;

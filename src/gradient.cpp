@@ -22,7 +22,6 @@ namespace {
 
 using Grads = std::vector<UOpPtr>;  // one per source of the node; null: no contribution
 
-UOpPtr c(const UOpPtr& like, double v) { return const_as(like, v); }
 UOpPtr reduce_sum(const UOpPtr& x, std::vector<int64_t> axes) {
   return axes.empty() ? x : UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{Op::ADD, std::move(axes)});
 }
@@ -38,7 +37,7 @@ Grads reduce_max_rule(const UOpPtr& ret, const UOpPtr& g) {
   const Shape& in = *x->shape();
   const UOpPtr hit = eq(x, expand_uop(ret, in));
   const UOpPtr ties = reduce_sum(cast_uop(hit, x->dtype), ret->get<ReduceArg>().axes);
-  return {where(hit, expand_uop(g / ties, in), c(x, 0))};
+  return {where(hit, expand_uop(g / ties, in), const_as(x, 0))};
 }
 
 // d prod / d x_i is the product of the others: prod / x_i without zeros; with one zero, the
@@ -47,7 +46,7 @@ Grads reduce_prod_rule(const UOpPtr& ret, const UOpPtr& g) {
   const UOpPtr& x = ret->src[0];
   const Shape& in = *x->shape();
   const auto& axes = ret->get<ReduceArg>().axes;
-  const UOpPtr zero = c(x, 0), one = c(x, 1), is_zero = eq(x, zero);
+  const UOpPtr zero = const_as(x, 0), one = const_as(x, 1), is_zero = eq(x, zero);
   const UOpPtr zeros = expand_uop(reduce_sum(cast_uop(is_zero, x->dtype), axes), in);
   const UOpPtr nonzero_prod = expand_uop(
       UOp::make(Op::REDUCE_AXIS, x->dtype, {where(is_zero, one, x)}, ReduceArg{Op::MUL, axes}), in);
@@ -69,7 +68,7 @@ Grads reduce_rule(const UOpPtr& ret, const UOpPtr& g) {
 // maximum splits the gradient of a tie in halves, as PyTorch's.
 Grads max_rule(const UOpPtr& ret, const UOpPtr& g) {
   const UOpPtr &a = ret->src[0], &b = ret->src[1];
-  const UOpPtr zero = c(g, 0), tie = where(eq(a, b), g * c(g, 0.5), g);
+  const UOpPtr zero = const_as(g, 0), tie = where(eq(a, b), g * const_as(g, 0.5), g);
   return {where(a < b, zero, tie), where(b < a, zero, tie)};
 }
 
@@ -78,8 +77,8 @@ Grads max_rule(const UOpPtr& ret, const UOpPtr& g) {
 // pow takes (integers).
 Grads pow_rule(const UOpPtr& ret, const UOpPtr& g) {
   const UOpPtr &a = ret->src[0], &b = ret->src[1];
-  const UOpPtr zero = c(g, 0);
-  const UOpPtr da = where(eq(b, zero), zero, g * b * alu(Op::POW, {a, b - c(b, 1)}));
+  const UOpPtr zero = const_as(g, 0);
+  const UOpPtr da = where(eq(b, zero), zero, g * b * alu(Op::POW, {a, b - const_as(b, 1)}));
   const UOpPtr b_nonnegative = alu(Op::OR, {zero < b, eq(b, zero)});
   const UOpPtr db = where(land(eq(a, zero), b_nonnegative), zero, g * ret * log_of(a));
   return {da, db};
@@ -87,7 +86,7 @@ Grads pow_rule(const UOpPtr& ret, const UOpPtr& g) {
 
 Grads sqrt_rule(const UOpPtr& ret, const UOpPtr& g) {
   const double two = planted_fault() == PlantedFault::DoubledSqrtGradient ? 1 : 2;  // ir/planted_fault.hpp
-  return {g / (ret * c(g, two))};
+  return {g / (ret * const_as(g, two))};
 }
 
 Grads cast_rule(const UOpPtr& ret, const UOpPtr& g) {
@@ -132,13 +131,13 @@ Grads shrink_rule(const UOpPtr& ret, const UOpPtr& g) {
 }
 
 // ---- the table: one rule per differentiable primitive -------------------------------------------
-using Rule = Grads (*)(const UOpPtr& ret, const UOpPtr& g);
+using GradientRule = Grads (*)(const UOpPtr& ret, const UOpPtr& g);
 // clang-format off
-const std::unordered_map<Op, Rule> kRules = {
+const std::unordered_map<Op, GradientRule> kRules = {
   {Op::NEG,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {-g}; }},
   {Op::EXP,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret}; }},
-  {Op::EXP2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * c(g, std::numbers::ln2)}; }},
-  {Op::LOG2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret->src[0] * c(g, std::numbers::ln2))}; }},
+  {Op::EXP2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * const_as(g, std::numbers::ln2)}; }},
+  {Op::LOG2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret->src[0] * const_as(g, std::numbers::ln2))}; }},
   {Op::SIN,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * cos_of(ret->src[0])}; }},
   {Op::COS,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * alu(Op::SIN, {ret->src[0]}))}; }},
   {Op::SQRT,    sqrt_rule},
@@ -151,7 +150,7 @@ const std::unordered_map<Op, Rule> kRules = {
   {Op::POW,     pow_rule},
   {Op::WHERE,   [](const UOpPtr& ret, const UOpPtr& g) -> Grads {
                   const UOpPtr& cond = ret->src[0];
-                  return {nullptr, where(cond, g, c(g, 0)), where(cond, c(g, 0), g)}; }},
+                  return {nullptr, where(cond, g, const_as(g, 0)), where(cond, const_as(g, 0), g)}; }},
   {Op::MULACC,  [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret->src[1], g * ret->src[0], g}; }},
   {Op::CAST,    cast_rule},
   {Op::CONTIGUOUS, [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g}; }},
@@ -193,21 +192,21 @@ const CompositeRule kComposites[] = {
   // sigmoid' = y (1 - y): 1/4 at 0, where the form's |x| tie would give 0.
   {Op::FDIV,  {0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::WHERE) && is(y->src[0], 0, Op::CMPLT) && is(y, 1, Op::ADD); },
-   sigmoid_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y * (c(y, 1) - y); }},
+   sigmoid_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y * (const_as(y, 1) - y); }},
   // tanh' = 1 - y^2, instead of the derivative of its series and two branches.
   {Op::WHERE, {1}, where_on_zero_test,
-   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (c(y, 1) - y * y); }},
+   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (const_as(y, 1) - y * y); }},
   // The same for Float32's form, whose last step puts x's sign bit back.
   {Op::BITCAST, {0, 1, 0, 0}, [](const UOpPtr& y) { return is(y, 0, Op::OR); },
-   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (c(y, 1) - y * y); }},
+   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (const_as(y, 1) - y * y); }},
   // relu' = (0 < y), which is (0 < x) for every x (-0.0 and NaN too): the mask reads relu's
   // output, which a network stores anyway, so the pre-activation need not be kept as well.
   {Op::WHERE, {1}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 2, Op::DETACH); },
-   relu_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return where(c(y, 0) < y, g, c(g, 0)); }},
+   relu_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return where(const_as(y, 0) < y, g, const_as(g, 0)); }},
   // erf' = 2/sqrt(pi) exp(-x^2), instead of the derivative of its series and fitted polynomial.
   {Op::WHERE, {1, 0}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 1, Op::MUL) && is(y, 2, Op::WHERE); },
    erf_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) {
-     return g * c(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x)); }},
+     return g * const_as(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x)); }},
   // cos' = -sin: the form's sin(2x) / (2 sin x), masked off at 0 by a where, is 0/0 there.
   {Op::WHERE, {0, 0}, where_on_zero_test,
    cos_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) { return -(g * alu(Op::SIN, {x})); }},

@@ -14,7 +14,6 @@ namespace loom {
 using namespace detail;
 
 namespace {
-UOpPtr c(const UOpPtr& like, double v) { return const_as(like, v); }
 
 // Chebyshev coefficients of Q(t) = erfcx(z) / t, t = 2 / (2 + z), for z in [0.5, z_max], in
 // s = (t - mid) / half; fitted and checked by tools/fit_erf.py (largest relative error of t Q
@@ -43,14 +42,14 @@ const ErfcFit kErfcFloat32{4,
 // sum_j coefficients[j] T_j(s) by Clenshaw's recurrence (stable at any degree).
 UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s) {
   const UOpPtr two_s = s + s;
-  UOpPtr b1 = c(s, coefficients.back()), b2;
+  UOpPtr b1 = const_as(s, coefficients.back()), b2;
   for (size_t j = coefficients.size() - 2; j >= 1; --j) {
-    UOpPtr b = two_s * b1 + c(s, coefficients[j]);
+    UOpPtr b = two_s * b1 + const_as(s, coefficients[j]);
     if (b2) b = b - b2;
     b2 = b1;
     b1 = b;
   }
-  return s * b1 + c(s, coefficients[0]) - b2;
+  return s * b1 + const_as(s, coefficients[0]) - b2;
 }
 
 // erfc(z) for z >= 0.5 (z is clamped to the fit's interval; past z_max erf rounds to 1):
@@ -58,10 +57,10 @@ UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s) {
 // reach erf = 1 - erfc scaled down by erfc <= 0.48.
 UOpPtr erfc_tail(const UOpPtr& a) {
   const ErfcFit& fit = a->dtype == DType::Float32 ? kErfcFloat32 : kErfcFloat64;
-  const UOpPtr z = umax(-umax(-a, c(a, -fit.z_max)), c(a, 0.5));  // clamp, NaN stays
-  const UOpPtr t = c(z, 2) / (c(z, 2) + z);
+  const UOpPtr z = umax(-umax(-a, const_as(a, -fit.z_max)), const_as(a, 0.5));  // clamp, NaN stays
+  const UOpPtr t = const_as(z, 2) / (const_as(z, 2) + z);
   const double mid = (fit.t_lo + fit.t_hi) / 2, half = (fit.t_hi - fit.t_lo) / 2;
-  const UOpPtr s = (t - c(t, mid)) * c(t, 1 / half);
+  const UOpPtr s = (t - const_as(t, mid)) * const_as(t, 1 / half);
   return exp_of(-(z * z)) * t * clenshaw(fit.coefficients, s);
 }
 
@@ -75,8 +74,8 @@ UOpPtr erf_series(const UOpPtr& x) {
     return sign * 2 / std::sqrt(std::numbers::pi) / (std::tgamma(n + 1) * (2 * n + 1));
   };
   const UOpPtr x2 = x * x;
-  UOpPtr p = c(x, term(last));
-  for (int n = last - 1; n >= 0; --n) p = p * x2 + c(x, term(n));
+  UOpPtr p = const_as(x, term(last));
+  for (int n = last - 1; n >= 0; --n) p = p * x2 + const_as(x, term(n));
   return x * p;
 }
 
@@ -91,8 +90,9 @@ void require_float(const UOpPtr& x, const char* op) {
 // second branch and stays NaN, ±inf clamps to ±1.
 UOpPtr detail::erf_of(const UOpPtr& x) {
   const UOpPtr a = umax(x, -x);
-  const UOpPtr magnitude = c(x, 1) - erfc_tail(a);
-  return loom::where(a < c(a, 0.5), erf_series(x), loom::where(x < c(x, 0), -magnitude, magnitude));
+  const UOpPtr magnitude = const_as(x, 1) - erfc_tail(a);
+  return loom::where(a < const_as(a, 0.5), erf_series(x),
+                     loom::where(x < const_as(x, 0), -magnitude, magnitude));
 }
 
 Tensor Tensor::erf() const {
@@ -104,10 +104,12 @@ Tensor Tensor::gelu(std::string_view approximate) const {
   const UOpPtr& x = uop(*this, "gelu");
   require_float(x, "gelu");
   if (approximate == "none")
-    return make_tensor(x * c(x, 0.5) * (c(x, 1) + erf_of(x * c(x, std::numbers::sqrt2 / 2))));
+    return make_tensor(x * const_as(x, 0.5) *
+                       (const_as(x, 1) + erf_of(x * const_as(x, std::numbers::sqrt2 / 2))));
   if (approximate == "tanh") {
-    const UOpPtr inner = c(x, std::sqrt(2 / std::numbers::pi)) * (x + c(x, 0.044715) * (x * x * x));
-    return make_tensor(c(x, 0.5) * x * (c(x, 1) + tanh_of(inner)));
+    const UOpPtr inner =
+        const_as(x, std::sqrt(2 / std::numbers::pi)) * (x + const_as(x, 0.044715) * (x * x * x));
+    return make_tensor(const_as(x, 0.5) * x * (const_as(x, 1) + tanh_of(inner)));
   }
   throw Error(fmt::format("gelu: unknown approximate \"{}\" (expected \"none\" or \"tanh\")", approximate));
 }
@@ -128,16 +130,17 @@ Tensor Tensor::silu() const {
 Tensor Tensor::softplus(double beta, double threshold) const {
   const UOpPtr& x = uop(*this, "softplus");
   require_float(x, "softplus");
-  const UOpPtr z = x * c(x, beta), e = exp_of(-umax(z, -z)), w = c(e, 1) + e;
-  const UOpPtr log1p = log_of(w) - ((w - c(w, 1)) - e) / w;
-  return make_tensor(loom::where(c(z, threshold) < z, x, (umax(z, c(z, 0)) + log1p) / c(x, beta)));
+  const UOpPtr z = x * const_as(x, beta), e = exp_of(-umax(z, -z)), w = const_as(e, 1) + e;
+  const UOpPtr log1p = log_of(w) - ((w - const_as(w, 1)) - e) / w;
+  return make_tensor(
+      loom::where(const_as(z, threshold) < z, x, (umax(z, const_as(z, 0)) + log1p) / const_as(x, beta)));
 }
 
 // x where x > 0, else x * slope: PyTorch's gradient at 0 is the slope.
 Tensor Tensor::leaky_relu(double negative_slope) const {
   const UOpPtr& x = uop(*this, "leaky_relu");
   require_float(x, "leaky_relu");
-  return make_tensor(loom::where(c(x, 0) < x, x, x * c(x, negative_slope)));
+  return make_tensor(loom::where(const_as(x, 0) < x, x, x * const_as(x, negative_slope)));
 }
 
 }  // namespace loom

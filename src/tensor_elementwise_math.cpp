@@ -18,23 +18,24 @@ using namespace detail;
 
 namespace {
 bool is_f32(const UOpPtr& x) { return x->dtype == DType::Float32; }
-UOpPtr c(const UOpPtr& like, double v) { return const_as(like, v); }
 
 // Float floor from TRUNC: one lower where truncation went up (negative non-integers).
 UOpPtr floor_of(const UOpPtr& x) {
   const UOpPtr t = alu(Op::TRUNC, {x});
-  return where(x < t, t - c(x, 1), t);
+  return where(x < t, t - const_as(x, 1), t);
 }
 
 // max(lo, min(x, hi)) keeping NaN (llvm.maximum propagates it).
-UOpPtr clamp_of(const UOpPtr& x, double lo, double hi) { return umax(-umax(-x, c(x, -hi)), c(x, lo)); }
+UOpPtr clamp_of(const UOpPtr& x, double lo, double hi) {
+  return umax(-umax(-x, const_as(x, -hi)), const_as(x, lo));
+}
 
 // 2^n for an integral float n inside the normal exponent range, exactly: the biased
 // exponent shifted into place and reinterpreted.
 UOpPtr pow2(const UOpPtr& n) {
   const UOpPtr i = cast(n, is_f32(n) ? DType::Int32 : DType::Int64);
-  const UOpPtr biased = i + c(i, is_f32(n) ? 127 : 1023);
-  return UOp::make(Op::BITCAST, n->dtype, {alu(Op::SHL, {biased, c(i, is_f32(n) ? 23 : 52)})});
+  const UOpPtr biased = i + const_as(i, is_f32(n) ? 127 : 1023);
+  return UOp::make(Op::BITCAST, n->dtype, {alu(Op::SHL, {biased, const_as(i, is_f32(n) ? 23 : 52)})});
 }
 
 }  // namespace
@@ -51,14 +52,14 @@ UOpPtr detail::exp_of(const UOpPtr& x) {
   if (is_f32(x)) return alu(Op::EXP, {x});
   const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;  // 32 bits + rest
   const UOpPtr xc = clamp_of(x, -1000, 1000);
-  const UOpPtr n = floor_of(xc * c(x, std::numbers::log2e) + c(x, 0.5));
-  const UOpPtr r = (xc - n * c(x, ln2_hi)) - n * c(x, ln2_lo);
-  const UOpPtr n1 = floor_of(n * c(x, 0.5));
-  return (alu(Op::EXP2, {r * c(x, std::numbers::log2e)}) * pow2(n1)) * pow2(n - n1);
+  const UOpPtr n = floor_of(xc * const_as(x, std::numbers::log2e) + const_as(x, 0.5));
+  const UOpPtr r = (xc - n * const_as(x, ln2_hi)) - n * const_as(x, ln2_lo);
+  const UOpPtr n1 = floor_of(n * const_as(x, 0.5));
+  return (alu(Op::EXP2, {r * const_as(x, std::numbers::log2e)}) * pow2(n1)) * pow2(n - n1);
 }
 
 // log(x) = log2(x) * ln2: libm's log2 is accurate relative to its result, also near x = 1.
-UOpPtr detail::log_of(const UOpPtr& x) { return alu(Op::LOG2, {x}) * c(x, std::numbers::ln2); }
+UOpPtr detail::log_of(const UOpPtr& x) { return alu(Op::LOG2, {x}) * const_as(x, std::numbers::ln2); }
 
 // expm1(y) for |y| <= 1.1 by its Taylor series y + y^2 * sum_{k>=2} y^(k-2)/k!, cut where
 // the next term is below 2^-60 of the result (degree 20 for Float64, 12 for Float32). Unlike
@@ -69,10 +70,10 @@ UOpPtr expm1_series(const UOpPtr& y) {
   const int degree = is_f32(y) ? 12 : 20;
   double factorial = 1;
   for (int k = 2; k <= degree; ++k) factorial *= k;
-  UOpPtr series = c(y, 1 / factorial);
+  UOpPtr series = const_as(y, 1 / factorial);
   for (int k = degree - 1; k >= 2; --k) {
     factorial /= k + 1;
-    series = series * y + c(y, 1 / factorial);
+    series = series * y + const_as(y, 1 / factorial);
   }
   return y + (y * y) * series;
 }
@@ -85,18 +86,18 @@ UOpPtr expm1_series(const UOpPtr& y) {
 // Float32: ir/float_math.hpp's -t/(t + 2) with t = expm1(-2|x|) from one range reduction.
 UOpPtr detail::tanh_of(const UOpPtr& x) {
   if (is_f32(x)) return tanh_f32(x);
-  const UOpPtr a = umax(x, -x), y = a * c(x, -2), u = exp_of(y), one = c(x, 1);
+  const UOpPtr a = umax(x, -x), y = a * const_as(x, -2), u = exp_of(y), one = const_as(x, 1);
   const UOpPtr t = expm1_series(y);
-  const UOpPtr near_zero = -t / (t + c(x, 2)), far = one - (u + u) / (one + u);
-  const UOpPtr magnitude = where(c(x, 0.55) < a, far, near_zero);
-  return where(eq(x, c(x, 0)), x, where(x < c(x, 0), -magnitude, magnitude));
+  const UOpPtr near_zero = -t / (t + const_as(x, 2)), far = one - (u + u) / (one + u);
+  const UOpPtr magnitude = where(const_as(x, 0.55) < a, far, near_zero);
+  return where(eq(x, const_as(x, 0)), x, where(x < const_as(x, 0), -magnitude, magnitude));
 }
 
 // sigmoid(x) = 1/(1 + e) for x >= 0 and e/(1 + e) for x < 0, with e = exp(-|x|) <= 1: never
 // inf/inf, and e^x's subnormal tail survives for very negative x.
 UOpPtr detail::sigmoid_of(const UOpPtr& x) {
-  const UOpPtr e = exp_of(where(x < c(x, 0), x, -x)), one = c(x, 1);  // -|x| (NaN stays)
-  return where(x < c(x, 0), e, one) / (one + e);
+  const UOpPtr e = exp_of(where(x < const_as(x, 0), x, -x)), one = const_as(x, 1);  // -|x| (NaN stays)
+  return where(x < const_as(x, 0), e, one) / (one + e);
 }
 
 // cos(x) = sin(2x) / (2 sin(x)): 2x is exact and libm's sin reduces every argument exactly, so
@@ -108,11 +109,11 @@ UOpPtr detail::sigmoid_of(const UOpPtr& x) {
 // reduction, computed in Float64: within 0.5 ulp plus a trace for every float, no libm call).
 UOpPtr detail::cos_of(const UOpPtr& x) {
   if (is_f32(x)) return alu(Op::COS, {x});
-  const UOpPtr one = c(x, 1), a = umax(x, -x);
-  const UOpPtr huge = eq(a + a, c(x, std::numeric_limits<double>::infinity()));
-  const UOpPtr s1 = alu(Op::SIN, {where(huge, x * c(x, 0.5), x + x)}), s = alu(Op::SIN, {x});
+  const UOpPtr one = const_as(x, 1), a = umax(x, -x);
+  const UOpPtr huge = eq(a + a, const_as(x, std::numeric_limits<double>::infinity()));
+  const UOpPtr s1 = alu(Op::SIN, {where(huge, x * const_as(x, 0.5), x + x)}), s = alu(Op::SIN, {x});
   const UOpPtr halves = one - (s1 + s1) * s1;
-  return where(eq(x, c(x, 0)), one, where(huge, halves, s1 / (s + s)));
+  return where(eq(x, const_as(x, 0)), one, where(huge, halves, s1 / (s + s)));
 }
 
 namespace {
@@ -124,17 +125,19 @@ UOpPtr int_pow(const UOpPtr& a, const UOpPtr& e) {
   const int width = e->dtype.bits() - (is_signed ? 1 : 0);
   const int bits = std::min(
       width, static_cast<int>(std::bit_width(static_cast<uint64_t>(std::max<int64_t>(e->vmax(), 0)))));
-  UOpPtr result = c(a, 1), power = a;
+  UOpPtr result = const_as(a, 1), power = a;
   for (int i = 0; i < bits; ++i) {
     if (i > 0) power = power * power;
-    const UOpPtr bit_set = ne(alu(Op::AND, {e, c(e, static_cast<double>(int64_t{1} << i))}), c(e, 0));
+    const UOpPtr bit_set =
+        ne(alu(Op::AND, {e, const_as(e, static_cast<double>(int64_t{1} << i))}), const_as(e, 0));
     result = where(bit_set, result * power, result);
   }
   if (!is_signed) return result;
-  const UOpPtr odd = ne(alu(Op::AND, {e, c(e, 1)}), c(e, 0));
-  const UOpPtr minus_one = where(odd, c(a, -1), c(a, 1));
-  const UOpPtr negative = where(eq(a, c(a, 1)), c(a, 1), where(eq(a, c(a, -1)), minus_one, c(a, 0)));
-  return where(e < c(e, 0), negative, result);
+  const UOpPtr odd = ne(alu(Op::AND, {e, const_as(e, 1)}), const_as(e, 0));
+  const UOpPtr minus_one = where(odd, const_as(a, -1), const_as(a, 1));
+  const UOpPtr negative =
+      where(eq(a, const_as(a, 1)), const_as(a, 1), where(eq(a, const_as(a, -1)), minus_one, const_as(a, 0)));
+  return where(e < const_as(e, 0), negative, result);
 }
 
 // a^e for a known e >= 0: multiplications only, square-and-multiply.
@@ -144,7 +147,7 @@ UOpPtr int_pow_const(const UOpPtr& a, uint64_t e) {
     if (e & 1) result = result ? result * power : power;
     if (e > 1) power = power * power;
   }
-  return result ? result : c(a, 1);
+  return result ? result : const_as(a, 1);
 }
 
 // PyTorch's special cases of a float tensor to a scalar power (x*x for 2, sqrt for 0.5, ...),
@@ -156,7 +159,7 @@ UOpPtr float_pow_const(const UOpPtr& x, double e) {
   if (e == -0.5) return alu(Op::RECIP, {alu(Op::SQRT, {x})});
   if (e == -1) return alu(Op::RECIP, {x});
   if (e == -2) return alu(Op::RECIP, {x * x});
-  return alu(Op::POW, {x, c(x, e)});
+  return alu(Op::POW, {x, const_as(x, e)});
 }
 
 UOpPtr as_float(const Tensor& t, const char* op) {

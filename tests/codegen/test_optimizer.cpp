@@ -34,7 +34,8 @@ std::vector<UOpPtr> ranges_of_kind(const UOpPtr& kernel, AxisKind k) {
     if (r->get<AxisArg>().kind == k) out.push_back(r);
   return out;
 }
-int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
+// A range's constant trip count (every range these tests read has one).
+int64_t extent(const UOpPtr& r) { return r->src.at(0)->const_int(); }
 int native_lanes(DType dt) { return current_target().vector_bytes / dt.itemsize(); }
 
 }  // namespace
@@ -55,7 +56,7 @@ TEST_CASE("optimize_kernel: a long contiguous range is split into outer iteratio
   const auto opt = optimize_kernel(kernel);
   const auto upcast = ranges_of_kind(opt, AxisKind::Upcast);
   REQUIRE(upcast.size() == 1);
-  CHECK(trip(upcast[0]) == native_lanes(DType::Float32));
+  CHECK(extent(upcast[0]) == native_lanes(DType::Float32));
   CHECK(ranges_of_kind(opt, AxisKind::Unroll).empty());  // no reduction: one vector per iteration
   CHECK(kind_of(opt, 0) == AxisKind::Parallel);
   Aligned<float> out(16 * 256), in(std::vector<float>(16 * 256, 1.5f));
@@ -84,11 +85,11 @@ TEST_CASE("optimize_kernel: reductions get several vector accumulators and bound
     const auto upcast = ranges_of_kind(opt, AxisKind::Upcast), unroll = ranges_of_kind(opt, AxisKind::Unroll);
     REQUIRE(upcast.size() == 1);
     REQUIRE(unroll.size() == 1);
-    CHECK(trip(upcast[0]) == w);
-    CHECK(trip(unroll[0]) == 4);
+    CHECK(extent(upcast[0]) == w);
+    CHECK(extent(unroll[0]) == 4);
     CHECK(kind_of(opt, 0) == AxisKind::Parallel);
     // 4096 / 32 lanes = 128 per lane, within one block; 4096 / 16 lanes = 256 likewise.
-    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(trip(r) <= 256);
+    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(extent(r) <= 256);
     std::vector<float> x(4 * 4096);
     for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<float>(n % 7) - 3.0f;
     Aligned<float> o(4), xs(x);
@@ -101,12 +102,12 @@ TEST_CASE("optimize_kernel: reductions get several vector accumulators and bound
     const auto opt = optimize_kernel(kernel);
     const auto upcast = ranges_of_kind(opt, AxisKind::Upcast);
     REQUIRE(upcast.size() == 1);
-    CHECK(trip(upcast[0]) == w);
+    CHECK(extent(upcast[0]) == w);
     CHECK(ranges_of_kind(opt, AxisKind::Unroll).size() == 1);
     int reduces = 0;
     for (const auto& u : toposort(opt)) reduces += u->op == Op::REDUCE;
     CHECK(reduces == 2);  // 1024 rows in two nested blocks of 32
-    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(trip(r) <= 256);
+    for (const auto& r : ranges_of_kind(opt, AxisKind::Reduce)) CHECK(extent(r) <= 256);
     std::vector<float> x(256 * 1024);
     for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<float>(n % 11) * 0.5f;
     Aligned<float> o(256), xs(x);
@@ -216,8 +217,8 @@ TEST_CASE("optimize_kernel: a byte max over a row gets no more lanes and accumul
   const auto upcast = ranges_of_kind(opt, AxisKind::Upcast), unroll = ranges_of_kind(opt, AxisKind::Unroll);
   REQUIRE(upcast.size() == 1);
   REQUIRE(unroll.size() == 1);
-  CHECK(trip(upcast[0]) == 64);
-  CHECK(trip(unroll[0]) == 2);
+  CHECK(extent(upcast[0]) == 64);
+  CHECK(extent(unroll[0]) == 2);
   std::vector<uint8_t> x(4 * 1024);
   for (size_t n = 0; n < x.size(); ++n) x[n] = static_cast<uint8_t>((n * 37) % 251);
   x[2 * 1024 + 999] = 255;  // row 2's max, in the last unrolled vector

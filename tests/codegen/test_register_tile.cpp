@@ -117,7 +117,8 @@ std::vector<UOpPtr> of_kind(const UOpPtr& kernel, AxisKind k) {
     if (r->get<AxisArg>().kind == k) out.push_back(r);
   return out;
 }
-int64_t trip(const UOpPtr& r) { return r->src.at(0)->const_int(); }
+// A range's constant trip count (every range these tests read has one).
+int64_t extent(const UOpPtr& r) { return r->src.at(0)->const_int(); }
 
 // The loops of the kernel's one END, outermost first (not its lanes: unroll and upcast).
 std::vector<UOpPtr> loops_in_order(const UOpPtr& kernel) {
@@ -360,14 +361,14 @@ TEST_CASE("a 1024 matmul gets a register tile: 12 accumulators of 16 lanes with 
   const auto opt = optimize_kernel(kernel, {true, planned(64)});
   const auto upcast = of_kind(opt, AxisKind::Upcast), unroll = of_kind(opt, AxisKind::Unroll);
   REQUIRE(upcast.size() == 1);
-  CHECK(trip(upcast[0]) == 16);
+  CHECK(extent(upcast[0]) == 16);
   REQUIRE(unroll.size() == 2);  // rows, and column vectors
   CHECK(of_kind(opt, AxisKind::Parallel).size() == 1);
   const auto low = lowered(kernel, 64);
   CHECK(accumulators(low, 16) >= 12);
   const auto red = of_kind(low, AxisKind::Reduce);
   REQUIRE(red.size() == 1);  // one loop over k: no blocks for a tile (docs/semantics.md)
-  CHECK(trip(red[0]) == 1024);
+  CHECK(extent(red[0]) == 1024);
   check_inner_loads(low, red[0]);
   const std::string ir = emit_llvm_ir(low, "matmul_1024");
   INFO(ir);
@@ -429,15 +430,15 @@ TEST_CASE("b in panels: the tile runs in blocks of rows, then blocks of k, then 
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of rows: what the threads share
-  CHECK(trip(loops[0]) >= 2);
-  CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k: 256 (kc x 16 floats of a panel: half of L1)
-  CHECK(trip(loops[2]) == 1024 / 16);   // the panels
+  CHECK(extent(loops[0]) >= 2);
+  CHECK(extent(loops[1]) == 1024 / 256);  // blocks of k: 256 (kc x 16 floats of a panel: half of L1)
+  CHECK(extent(loops[2]) == 1024 / 16);   // the panels
   // a block's rows x kc floats of a within a quarter of its 1 MiB L2: at most 42 tiles of 6 rows
-  CHECK(trip(loops[3]) * 6 * 256 * 4 <= 256 * 1024);
-  CHECK(trip(loops[0]) * trip(loops[3]) * 6 >= 1024);
+  CHECK(extent(loops[3]) * 6 * 256 * 4 <= 256 * 1024);
+  CHECK(extent(loops[0]) * extent(loops[3]) * 6 >= 1024);
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
-  CHECK(trip(red[0]) == 256);
+  CHECK(extent(red[0]) == 256);
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
   check_inner_loads(low, of_kind(low, AxisKind::Reduce).at(0));
@@ -450,9 +451,9 @@ TEST_CASE("b in panels, a prime k: one block of k, and a's row blocks sized for 
   const auto opt = optimize_kernel(packed_kernel({1, 1020, 2039, 1024}), {true, planned(32)});
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);  // blocks of rows, panels, row tiles
-  CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 2039);
-  CHECK(trip(loops[2]) == row_block(1020 / 6, 6, 2039, 4, current_target()));
-  CHECK(trip(loops[2]) != row_block(1020 / 6, 6, 256, 4, current_target()));
+  CHECK(extent(of_kind(opt, AxisKind::Reduce).at(0)) == 2039);
+  CHECK(extent(loops[2]) == row_block(1020 / 6, 6, 2039, 4, current_target()));
+  CHECK(extent(loops[2]) != row_block(1020 / 6, 6, 256, 4, current_target()));
 }
 
 TEST_CASE("b in panels: the tile's epilogue works a row of registers at a time, rows tested as scalars") {
@@ -508,7 +509,7 @@ TEST_CASE(
   const auto ranges = ranges_of(opt);
   for (const auto& r : ranges) {
     const AxisKind kind = r->get<AxisArg>().kind;
-    const bool rows = kind == AxisKind::Parallel || (kind == AxisKind::Unroll && trip(r) == 6);
+    const bool rows = kind == AxisKind::Parallel || (kind == AxisKind::Unroll && extent(r) == 6);
     if (rows) CHECK_FALSE(reaches(valid, r));
   }
   const auto nodes = toposort(index->src.at(1));
@@ -533,9 +534,9 @@ TEST_CASE("b in panels, columns padded to whole panels: unmasked panel loads, th
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);  // blocks of rows (the threads'), panels, row tiles
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(loops[1]) == 64);
-  CHECK(trip(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
-  CHECK(trip(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, two_cores_1m_l2()}))
+  CHECK(extent(loops[1]) == 64);
+  CHECK(extent(of_kind(opt, AxisKind::Reduce).at(0)) == 1024);
+  CHECK(extent(loops_in_order(optimize_kernel(packed_kernel({1, 1022, 4100, 1010}), {true, two_cores_1m_l2()}))
                  .at(1)) == 4100 / 205);  // a k past 4096 keeps its blocks
   const auto low = lowered(kernel, 32);
   CHECK(accumulators(low, 8) >= 12);
@@ -561,12 +562,12 @@ TEST_CASE("a in row panels as tall as the tile (m a multiple of 6): the panels a
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 4);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);  // blocks of row panels
-  CHECK(trip(loops[0]) >= 2);
-  CHECK(trip(loops[1]) == 1024 / 256);  // blocks of k
-  CHECK(trip(loops[2]) == 1024 / 16);   // the panels of b
-  CHECK(trip(loops[0]) * trip(loops[3]) == 170);
+  CHECK(extent(loops[0]) >= 2);
+  CHECK(extent(loops[1]) == 1024 / 256);  // blocks of k
+  CHECK(extent(loops[2]) == 1024 / 16);   // the panels of b
+  CHECK(extent(loops[0]) * extent(loops[3]) == 170);
   const auto unroll = of_kind(opt, AxisKind::Unroll);
-  CHECK(std::any_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return trip(r) == 6; }));
+  CHECK(std::any_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return extent(r) == 6; }));
   // Two panels of rows in each of two batches, k in two blocks of 150: the interpreters run
   // every element twice, so few of them.
   check_values({2, 12, 300, 16}, current_target().vector_bytes, false, Form::RowPanels);
@@ -583,7 +584,7 @@ TEST_CASE("b in panels, a kernel that reads its own output (an in-place update):
   const auto opt = optimize_kernel(kernel, {true, planned(32)});
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
-  CHECK(trip(red[0]) == 512);  // partial sums in the output would be read back as its old value
+  CHECK(extent(red[0]) == 512);  // partial sums in the output would be read back as its old value
 }
 
 TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row tiles of one cache line") {
@@ -596,17 +597,17 @@ TEST_CASE("GEMV: column chunks across threads, blocks of 8 rows of b, one-row ti
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(loops[0]) == 4096 / 2048);  // chunks of 2048 columns: 8 KiB of each row of b
-  CHECK(trip(loops[1]) == 4096 / 8);     // blocks of 8 rows of b
-  CHECK(trip(loops[2]) == 2048 / 16);    // tiles of 2 vectors (64 bytes) within a chunk
+  CHECK(extent(loops[0]) == 4096 / 2048);  // chunks of 2048 columns: 8 KiB of each row of b
+  CHECK(extent(loops[1]) == 4096 / 8);     // blocks of 8 rows of b
+  CHECK(extent(loops[2]) == 2048 / 16);    // tiles of 2 vectors (64 bytes) within a chunk
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
-  CHECK(trip(red[0]) == 8);
+  CHECK(extent(red[0]) == 8);
   // Each step of a tile reads one 64-byte line of each of the block's 8 rows of b, as
   // OpenBLAS's sgemv_n does: 2 accumulators of 8 floats with AVX2, 1 of 16 with AVX-512.
   CHECK(accumulators(lowered(kernel, 32), 8) == 2);
   CHECK(accumulators(lowered(kernel, 64), 16) == 1);
-  CHECK(trip(loops_in_order(optimize_kernel(kernel, {true, planned(64)}))[2]) == 2048 / 16);
+  CHECK(extent(loops_in_order(optimize_kernel(kernel, {true, planned(64)}))[2]) == 2048 / 16);
 }
 
 TEST_CASE(
@@ -615,15 +616,15 @@ TEST_CASE(
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(loops[0]) == 64);         // the parts, each 64 rows of b
-  CHECK(trip(loops[1]) == 64 / 8);     // blocks of 8 rows: no chunks, each block 8 whole rows
-  CHECK(trip(loops[2]) == 4096 / 16);  // tiles of one 64-byte line
+  CHECK(extent(loops[0]) == 64);         // the parts, each 64 rows of b
+  CHECK(extent(loops[1]) == 64 / 8);     // blocks of 8 rows: no chunks, each block 8 whole rows
+  CHECK(extent(loops[2]) == 4096 / 16);  // tiles of one 64-byte line
   // Rows of 8192 columns: chunks of 4096 (16 KiB of partial sums), inside the parts.
   const std::vector<UOpPtr> wide =
       loops_in_order(optimize_kernel(gemv_kernel({4, 1, 64, 8192}), {true, planned(32)}));
   REQUIRE(wide.size() == 4);
-  CHECK(trip(wide[0]) == 4);
-  CHECK(trip(wide[1]) == 2);
+  CHECK(extent(wide[0]) == 4);
+  CHECK(extent(wide[1]) == 2);
 }
 
 TEST_CASE("GEMV with a costly a (computed again for every column tile): tiles of 8 vectors") {
@@ -659,10 +660,10 @@ TEST_CASE("column_sum_axes: a sum of loads alone down rows of a page or more") {
   const auto cs = column_sum_axes(column_sum_kernel(4, 64, 1024), Target{});
   REQUIRE(cs);
   CHECK_FALSE(cs->rows);
-  CHECK(trip(cs->cols) == 1024);
-  CHECK(trip(cs->reduce) == 64);
+  CHECK(extent(cs->cols) == 1024);
+  CHECK(extent(cs->reduce) == 64);
   REQUIRE(cs->panels.size() == 1);  // the blocks of rows
-  CHECK(trip(cs->panels[0]) == 4);
+  CHECK(extent(cs->panels[0]) == 4);
   CHECK_FALSE(column_sum_axes(column_sum_kernel(4, 64, 512), Target{}));  // rows of 2 KiB: the plain tiles
   CHECK_FALSE(column_sum_axes(gemv_kernel({1, 1, 4096, 4096}), Target{}));
   Target big_page;
@@ -675,19 +676,19 @@ TEST_CASE("column sum: the blocks of rows shared by the threads, each streamed 8
   const std::vector<UOpPtr> loops = loops_in_order(opt);
   REQUIRE(loops.size() == 3);
   CHECK(loops[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(loops[0]) == 64);         // the blocks of rows
-  CHECK(trip(loops[1]) == 64 / 8);     // blocks of 8 whole rows (one chunk of 4096 columns)
-  CHECK(trip(loops[2]) == 4096 / 16);  // tiles of one 64-byte line: 2 vectors
+  CHECK(extent(loops[0]) == 64);         // the blocks of rows
+  CHECK(extent(loops[1]) == 64 / 8);     // blocks of 8 whole rows (one chunk of 4096 columns)
+  CHECK(extent(loops[2]) == 4096 / 16);  // tiles of one 64-byte line: 2 vectors
   const auto red = of_kind(opt, AxisKind::Reduce);
   REQUIRE(red.size() == 1);
-  CHECK(trip(red[0]) == 8);
+  CHECK(extent(red[0]) == 8);
   CHECK(accumulators(lowered(column_sum_kernel(64, 64, 4096), 32), 8) == 2);
   // One block of rows: the chunks are what the threads share.
   const auto one = loops_in_order(optimize_kernel(column_sum_kernel(0, 64, 4096), {true, planned(32)}));
   REQUIRE(one.size() == 3);
   CHECK(one[0]->get<AxisArg>().kind == AxisKind::Parallel);
-  CHECK(trip(one[0]) == 2);
-  CHECK(trip(one[1]) == 8);
+  CHECK(extent(one[0]) == 2);
+  CHECK(extent(one[1]) == 8);
 }
 
 TEST_CASE("column sum: values as the plain loop nest's, with column tails and k without a block") {
