@@ -5,7 +5,6 @@
 // NaN a NaN (sign and top payload bits kept, quiet bit set, as the CPU's
 // vcvtneps2bf16 and vcvtps2ph do); conversion to float is exact
 // (docs/semantics.md, "Half-precision dtypes").
-#include <bit>
 #include <cstdint>
 
 namespace loom {
@@ -16,17 +15,19 @@ namespace half_bits {
 // just under half of the dropped 16 bits' weight, plus 1 when the kept part is
 // odd (ties to even); a carry moves into the exponent and, at the top, to inf.
 constexpr uint16_t bf16_from_f32(float f) {
-  const uint32_t w = std::bit_cast<uint32_t>(f);
+  const uint32_t w = __builtin_bit_cast(uint32_t, f);
   if ((w & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((w >> 16) | 0x40u);
   return static_cast<uint16_t>((w + 0x7fffu + ((w >> 16) & 1u)) >> 16);
 }
 
-constexpr float f32_from_bf16(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+constexpr float f32_from_bf16(uint16_t h) {
+  return __builtin_bit_cast(float, static_cast<uint32_t>(h) << 16);
+}
 
 // float -> float16 bits: 5 exponent bits (bias 15) and 10 mantissa bits, with
 // subnormals below 2^-14 (multiples of 2^-24).
 constexpr uint16_t f16_from_f32(float f) {
-  const uint32_t w = std::bit_cast<uint32_t>(f);
+  const uint32_t w = __builtin_bit_cast(uint32_t, f);
   const uint32_t sign = (w >> 16) & 0x8000u, a = w & 0x7fffffffu;
   uint32_t r = 0;
   if (a > 0x7f800000u) {
@@ -49,8 +50,8 @@ constexpr uint16_t f16_from_f32(float f) {
 constexpr float f32_from_f16(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1fu) return std::bit_cast<float>(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
-  if (e != 0) return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+  if (e == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));
+  if (e != 0) return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
   const float mag = static_cast<float>(m) * 0x1p-24f;  // exact: m < 2^10
   return sign ? -mag : mag;
 }

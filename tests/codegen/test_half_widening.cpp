@@ -4,8 +4,6 @@
 // definition (below: scale, round the significand to nearest even, encode), and
 // so does include/loom/half.hpp's conversion; every 16-bit pattern widens exactly.
 // Hand-derived cases and arithmetic in half dtypes run compiled and interpreted.
-// The test binaries build at -O0; this file's loops over 2^32 values need the optimiser.
-#pragma GCC optimize("O2")
 #include "codegen/codegen.hpp"
 #include "codegen/run_kernel.hpp"
 #include "support/half_reference.hpp"
@@ -41,7 +39,7 @@ UOpPtr cast_kernel(DType from, DType to, int64_t n) {
 }
 
 uint16_t host_round(uint32_t w, Format f) {
-  const float x = std::bit_cast<float>(w);
+  const float x = __builtin_bit_cast(float, w);
   return f.ebits == 8 ? bfloat16(x).bits : float16(x).bits;
 }
 
@@ -56,21 +54,27 @@ void check_every_float(DType to, Format f) {
     Aligned<uint16_t> out(kChunk);
     for (uint64_t c = first_chunk; c < (uint64_t{1} << 32) / kChunk; c += step) {
       const uint32_t base = static_cast<uint32_t>(c * kChunk);
-      for (int64_t k = 0; k < kChunk; ++k) in[k] = base + static_cast<uint32_t>(k);
+      uint32_t* const x = in.data();  // raw pointers: Aligned's accessors stay at -O0
+      const uint16_t* const y = out.data();
+      for (int64_t k = 0; k < kChunk; ++k) x[k] = base + static_cast<uint32_t>(k);
       void* bufs[] = {out.data(), in.data()};
       fn(bufs, nullptr, 0, kChunk / 16);
+      int64_t bad = 0, host_bad = 0;
       for (int64_t k = 0; k < kChunk; ++k) {
-        const uint16_t want = ieee_round(in[k], f);
-        if (out[k] != want && mismatches++ == 0) first_bad = in[k];
-        if (host_round(in[k], f) != want) ++host_mismatches;
+        const uint16_t want = ieee_round(x[k], f);
+        if (y[k] != want && bad++ == 0) first_bad = x[k];
+        host_bad += host_round(x[k], f) != want;
       }
+      mismatches += bad;
+      host_mismatches += host_bad;
     }
   };
   std::thread other(work, 1, 2);
   work(0, 2);
   other.join();
   INFO("first mismatch at float bits 0x" << std::hex << first_bad.load() << ": compiled 0x"
-                                         << host_round(first_bad, f) << " want 0x" << ieee_round(first_bad, f));
+                                         << host_round(first_bad, f) << " want 0x"
+                                         << ieee_round(first_bad, f));
   CHECK(mismatches.load() == 0);
   CHECK(host_mismatches.load() == 0);
 }
@@ -122,17 +126,17 @@ TEST_CASE("half_widening: every bfloat16 and float16 pattern widens exactly") {
 // float32's exponents; f16 11 bits, exponents -14..15, subnormals down to 2^-24.
 TEST_CASE("half_widening: hand-derived narrowings") {
   const float nan_payload = std::bit_cast<float>(0x7fa12345u);  // signalling, payload 0x212345
-  const std::vector<float> in{0.1f,  1.0f,    65504.0f, 65520.0f, 65519.0f, 0x1p-24f, 0x1p-25f,
-                              0x1.8p-25f, 0x1p-133f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 0x1.8p-8f,
-                              1.0f + 0x1p-11f, 1.0f + 0x3p-11f, nan_payload, -INFINITY};
+  const std::vector<float> in{
+      0.1f,        1.0f,      65504.0f, 65520.0f,       65519.0f,         0x1p-24f,        0x1p-25f,
+      0x1.8p-25f,  0x1p-133f, -0.0f,    1.0f + 0x1p-8f, 1.0f + 0x1.8p-8f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f,
+      nan_payload, -INFINITY};
   // 0.1 = 0x3dcccccd: bf16 rounds up to 0x3dcd; f16 0x2e66 (0.0999755859375).
   // 1 + 2^-8 is half way between bf16 1 and 1 + 2^-7: ties to even gives 1 (0x3f80);
-  // 1 + 1.5 2^-8 rounds up (0x3f81); both are f16 values (0x3c04, 0x3c06). For f16 1 + 2^-11 ties down to 0x3c00, 1 + 3 2^-11 up to 0x3c02.
-  // 65520 is half way past 65504 (0x7bff, odd): f16 inf; 65519 rounds to 65504.
-  // 2^-24 is f16's smallest subnormal (0x0001); 2^-25 ties to 0; 1.5 2^-25 rounds up to 0x0001.
-  // 2^-133 is a bf16 subnormal: 2^-133 = 2^-126 2^-7 -> mantissa 0x01.
-  // A signalling NaN narrows quiet with its top payload bits: bf16 0x7fa1 | 0x40 = 0x7fe1;
-  // f16 0x7c00 | 0x200 | (0x212345 >> 13 = 0x109) = 0x7f09.
+  // 1 + 1.5 2^-8 rounds up (0x3f81); both are f16 values (0x3c04, 0x3c06). For f16 1 + 2^-11 ties down to
+  // 0x3c00, 1 + 3 2^-11 up to 0x3c02. 65520 is half way past 65504 (0x7bff, odd): f16 inf; 65519 rounds to
+  // 65504. 2^-24 is f16's smallest subnormal (0x0001); 2^-25 ties to 0; 1.5 2^-25 rounds up to 0x0001. 2^-133
+  // is a bf16 subnormal: 2^-133 = 2^-126 2^-7 -> mantissa 0x01. A signalling NaN narrows quiet with its top
+  // payload bits: bf16 0x7fa1 | 0x40 = 0x7fe1; f16 0x7c00 | 0x200 | (0x212345 >> 13 = 0x109) = 0x7f09.
   CHECK(narrow(DType::BFloat16, in) == std::vector<uint16_t>{0x3dcd, 0x3f80, 0x4780, 0x4780, 0x4780, 0x3380,
                                                              0x3300, 0x3340, 0x0001, 0x8000, 0x3f80, 0x3f81,
                                                              0x3f80, 0x3f80, 0x7fe1, 0xff80});

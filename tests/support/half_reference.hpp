@@ -27,18 +27,20 @@ inline Format format_of(DType dt) { return dt.scalar == Scalar::BFloat16 ? kBF16
 // NaN: sign, all-ones exponent, the quiet bit, then the top payload bits. The scalings
 // are exact powers of two and the rounding is the FPU's default (to nearest, ties to
 // even) on a double holding at most 2^25: adding and removing 2^52 leaves the integer
-// nearest. No libm, so 2^33 calls take seconds.
-inline double pow2(int k) { return std::bit_cast<double>(static_cast<uint64_t>(k + 1023) << 52); }
+// nearest. No libm and builtins only (the test files build at -O0, and a library
+// function parsed there stays unoptimised), so 2^33 calls take seconds.
+inline double pow2(int k) { return __builtin_bit_cast(double, static_cast<uint64_t>(k + 1023) << 52); }
 inline uint16_t ieee_round(uint32_t w, Format f) {
   const uint32_t sign = (w >> 31) << 15, inf = ((1u << f.ebits) - 1) << (f.p - 1);
   const uint32_t e32 = (w >> 23) & 0xff, m32 = w & 0x7fffff;
-  if (e32 == 0xff && m32 != 0) return static_cast<uint16_t>(sign | inf | (1u << (f.p - 2)) | (m32 >> (24 - f.p)));
+  if (e32 == 0xff && m32 != 0)
+    return static_cast<uint16_t>(sign | inf | (1u << (f.p - 2)) | (m32 >> (24 - f.p)));
   if (e32 == 0xff) return static_cast<uint16_t>(sign | inf);
   if (e32 == 0 && m32 == 0) return static_cast<uint16_t>(sign);
-  const double a = std::fabs(static_cast<double>(std::bit_cast<float>(w)));  // exact
+  const double a = __builtin_fabs(static_cast<double>(__builtin_bit_cast(float, w)));  // exact
   // The leading bit's exponent: float's field, or for a float subnormal m 2^-149, 31 - clz(m) - 149.
-  const int lead = e32 == 0 ? 31 - std::countl_zero(m32) - 149 : static_cast<int>(e32) - 127;
-  const int emin = 1 - f.bias(), q = std::max(lead, emin) - (f.p - 1);
+  const int lead = e32 == 0 ? 31 - __builtin_clz(m32) - 149 : static_cast<int>(e32) - 127;
+  const int emin = 1 - f.bias(), q = (lead > emin ? lead : emin) - (f.p - 1);
   volatile double scaled = a * pow2(-q) + 0x1p52;  // volatile: the two steps round as written
   const double n = scaled - 0x1p52;
   const double largest = (pow2(f.p) - 1) * pow2(f.bias() - (f.p - 1));
@@ -60,10 +62,11 @@ inline float ieee_widen(uint16_t h, Format f) {
   if (e == (1u << f.ebits) - 1) {
     if (m == 0) return negative ? -INFINITY : INFINITY;
     const uint32_t payload = (m << (23 - mbits)) | (f.ebits == 8 ? 0 : 0x400000);  // f16: quieted
-    return std::bit_cast<float>((negative ? 0x80000000u : 0) | 0x7f800000u | payload);
+    return __builtin_bit_cast(float, (negative ? 0x80000000u : 0) | 0x7f800000u | payload);
   }
-  const double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias() - mbits)
-                          : std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), static_cast<int>(e) - f.bias());
+  const double v =
+      e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias() - mbits)
+             : std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), static_cast<int>(e) - f.bias());
   return static_cast<float>(negative ? -v : v);
 }
 
@@ -71,10 +74,10 @@ inline float ieee_widen(uint16_t h, Format f) {
 // CAST does: to float32 first, then rounded once; returned exactly as a double.
 inline double round_half(DType dt, double v) {
   const Format f = format_of(dt);
-  return ieee_widen(ieee_round(std::bit_cast<uint32_t>(static_cast<float>(v)), f), f);
+  return ieee_widen(ieee_round(__builtin_bit_cast(uint32_t, static_cast<float>(v)), f), f);
 }
 inline uint16_t half_bits(DType dt, double v) {
-  return ieee_round(std::bit_cast<uint32_t>(static_cast<float>(v)), format_of(dt));
+  return ieee_round(__builtin_bit_cast(uint32_t, static_cast<float>(v)), format_of(dt));
 }
 
 }  // namespace loom::half_ref

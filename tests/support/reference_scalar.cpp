@@ -101,8 +101,8 @@ double round_float(DType dt, double v) {
 
 double float_alu(Op op, DType dt, double a, double b, double c) {
   if (dt.is_half())  // computes in float32, the result rounded once (docs/semantics.md)
-    return round_float(dt, float_op<float>(op, dt, static_cast<float>(a), static_cast<float>(b),
-                                           static_cast<float>(c)));
+    return round_float(
+        dt, float_op<float>(op, dt, static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
   if (dt.scalar == Scalar::Float32)
     return float_op<float>(op, dt, static_cast<float>(a), static_cast<float>(b), static_cast<float>(c));
   if (dt.scalar == Scalar::Float64) return float_op<double>(op, dt, a, b, c);
