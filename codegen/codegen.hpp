@@ -31,6 +31,10 @@ struct OptimizerOptions {
 UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {},
                        std::vector<Opt>* applied = nullptr);
 
+// BFloat16 and Float16 ops compute in Float32 and round once (codegen/half_widening.cpp):
+// afterwards a half is only loaded, stored, selected or CAST to and from Float32.
+UOpPtr widen_halves(const UOpPtr& kernel);
+
 // Float32 EXP2 becomes range reduction and a polynomial from UOps
 // (codegen/transcendental.cpp), so it vectorises instead of calling libm per lane.
 UOpPtr lower_transcendental(const UOpPtr& kernel);
@@ -51,10 +55,10 @@ UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = current_target().ve
 UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().vector_bytes);
 
 // The kernel passes in order (docs/pipeline.md): optimizer, transcendental,
-// expander, lower_reduce, split_vectors, numeric_lowering (codegen/numeric_lowering.hpp). Each is reported to the pass observers
-// (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional
-// ones (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and
-// the emitter take. `applied`, when given, receives the optimizer's Opts (none when it is off).
+// expander, lower_reduce, split_vectors, numeric_lowering (codegen/numeric_lowering.hpp). Each is reported to
+// the pass observers (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional ones
+// (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and the emitter take. `applied`, when
+// given, receives the optimizer's Opts (none when it is off).
 UOpPtr lower_kernel(const UOpPtr& kernel, std::string_view name, const Flags& flags,
                     std::vector<Opt>* applied = nullptr);
 // How lower_kernel lowers: the optimizer's Opts given (a search's candidate or winner)

@@ -10,6 +10,8 @@
 #include "codegen/numeric_lowering.hpp"
 #include "ir/target.hpp"
 
+#include <loom/half.hpp>
+
 #include <fmt/format.h>
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/IRBuilder.h>
@@ -125,6 +127,9 @@ class Emitter {
   Value* binary(Op op, DType dt, Value* a, Value* b);
   Value* compare(Op op, DType dt, Value* a, Value* b);
   Value* cast(DType from, DType to, Value* v);
+  Value* half_to_f32(DType from, Value* v);
+  Value* f32_to_half(DType to, Value* v);
+  Value* f32_to_f16_subnormal(Value* a);
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
@@ -210,6 +215,10 @@ llvm::Type* Emitter::type_of(DType dt) {
     case Scalar::Int64: return b_.getInt64Ty();
     case Scalar::Float32: return b_.getFloatTy();
     case Scalar::Float64: return b_.getDoubleTy();
+    // Halves are their 16 bits: loads, stores and selects move them, and CAST
+    // converts them by integer arithmetic (Emitter::half_to_f32, f32_to_half).
+    case Scalar::BFloat16:
+    case Scalar::Float16: return b_.getInt16Ty();
   }
   throw Error("unknown dtype " + to_string(dt));
 }
@@ -223,6 +232,8 @@ llvm::Type* Emitter::memory_type(DType dt) {
 // A scalar constant, splat over dt's lanes.
 llvm::Constant* Emitter::constant(DType dt, double f, int64_t i) {
   llvm::Type* t = type_of(dt);  // ConstantFP/ConstantInt::get splat over a vector type
+  if (dt.scalar == Scalar::BFloat16) return llvm::ConstantInt::get(t, bfloat16(static_cast<float>(f)).bits);
+  if (dt.scalar == Scalar::Float16) return llvm::ConstantInt::get(t, float16(static_cast<float>(f)).bits);
   if (dt.is_float()) return llvm::ConstantFP::get(t, f);
   if (dt.is_bool()) i = i != 0;
   return llvm::ConstantInt::get(t, llvm::APInt(64, static_cast<uint64_t>(i), true).trunc(dt.bits()));
@@ -383,11 +394,94 @@ Value* Emitter::compare(Op op, DType dt, Value* a, Value* b) {
 Value* Emitter::cast(DType from, DType to, Value* v) {
   llvm::Type* target = type_of(to);
   if (from == to) return v;
+  // half_widening left only Float32 <-> half casts (any other goes through Float32).
+  if (from.is_half() && to.base() == DType::Float32) return half_to_f32(from, v);
+  if (to.is_half() && from.base() == DType::Float32) return f32_to_half(to, v);
+  if (from.is_half() || to.is_half())
+    throw Error(
+        fmt::format("CAST {} to {}: a half converts only to and from f32 here; half_widening "
+                    "(codegen/half_widening.cpp) must run first",
+                    to_string(from), to_string(to)));
   if (to.is_bool()) return from.is_float() ? b_.CreateFCmpUNE(v, zero(from)) : b_.CreateICmpNE(v, zero(from));
   if (from.is_float() && to.is_float()) return b_.CreateFPCast(v, target);
   if (from.is_float()) return to.is_unsigned() ? b_.CreateFPToUI(v, target) : b_.CreateFPToSI(v, target);
   if (to.is_float()) return from.is_unsigned() ? b_.CreateUIToFP(v, target) : b_.CreateSIToFP(v, target);
   return from.is_unsigned() ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
+}
+
+// The conversions of docs/semantics.md ("Half-precision dtypes") by integer
+// arithmetic, lane-wise, on every Target alike: LLVM's fptrunc to bfloat or half
+// is a libm call on x86 without AVX512_BF16 or F16C. include/loom/half.hpp
+// states the same rules in C++ for the API's values.
+Value* Emitter::half_to_f32(DType from, Value* v) {
+  const unsigned lanes = from.lanes;
+  auto i32 = [&](uint32_t c) -> Value* {
+    return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
+  };
+  llvm::Type* f32 = type_of(DType::Float32.vec(lanes));
+  Value* h = b_.CreateZExt(v, type_of(DType::Int32.vec(lanes)));
+  if (from.scalar == Scalar::BFloat16) return b_.CreateBitCast(b_.CreateShl(h, i32(16)), f32);  // exact
+  Value* sign = b_.CreateShl(b_.CreateAnd(h, i32(0x8000)), i32(16));
+  Value* e = b_.CreateAnd(b_.CreateLShr(h, i32(10)), i32(0x1f));
+  Value* m = b_.CreateAnd(h, i32(0x3ff));
+  Value* normal = b_.CreateOr(b_.CreateShl(b_.CreateAdd(e, i32(112)), i32(23)), b_.CreateShl(m, i32(13)));
+  Value* quiet = b_.CreateSelect(b_.CreateICmpNE(m, i32(0)), i32(0x400000), i32(0));
+  Value* special = b_.CreateOr(b_.CreateOr(i32(0x7f800000), b_.CreateShl(m, i32(13))), quiet);
+  // A subnormal m 2^-24: exact in float (m < 2^10), so the conversion and the scaling do not round.
+  Value* tiny = b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(m, f32), llvm::ConstantFP::get(f32, 0x1p-24)),
+                                 type_of(DType::Int32.vec(lanes)));
+  Value* mag = b_.CreateSelect(b_.CreateICmpEQ(e, i32(0)), tiny,
+                               b_.CreateSelect(b_.CreateICmpEQ(e, i32(0x1f)), special, normal));
+  return b_.CreateBitCast(b_.CreateOr(sign, mag), f32);
+}
+
+// |f| < 2^-14 (bits `a`) as a Float16 subnormal: the count of 2^-24, rounded to nearest even.
+Value* Emitter::f32_to_f16_subnormal(Value* a) {
+  const unsigned lanes = llvm::isa<llvm::VectorType>(a->getType())
+                             ? llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements()
+                             : 1;
+  auto i32 = [&](uint32_t c) -> Value* {
+    return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
+  };
+  Value* is_normal32 = b_.CreateICmpUGE(a, i32(0x800000));
+  Value* m = b_.CreateOr(b_.CreateAnd(a, i32(0x7fffff)), b_.CreateSelect(is_normal32, i32(0x800000), i32(0)));
+  Value* e = b_.CreateSelect(is_normal32, b_.CreateLShr(a, i32(23)), i32(1));
+  Value* s = b_.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b_.CreateSub(i32(126), e), i32(31));
+  Value* q = b_.CreateLShr(m, s);
+  Value* rem = b_.CreateAnd(m, b_.CreateSub(b_.CreateShl(i32(1), s), i32(1)));
+  Value* half = b_.CreateShl(i32(1), b_.CreateSub(s, i32(1)));
+  Value* up =
+      b_.CreateOr(b_.CreateICmpUGT(rem, half),
+                  b_.CreateAnd(b_.CreateICmpEQ(rem, half), b_.CreateICmpNE(b_.CreateAnd(q, i32(1)), i32(0))));
+  return b_.CreateAdd(q, b_.CreateZExt(up, q->getType()));
+}
+
+Value* Emitter::f32_to_half(DType to, Value* v) {
+  const unsigned lanes = to.lanes;
+  auto i32 = [&](uint32_t c) -> Value* {
+    return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
+  };
+  llvm::Type* i16 = type_of(to);
+  Value* w = b_.CreateBitCast(v, type_of(DType::Int32.vec(lanes)));
+  Value* a = b_.CreateAnd(w, i32(0x7fffffff));
+  Value* nan = b_.CreateICmpUGT(a, i32(0x7f800000));
+  if (to.scalar == Scalar::BFloat16) {
+    // Add just under half the dropped bits' weight, plus 1 when the kept part is odd.
+    Value* odd = b_.CreateAnd(b_.CreateLShr(w, i32(16)), i32(1));
+    Value* rounded = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(w, i32(0x7fff)), odd), i32(16));
+    Value* quiet = b_.CreateOr(b_.CreateLShr(w, i32(16)), i32(0x40));
+    return b_.CreateTrunc(b_.CreateSelect(nan, quiet, rounded), i16);
+  }
+  Value* sign = b_.CreateAnd(b_.CreateLShr(w, i32(16)), i32(0x8000));
+  Value* quiet = b_.CreateOr(i32(0x7e00), b_.CreateAnd(b_.CreateLShr(a, i32(13)), i32(0x3ff)));
+  Value* odd = b_.CreateAnd(b_.CreateLShr(a, i32(13)), i32(1));
+  Value* normal = b_.CreateLShr(b_.CreateAdd(b_.CreateAdd(a, i32(0xfff - 0x38000000)), odd), i32(13));
+  Value* mag = b_.CreateSelect(
+      nan, quiet,
+      b_.CreateSelect(
+          b_.CreateICmpUGE(a, i32(0x477ff000)), i32(0x7c00),  // 65520 and up: inf
+          b_.CreateSelect(b_.CreateICmpUGE(a, i32(0x38800000)), normal, f32_to_f16_subnormal(a))));
+  return b_.CreateTrunc(b_.CreateOr(sign, mag), i16);
 }
 
 Value* Emitter::bitcast(DType from, DType to, Value* v) {

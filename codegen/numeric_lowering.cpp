@@ -162,9 +162,25 @@ UOpPtr lower_float_max(const UOp& u) {
   return where(ne(b, b), b, zeros);
 }
 
+// What half_widening (codegen/half_widening.cpp) should have rewritten: arithmetic on a
+// half, or a CAST between a half and anything but Float32. No plain instruction does either.
+std::string unwidened_half(const UOp& u) {
+  bool half = u.dtype.is_half();
+  for (const UOpPtr& s : u.src) half = half || s->dtype.is_half();
+  if (!half) return "";
+  if (u.op == Op::CAST) {
+    const bool f32 = u.dtype.base() == DType::Float32 || u.src[0]->dtype.base() == DType::Float32;
+    return f32 ? "" : "a half converts to and from Float32 only; half_widening must run first";
+  }
+  if (is_alu(u.op) && u.op != Op::WHERE)
+    return "arithmetic on a half computes in Float32; half_widening must run first";
+  return "";
+}
+
 }  // namespace
 
 std::string unlowered_numerics(const UOp& u) {
+  if (const std::string why = unwidened_half(u); !why.empty()) return why;
   switch (u.op) {
     case Op::IDIV:
     case Op::MOD: return u.dtype.is_float() ? "" : division_unlowered(u);
@@ -181,7 +197,7 @@ std::string unlowered_numerics(const UOp& u) {
 namespace {
 
 UOpPtr lower(const UOpPtr& u) {
-  if (unlowered_numerics(*u).empty()) return nullptr;
+  if (unlowered_numerics(*u).empty() || !unwidened_half(*u).empty()) return nullptr;
   switch (u->op) {
     case Op::IDIV:
     case Op::MOD: return lower_division(*u);

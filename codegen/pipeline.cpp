@@ -19,12 +19,16 @@ struct KernelPass {
   UOpPtr (*run)(const UOpPtr&, const Flags&, const KernelLowering& how);
 };
 
+// half_widening runs first and is required: the passes after it and the emitter see
+// half-precision values only in loads, stores, selects and conversions.
 // The expander may be switched off: the linearizer runs upcast and unroll
 // ranges as plain loops then. numeric_lowering runs last, on every op the
 // passes before it made (a REDUCE MAX's updates, a lane fold's MAX), and is
 // required: the emitter refuses what it did not lower.
-const std::array<KernelPass, 6>& kernel_passes() {
-  static const std::array<KernelPass, 6> passes{{
+const std::array<KernelPass, 7>& kernel_passes() {
+  static const std::array<KernelPass, 7> passes{{
+      {"half_widening", false,
+       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return widen_halves(k); }},
       {"optimizer", true,
        [](const UOpPtr& k, const Flags& f, const KernelLowering& how) {
          std::optional<std::vector<Opt>> opts;

@@ -57,7 +57,8 @@ std::optional<int64_t> fold_int(Op op, DType dt, const std::vector<UOpPtr>& c) {
   return std::nullopt;  // EXP EXP2 LOG2 SIN COS SQRT RECIP: float-only
 }
 
-// ---- floats, computed in T (float for Float32) ----------------------------------------
+// ---- floats, computed in T (float for Float32 and the halves: then rounded once)
+// ----------------------------------------
 template <class T>
 T maximum(T x, T y) {  // llvm.maximum: NaN propagates, +0 > -0
   if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
@@ -131,7 +132,8 @@ UOpPtr cast_const(DType to, const UOpPtr& c) {
   }
   const int64_t x = int_of(c);
   if (to.is_bool()) return const_int(to, x != 0);
-  if (to.scalar == Scalar::Float32) return const_float(to, static_cast<float>(x));  // one rounding
+  if (to.scalar == Scalar::Float32 || to.is_half())
+    return const_float(to, static_cast<float>(x));  // one rounding (halves: through float, as CAST)
   if (to.is_float()) return const_float(to, static_cast<double>(x));
   return const_int(to, wrap_int(to, static_cast<uint64_t>(x)));  // narrowing wraps, widening extends
 }
@@ -190,7 +192,7 @@ std::optional<UOpPtr> fold_constant(Op op, DType dtype, const std::vector<UOpPtr
   const DType in = consts[0]->dtype;
   if (in.is_float()) {
     const auto r =
-        in.scalar == Scalar::Float32 ? fold_float<float>(op, consts) : fold_float<double>(op, consts);
+        in.scalar == Scalar::Float64 ? fold_float<double>(op, consts) : fold_float<float>(op, consts);
     if (!r) return std::nullopt;
     return is_comparison(op) ? const_int(dtype, *r != 0.0) : const_float(dtype, *r);
   }

@@ -7,8 +7,9 @@
 namespace loom {
 
 namespace {
-constexpr std::array<std::string_view, 6> kShort = {"bool", "u8", "i32", "i64", "f32", "f64"};
-constexpr std::array<std::string_view, 6> kLong = {"Bool", "UInt8", "Int32", "Int64", "Float32", "Float64"};
+constexpr std::array<std::string_view, 8> kShort = {"bool", "u8", "i32", "i64", "f32", "f64", "bf16", "f16"};
+constexpr std::array<std::string_view, 8> kLong = {"Bool",    "UInt8",   "Int32",    "Int64",
+                                                   "Float32", "Float64", "BFloat16", "Float16"};
 }  // namespace
 
 std::string_view scalar_name(Scalar s) { return kLong.at(static_cast<size_t>(s)); }

@@ -1,5 +1,7 @@
 #include "ir/uop.hpp"
 
+#include <loom/half.hpp>
+
 #include "ir/infer.hpp"
 #include "ir/node_index.hpp"
 
@@ -346,6 +348,9 @@ UOpPtr const_int(DType dt, int64_t v) {
 UOpPtr const_float(DType dt, double v) {
   if (!dt.is_float()) throw Error("const_float: dtype " + to_string(dt) + " is not a float type");
   if (dt.scalar == Scalar::Float32) v = static_cast<double>(static_cast<float>(v));
+  // Through float first, as every conversion to a half type (docs/semantics.md).
+  if (dt.scalar == Scalar::BFloat16) v = static_cast<float>(bfloat16(static_cast<float>(v)));
+  if (dt.scalar == Scalar::Float16) v = static_cast<float>(float16(static_cast<float>(v)));
   return UOp::make(Op::CONST, dt, {}, v);
 }
 // A whole number within int64 converts like an integer (wrapping); anything

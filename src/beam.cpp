@@ -3,6 +3,8 @@
 // heuristic's output there.
 #include "src/beam.hpp"
 
+#include <loom/half.hpp>
+
 #include "codegen/codegen.hpp"
 #include "codegen/heuristic.hpp"
 #include "ir/kernel_cost.hpp"
@@ -98,6 +100,8 @@ void fill(const Slot& s, std::byte* data, uint64_t seed) {
     switch (s.dtype.scalar) {
       case Scalar::Float32: put(static_cast<float>(f)); break;
       case Scalar::Float64: put(f); break;
+      case Scalar::BFloat16: put(bfloat16(static_cast<float>(f))); break;
+      case Scalar::Float16: put(float16(static_cast<float>(f))); break;
       case Scalar::Bool: put(static_cast<uint8_t>(r & 1)); break;
       case Scalar::UInt8: put(static_cast<uint8_t>(r & 255)); break;
       case Scalar::Int32: put(static_cast<int32_t>(r % 41) - 20); break;
@@ -112,9 +116,15 @@ double value_at(const Slot& s, const std::byte* data, int64_t i) {
     std::memcpy(&v, p, sizeof v);
     return static_cast<double>(v);
   };
+  const auto get_half = [&](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
   switch (s.dtype.scalar) {
     case Scalar::Float32: return get(float{});
     case Scalar::Float64: return get(double{});
+    case Scalar::BFloat16: return static_cast<double>(static_cast<float>(get_half(bfloat16{})));
+    case Scalar::Float16: return static_cast<double>(static_cast<float>(get_half(float16{})));
     case Scalar::Bool:
     case Scalar::UInt8: return get(uint8_t{});
     case Scalar::Int32: return get(int32_t{});
@@ -136,7 +146,11 @@ std::string compare(const Slot& s, const std::byte* got, const std::byte* want, 
                            value_at(s, got, i), value_at(s, want, i));
     return "";
   }
-  const double rtol = s.dtype.scalar == Scalar::Float32 ? 0x1p-12 : 0x1p-36;
+  // Halves round their results to 8 or 11 bits: a reordered sum differs by those ulps.
+  const double rtol = s.dtype.scalar == Scalar::Float64   ? 0x1p-36
+                      : s.dtype.scalar == Scalar::Float32 ? 0x1p-12
+                      : s.dtype.scalar == Scalar::Float16 ? 0x1p-8
+                                                          : 0x1p-5;
   double scale = input_scale;
   for (int64_t i = 0; i < s.elements; ++i)
     if (const double w = std::abs(value_at(s, want, i)); std::isfinite(w)) scale = std::max(scale, w);

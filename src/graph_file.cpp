@@ -2,6 +2,7 @@
 // form of a tensor graph with the file's own buffer numbers, then one `@data`
 // line per buffer.
 #include <loom/graph_file.hpp>
+#include <loom/half.hpp>
 
 #include "ir/pattern.hpp"
 #include "ir/text.hpp"
@@ -55,6 +56,10 @@ void fill_random(const UOpPtr& buffer, uint64_t seed) {
     switch (buffer->dtype.scalar) {
       case Scalar::Float32: static_cast<float*>(dst)[i] = static_cast<float>(2 * unit - 1); break;
       case Scalar::Float64: static_cast<double*>(dst)[i] = 2 * unit - 1; break;
+      case Scalar::BFloat16:
+        static_cast<bfloat16*>(dst)[i] = bfloat16(static_cast<float>(2 * unit - 1));
+        break;
+      case Scalar::Float16: static_cast<float16*>(dst)[i] = float16(static_cast<float>(2 * unit - 1)); break;
       case Scalar::Int32: static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(small - 8); break;
       case Scalar::Int64: static_cast<int64_t*>(dst)[i] = small - 8; break;
       case Scalar::UInt8: static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(small); break;

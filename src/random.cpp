@@ -134,8 +134,9 @@ UOpPtr below(const Words4& x, const UOpPtr& range) {
 
 void check_float(DType dt, const char* op) {
   if (!dt.is_float())
-    throw Error(fmt::format("{}: dtype {} is not a floating dtype (expected Float32 or Float64)", op,
-                            scalar_name(dt.scalar)));
+    throw Error(
+        fmt::format("{}: dtype {} is not a floating dtype (expected Float32, Float64, BFloat16 or Float16)",
+                    op, scalar_name(dt.scalar)));
 }
 
 }  // namespace
@@ -173,6 +174,14 @@ Tensor Tensor::rand(Shape shape, DType dtype) {
   check_shape(shape, "rand", dtype);
   const int64_t n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
+  if (dtype.is_half()) {  // a multiple of 2^-digits in Float32, so the cast is exact and below 1
+    const int digits = dtype.scalar == Scalar::BFloat16 ? 8 : 11;
+    const Words4 x = draw(n, {}).block;
+    const Shape& s = *x[0]->shape();
+    const UOpPtr u = cast_uop(shift_right(x[0], 32 - digits), DType::Float32) *
+                     const_tensor(std::ldexp(1.0, -digits), DType::Float32, s);
+    return make_tensor(reshape_uop(cast_uop(u, dtype.base()), shape));
+  }
   return make_tensor(reshape_uop(unit_interval(draw(n, {}).block, 0, dtype.base()), shape));
 }
 
@@ -181,6 +190,9 @@ Tensor Tensor::randn(Shape shape, DType dtype) {
   check_shape(shape, "randn", dtype);
   const int64_t n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
+  if (dtype.is_half())  // drawn in Float32, rounded once (as PyTorch's normal_ for halves)
+    return make_tensor(
+        reshape_uop(cast_uop(standard_normal(draw(n, {}).block, DType::Float32), dtype.base()), shape));
   return make_tensor(reshape_uop(standard_normal(draw(n, {}).block, dtype.base()), shape));
 }
 

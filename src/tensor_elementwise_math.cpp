@@ -162,26 +162,34 @@ UOpPtr float_pow_const(const UOpPtr& x, double e) {
   return alu(Op::POW, {x, const_as(x, e)});
 }
 
+// BFloat16 and Float16 compute in Float32 (docs/semantics.md), as integers do.
 UOpPtr as_float(const Tensor& t, const char* op) {
   const UOpPtr& x = uop(t, op);
-  return cast_uop(x, float_dtype(x->dtype));
+  return cast_uop(x, x->dtype.is_half() ? DType::Float32 : float_dtype(x->dtype));
+}
+
+// The result of a function computed by as_float: a half input's dtype again, rounded once.
+Tensor float_result(const Tensor& t, const UOpPtr& r) {
+  return make_tensor(t.dtype().is_half() ? cast_uop(r, t.dtype()) : r);
 }
 }  // namespace
 
-Tensor Tensor::exp() const { return make_tensor(exp_of(as_float(*this, "exp"))); }
-Tensor Tensor::log() const { return make_tensor(log_of(as_float(*this, "log"))); }
-Tensor Tensor::exp2() const { return make_tensor(alu(Op::EXP2, {as_float(*this, "exp2")})); }
-Tensor Tensor::log2() const { return make_tensor(alu(Op::LOG2, {as_float(*this, "log2")})); }
-Tensor Tensor::sqrt() const { return make_tensor(alu(Op::SQRT, {as_float(*this, "sqrt")})); }
+Tensor Tensor::exp() const { return float_result(*this, exp_of(as_float(*this, "exp"))); }
+Tensor Tensor::log() const { return float_result(*this, log_of(as_float(*this, "log"))); }
+Tensor Tensor::exp2() const { return float_result(*this, alu(Op::EXP2, {as_float(*this, "exp2")})); }
+Tensor Tensor::log2() const { return float_result(*this, alu(Op::LOG2, {as_float(*this, "log2")})); }
+Tensor Tensor::sqrt() const { return float_result(*this, alu(Op::SQRT, {as_float(*this, "sqrt")})); }
 // 1/sqrt(x) as PyTorch's CPU rsqrt: two correctly rounded steps, within 2 ulps.
 Tensor Tensor::rsqrt() const {
-  return make_tensor(alu(Op::RECIP, {alu(Op::SQRT, {as_float(*this, "rsqrt")})}));
+  return float_result(*this, alu(Op::RECIP, {alu(Op::SQRT, {as_float(*this, "rsqrt")})}));
 }
-Tensor Tensor::reciprocal() const { return make_tensor(alu(Op::RECIP, {as_float(*this, "reciprocal")})); }
-Tensor Tensor::sin() const { return make_tensor(alu(Op::SIN, {as_float(*this, "sin")})); }
-Tensor Tensor::cos() const { return make_tensor(cos_of(as_float(*this, "cos"))); }
-Tensor Tensor::tanh() const { return make_tensor(tanh_of(as_float(*this, "tanh"))); }
-Tensor Tensor::sigmoid() const { return make_tensor(sigmoid_of(as_float(*this, "sigmoid"))); }
+Tensor Tensor::reciprocal() const {
+  return float_result(*this, alu(Op::RECIP, {as_float(*this, "reciprocal")}));
+}
+Tensor Tensor::sin() const { return float_result(*this, alu(Op::SIN, {as_float(*this, "sin")})); }
+Tensor Tensor::cos() const { return float_result(*this, cos_of(as_float(*this, "cos"))); }
+Tensor Tensor::tanh() const { return float_result(*this, tanh_of(as_float(*this, "tanh"))); }
+Tensor Tensor::sigmoid() const { return float_result(*this, sigmoid_of(as_float(*this, "sigmoid"))); }
 
 // Floats (or a float operand): POW. Integers (and Bool, as Int32): an integer result by
 // binary powering, as PyTorch's int ** int.
@@ -197,7 +205,8 @@ Tensor Tensor::pow(const Tensor& exponent) const {
 Tensor Tensor::pow(double exponent) const {
   const UOpPtr& x = uop(*this, "pow");
   const bool whole = std::isfinite(exponent) && exponent == std::trunc(exponent);
-  if (x->dtype.is_float() || !whole) return make_tensor(float_pow_const(as_float(*this, "pow"), exponent));
+  if (x->dtype.is_float() || !whole)
+    return float_result(*this, float_pow_const(as_float(*this, "pow"), exponent));
   if (exponent < 0)
     throw Error(
         fmt::format("pow: a {} tensor to the negative integer power {} is not allowed (as in PyTorch); "

@@ -29,7 +29,10 @@ struct Flat {
 template <class T, class Out>
 std::vector<Out> widened(const Tensor& t) {
   const std::vector<T> v = t.to_vector<T>();
-  return {v.begin(), v.end()};
+  std::vector<Out> out;
+  out.reserve(v.size());
+  for (const T& x : v) out.push_back(static_cast<Out>(x));  // halves convert explicitly
+  return out;
 }
 
 Flat read(const Tensor& t) {
@@ -37,6 +40,8 @@ Flat read(const Tensor& t) {
   switch (f.dtype.scalar) {
     case Scalar::Float32: f.floats = widened<float, double>(t); break;
     case Scalar::Float64: f.floats = t.to_vector<double>(); break;
+    case Scalar::BFloat16: f.floats = widened<bfloat16, double>(t); break;
+    case Scalar::Float16: f.floats = widened<float16, double>(t); break;
     case Scalar::Int32: f.ints = widened<int32_t, int64_t>(t); break;
     case Scalar::Int64: f.ints = t.to_vector<int64_t>(); break;
     case Scalar::UInt8: f.ints = widened<uint8_t, int64_t>(t); break;

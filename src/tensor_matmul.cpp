@@ -39,7 +39,9 @@ Tensor Tensor::matmul(const Tensor& other) const {
     throw Error(fmt::format("matmul: inner dimensions do not match: {} @ {} ({} vs {})", str(xu), str(yu), k,
                             ys[ys.size() - 2]));
   const Shape batch = batch_shape(xs, ys, xu, yu);
-  const DType dt = arithmetic_dtype(*this, other, "matmul");
+  const DType out_dt = arithmetic_dtype(*this, other, "matmul");
+  // Halves multiply and accumulate in Float32 (their products are exact there) and round once.
+  const DType dt = out_dt.is_half() ? DType::Float32 : out_dt;
   // x as [.., m, 1, k] and y^T as [.., 1, n, k], both expanded to [.., m, n, k].
   const Shape wide = concat(batch, {m, n, k});
   Shape x_rows(xs.begin(), xs.end() - 1);
@@ -55,7 +57,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
   Shape out = concat(batch, {});
   if (xu.size() > 1) out.push_back(m);
   if (yu.size() > 1) out.push_back(n);
-  return make_tensor(reshape_uop(prod, out));
+  return make_tensor(cast_uop(reshape_uop(prod, out), out_dt));
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }

@@ -4,6 +4,8 @@
 #include "src/engine.hpp"
 #include "src/tensor_node.hpp"
 
+#include <loom/half.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,9 +32,13 @@ constexpr DType dtype_of() {
     return DType::Int64;
   else if constexpr (std::is_same_v<T, uint8_t>)
     return DType::UInt8;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, float16>)
+    return DType::Float16;
   else {
     static_assert(std::is_same_v<T, bool>,
-                  "loom tensors hold float, double, int32_t, int64_t, uint8_t or bool");
+                  "loom tensors hold float, double, bfloat16, float16, int32_t, int64_t, uint8_t or bool");
     return DType::Bool;
   }
 }

@@ -46,7 +46,12 @@ Tensor reduce(const Tensor& t, Op op, const std::vector<int>& axes, bool keepdim
   const std::vector<int64_t> ax = reduce_axes(in, axes, name);
   if (in.empty()) return t;  // a 0-d tensor reduces to itself
   if (op == Op::MAX) check_not_empty(in, ax, name);
-  UOpPtr r = UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{op, ax});
+  // Half sums and products accumulate in Float32 and round once (PyTorch's CPU kernels); MAX is exact.
+  const bool widen = x->dtype.is_half() && op != Op::MAX;
+  UOpPtr r = widen ? cast_uop(UOp::make(Op::REDUCE_AXIS, DType::Float32, {cast_uop(x, DType::Float32)},
+                                        ReduceArg{op, ax}),
+                              x->dtype)
+                   : UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{op, ax});
   return make_tensor(keepdim ? r : reshape_uop(r, without_axes(in, ax)));
 }
 
@@ -115,8 +120,10 @@ Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const Shape& in = *x->shape();
   int64_t n = 1;
   for (int64_t a : reduce_axes(in, axes, "mean")) n *= in[a];
-  const Tensor s = reduce(make_tensor(cast_uop(x, float_dtype(x->dtype))), Op::ADD, axes, keepdim, "mean");
-  return s / Tensor::scalar(static_cast<double>(n), s.dtype());
+  const DType compute = x->dtype.is_half() ? DType::Float32 : float_dtype(x->dtype);  // halves: rounded once
+  const Tensor s = reduce(make_tensor(cast_uop(x, compute)), Op::ADD, axes, keepdim, "mean");
+  const Tensor m = s / Tensor::scalar(static_cast<double>(n), s.dtype());
+  return x->dtype.is_half() ? m.cast(x->dtype) : m;
 }
 
 Tensor Tensor::argmax(int axis) const { return first_argmax(uop(*this, "argmax"), axis, "argmax"); }

@@ -5,6 +5,7 @@
 // promotion, division and cast rules and every deviation from PyTorch.
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
+#include <loom/half.hpp>
 
 #include <concepts>
 #include <cstdint>

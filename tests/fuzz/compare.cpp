@@ -12,7 +12,15 @@
 
 namespace loom::fuzz {
 
-double relative_tolerance(DType dt) { return dt.scalar == Scalar::Float32 ? 0x1p-12 : 0x1p-36; }
+// Halves: a few of their ulps (an approximate float32 result may round to the neighbour).
+double relative_tolerance(DType dt) {
+  switch (dt.scalar) {
+    case Scalar::BFloat16: return 0x1p-5;
+    case Scalar::Float16: return 0x1p-8;
+    case Scalar::Float32: return 0x1p-12;
+    default: return 0x1p-36;
+  }
+}
 
 double magnitude(const ref::RefTensor& t) {
   double m = 0;

@@ -52,9 +52,9 @@ class Generator {
 
   DType random_dtype() {
     if (gradient_) return DType::Float64;  // finite differences need float64's precision
-    static const std::vector<std::pair<DType, int>> weights{{DType::Float32, 35}, {DType::Float64, 12},
-                                                            {DType::Int32, 16},   {DType::Int64, 10},
-                                                            {DType::UInt8, 10},   {DType::Bool, 17}};
+    static const std::vector<std::pair<DType, int>> weights{
+        {DType::Float32, 27}, {DType::Float64, 12}, {DType::BFloat16, 4}, {DType::Float16, 4},
+        {DType::Int32, 16},   {DType::Int64, 10},   {DType::UInt8, 10},   {DType::Bool, 17}};
     int64_t r = between(0, 99);
     for (const auto& [dt, w] : weights)
       if ((r -= w) < 0) return dt;
@@ -128,6 +128,8 @@ class Generator {
     switch (dt.scalar) {
       case Scalar::Float32: t = make(float{}); break;
       case Scalar::Float64: t = make(double{}); break;
+      case Scalar::BFloat16: t = make(bfloat16{}); break;  // rounds to nearest even
+      case Scalar::Float16: t = make(float16{}); break;
       case Scalar::Int32: t = make(int32_t{}); break;
       case Scalar::Int64: t = make(int64_t{}); break;
       case Scalar::UInt8: t = make(uint8_t{}); break;

@@ -5,6 +5,7 @@
 #include "ir/pass_observer.hpp"
 #include "ir/text.hpp"
 #include "support/kernel_interpreter.hpp"
+#include "support/reference_scalar.hpp"
 #include "support/reference_tensor.hpp"
 
 #include <fmt/format.h>
@@ -73,7 +74,9 @@ std::vector<uint8_t> random_bytes(const Slot& s, std::mt19937_64& rng) {
     const uint64_t r = rng();
     switch (s.dtype.scalar) {
       case Scalar::Float32:
-      case Scalar::Float64: x = static_cast<double>(static_cast<int64_t>(r % 4001) - 2000) / 500; break;
+      case Scalar::Float64:
+      case Scalar::BFloat16:
+      case Scalar::Float16: x = static_cast<double>(static_cast<int64_t>(r % 4001) - 2000) / 500; break;
       case Scalar::Bool: x = static_cast<double>(r & 1); break;
       case Scalar::UInt8: x = static_cast<double>(r & 255); break;
       default: x = static_cast<double>(static_cast<int64_t>(r % 41) - 20);
@@ -81,8 +84,7 @@ std::vector<uint8_t> random_bytes(const Slot& s, std::mt19937_64& rng) {
   }
   ref::RefTensor t = ref::RefTensor::zeros(s.dtype, {s.size});
   if (s.dtype.is_float())
-    for (size_t k = 0; k < v.size(); ++k)
-      t.f[k] = s.dtype.scalar == Scalar::Float32 ? static_cast<float>(v[k]) : v[k];
+    for (size_t k = 0; k < v.size(); ++k) t.f[k] = ref::round_float(s.dtype, v[k]);
   else
     for (size_t k = 0; k < v.size(); ++k) t.i[k] = static_cast<int64_t>(v[k]);
   return t.to_bytes();

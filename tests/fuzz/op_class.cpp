@@ -27,10 +27,17 @@ bool is_approximate(const UOpPtr& root) {
   return false;
 }
 
+// The coarsest float dtype in the graph: BFloat16, Float16, Float32, else Float64.
 DType tolerance_dtype(const UOpPtr& root) {
+  DType coarsest = DType::Float64;
+  const auto rank = [](DType dt) {
+    return dt.scalar == Scalar::BFloat16  ? 3
+           : dt.scalar == Scalar::Float16 ? 2
+                                          : dt.scalar == Scalar::Float32;
+  };
   for (const auto& n : toposort(root))
-    if (n->dtype.scalar == Scalar::Float32) return DType::Float32;
-  return DType::Float64;
+    if (rank(n->dtype) > rank(coarsest)) coarsest = n->dtype.base();
+  return coarsest;
 }
 
 bool graph_is_approximate(const std::vector<Tensor>& tensors) {

@@ -26,6 +26,16 @@ inline std::vector<double> values(const Tensor& t) {
       return {v.begin(), v.end()};
     }
     case Scalar::Float64: return t.to_vector<double>();
+    case Scalar::BFloat16: {
+      std::vector<double> out;
+      for (bfloat16 x : t.to_vector<bfloat16>()) out.push_back(static_cast<double>(x));
+      return out;
+    }
+    case Scalar::Float16: {
+      std::vector<double> out;
+      for (float16 x : t.to_vector<float16>()) out.push_back(static_cast<double>(x));
+      return out;
+    }
     case Scalar::Int32: {
       auto v = t.to_vector<int32_t>();
       return {v.begin(), v.end()};
@@ -63,6 +73,8 @@ inline Tensor make(DType dt, const std::vector<double>& v, Shape shape) {
   switch (dt.scalar) {
     case Scalar::Float32: return conv(float{});
     case Scalar::Float64: return conv(double{});
+    case Scalar::BFloat16: return conv(bfloat16{});
+    case Scalar::Float16: return conv(float16{});
     case Scalar::Int32: return conv(int32_t{});
     case Scalar::Int64: return conv(int64_t{});
     case Scalar::UInt8: return conv(uint8_t{});
@@ -93,7 +105,10 @@ inline bool close(double got, double want, DType dt, double ulps) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want)) return got == want;
   if (!dt.is_float()) return got == want;
-  const double eps = dt.scalar == Scalar::Float32 ? 1.1920929e-07 : 2.220446049250313e-16;
+  const double eps = dt.scalar == Scalar::Float32    ? 0x1p-23
+                     : dt.scalar == Scalar::BFloat16 ? 0x1p-7
+                     : dt.scalar == Scalar::Float16  ? 0x1p-10
+                                                     : 0x1p-52;
   return std::abs(got - want) <= ulps * eps * std::max(std::abs(want), 1e-30) || got == want;
 }
 

@@ -293,9 +293,9 @@ TEST_CASE("random: mean and variance on 100k samples within 4 standard errors") 
 
 TEST_CASE("random: bad arguments name the op and what was expected") {
   CHECK(error_of([] { Tensor::rand({2}, DType::Int32); }) ==
-        "rand: dtype Int32 is not a floating dtype (expected Float32 or Float64)");
+        "rand: dtype Int32 is not a floating dtype (expected Float32, Float64, BFloat16 or Float16)");
   CHECK(error_of([] { Tensor::randn({2}, DType::Bool); }) ==
-        "randn: dtype Bool is not a floating dtype (expected Float32 or Float64)");
+        "randn: dtype Bool is not a floating dtype (expected Float32, Float64, BFloat16 or Float16)");
   CHECK(error_of([] { Tensor::randint(5, 5, {2}); }) ==
         "randint: high (5) must be greater than low (5): the range [low, high) is empty");
   CHECK(error_of([] { Tensor::randint(0, 1LL << 32, {2}); }) ==

@@ -1,6 +1,7 @@
 #include "support/kernel_scalar.hpp"
 
 #include "ir/int_limits.hpp"
+#include "support/half_reference.hpp"
 
 #include <bit>
 #include <cmath>
@@ -24,7 +25,9 @@ int64_t wrap(Scalar s, int64_t v) {
   }
 }
 
+// Halves: through float32, then rounded once (support/half_reference.hpp, from the IEEE definition).
 double round_to(Scalar s, double v) {
+  if (s == Scalar::BFloat16 || s == Scalar::Float16) return half_ref::round_half(DType{s}, v);
   return s == Scalar::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
 }
 
@@ -41,6 +44,7 @@ int64_t float_to_int(double x, DType to) {
 
 // One rounding, straight from the integer (int64 -> double -> float would round twice).
 double int_to_float(int64_t v, DType to) {
+  if (to.is_half()) return half_ref::round_half(to, static_cast<float>(v));
   return to.scalar == Scalar::Float32 ? static_cast<double>(static_cast<float>(v)) : static_cast<double>(v);
 }
 
@@ -48,6 +52,8 @@ uint64_t to_bits(const Value& v) {
   switch (v.dtype.scalar) {
     case Scalar::Float32: return std::bit_cast<uint32_t>(static_cast<float>(v.f));
     case Scalar::Float64: return std::bit_cast<uint64_t>(v.f);
+    case Scalar::BFloat16:
+    case Scalar::Float16: return half_ref::half_bits(v.dtype, v.f);
     case Scalar::Int32: return static_cast<uint32_t>(v.i);
     default: return static_cast<uint64_t>(v.i) & (v.dtype.itemsize() == 8 ? ~uint64_t{0} : 0xff);
   }
@@ -56,6 +62,8 @@ uint64_t to_bits(const Value& v) {
 Value from_bits(DType dt, uint64_t bits) {
   if (dt.scalar == Scalar::Float32) return of_float(dt, std::bit_cast<float>(static_cast<uint32_t>(bits)));
   if (dt.scalar == Scalar::Float64) return of_float(dt, std::bit_cast<double>(bits));
+  if (dt.is_half())
+    return Value{dt.base(), 0, half_ref::ieee_widen(static_cast<uint16_t>(bits), half_ref::format_of(dt))};
   return of_int(dt, static_cast<int64_t>(bits));
 }
 

@@ -1,5 +1,7 @@
 #include "support/reference_scalar.hpp"
 
+#include "support/half_reference.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,10 +95,14 @@ int64_t wrap_int(DType dt, int64_t v) {
 }
 
 double round_float(DType dt, double v) {
+  if (dt.is_half()) return half_ref::round_half(dt, v);  // through float32, rounded once
   return dt.scalar == Scalar::Float32 ? static_cast<double>(static_cast<float>(v)) : v;
 }
 
 double float_alu(Op op, DType dt, double a, double b, double c) {
+  if (dt.is_half())  // computes in float32, the result rounded once (docs/semantics.md)
+    return round_float(
+        dt, float_op<float>(op, dt, static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
   if (dt.scalar == Scalar::Float32)
     return float_op<float>(op, dt, static_cast<float>(a), static_cast<float>(b), static_cast<float>(c));
   if (dt.scalar == Scalar::Float64) return float_op<double>(op, dt, a, b, c);
@@ -169,6 +175,7 @@ int64_t cast_int_to_int(DType to, int64_t v) { return to.is_bool() ? v != 0 : wr
 
 double cast_int_to_float(DType to, int64_t v) {
   // Int64 -> float converts directly: going through double would round twice.
+  if (to.is_half()) return round_float(to, static_cast<float>(v));  // through float32, as CAST
   return to.scalar == Scalar::Float32 ? static_cast<double>(static_cast<float>(v)) : static_cast<double>(v);
 }
 

@@ -1,5 +1,7 @@
 #include "support/reference_tensor.hpp"
 
+#include "support/half_reference.hpp"
+
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
@@ -72,6 +74,12 @@ RefTensor RefTensor::from_bytes(DType dtype, Shape shape, const void* bytes) {
     case Scalar::Int64: read_elements<int64_t>(bytes, n, t.i, [](int64_t v) { return v; }); break;
     case Scalar::Float32: read_elements<float>(bytes, n, t.f, [](float v) { return double{v}; }); break;
     case Scalar::Float64: read_elements<double>(bytes, n, t.f, [](double v) { return v; }); break;
+    case Scalar::BFloat16:
+    case Scalar::Float16:
+      read_elements<uint16_t>(bytes, n, t.f, [dtype](uint16_t v) {
+        return double{half_ref::ieee_widen(v, half_ref::format_of(dtype))};
+      });
+      break;
   }
   return t;
 }
@@ -101,6 +109,13 @@ std::vector<uint8_t> RefTensor::to_bytes() const {
     case Scalar::Int64: write_elements<int64_t>(i, out); break;
     case Scalar::Float32: write_elements<float>(f, out); break;
     case Scalar::Float64: write_elements<double>(f, out); break;
+    case Scalar::BFloat16:
+    case Scalar::Float16: {
+      std::vector<double> bits;
+      for (double v : f) bits.push_back(half_ref::half_bits(dtype, v));
+      write_elements<uint16_t>(bits, out);
+      break;
+    }
   }
   return out;
 }
