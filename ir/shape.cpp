@@ -58,7 +58,8 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
     case Op::CONTIGUOUS:
     case Op::DETACH:
     case Op::ASSIGN:
-    case Op::COPY: {
+    case Op::COPY:
+    case Op::COLLECTIVE: {
       const Shape* s = first_shape(src, op == Op::WHERE ? 1 : 0);
       return s ? std::optional<Shape>(*s) : std::nullopt;
     }

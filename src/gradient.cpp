@@ -6,6 +6,7 @@
 // forward graph, scheduled and fused with it.
 #include "src/gradient.hpp"
 
+#include "ir/collective.hpp"
 #include "ir/planted_fault.hpp"
 #include "src/composites.hpp"
 #include "src/custom_gradient.hpp"
@@ -131,6 +132,26 @@ Grads shrink_rule(const UOpPtr& ret, const UOpPtr& g) {
   return {movement(Op::PAD, g, padding)};
 }
 
+// ---- collectives (ir/collective.hpp) --------------------------------------------------------------
+// Each rank's g goes back to the inputs its value came from: all_reduce(sum) sums every
+// rank's g (each rank's x fed every rank's result); all_reduce(max) the same where x was
+// the maximum (every rank that ties gets it); broadcast sums g at its root, and reduce,
+// the gradient of broadcast, broadcasts it from there.
+Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
+  const CollectiveArg a = collective_arg(*ret);
+  const UOpPtr summed = collective(g, {CollectiveKind::AllReduce, CollectiveReduce::Sum, 0});
+  switch (a.kind) {
+    case CollectiveKind::AllReduce:
+      if (a.reduce == CollectiveReduce::Sum) return {summed};
+      return {where(eq(ret->src[0], ret), summed, c(g, 0))};
+    case CollectiveKind::Broadcast:
+      return {collective(g, {CollectiveKind::Reduce, CollectiveReduce::Sum, a.root})};
+    case CollectiveKind::Reduce:
+      return {collective(g, {CollectiveKind::Broadcast, CollectiveReduce::Sum, a.root})};
+  }
+  return {nullptr};
+}
+
 // ---- the table: one rule per differentiable primitive -------------------------------------------
 using Rule = Grads (*)(const UOpPtr& ret, const UOpPtr& g);
 // clang-format off
@@ -164,6 +185,7 @@ const std::unordered_map<Op, Rule> kRules = {
   {Op::SHRINK,  shrink_rule},
   {Op::FLIP,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {movement(Op::FLIP, g, ints(ret))}; }},
   {Op::REDUCE_AXIS, reduce_rule},
+  {Op::COLLECTIVE, collective_rule},
 };
 // clang-format on
 // TRUNC has derivative 0 (no contribution); comparisons, logic, integer division, BITCAST

@@ -1,0 +1,51 @@
+#pragma once
+// loom::dist: data parallelism across the processes of a job launched by MPI's
+// mpirun (docs/distributed.md). The collectives are lazy graph nodes like any op:
+// gradients flow through them, and a realize runs each as an item of its plan
+// between the kernels that produce its input and those that read its result.
+//
+//   int main(int argc, char** argv) {
+//     loom::dist::Process job(argc, argv);  // MPI_Init ... MPI_Finalize
+//     loom::Tensor g = loom::dist::all_reduce(local_gradient, loom::dist::Op::Mean);
+//   }
+//
+// Every rank must realize the same collectives in the same order (the same
+// graphs, as data-parallel training does). Built without MPI (LOOM_MPI off), a
+// job is one process: rank 0 of a world of 1.
+#include <loom/tensor.hpp>
+
+namespace loom::dist {
+
+// Joins the job (MPI_Init_thread, unless the program initialised MPI itself).
+// Call it once, before any collective; again is a no-op.
+void init(int& argc, char**& argv);
+// Leaves the job (MPI_Finalize, when init started MPI). No collective may follow.
+void finalize();
+bool initialized();
+
+// init on construction, finalize on destruction.
+class Process {
+ public:
+  Process(int& argc, char**& argv) { init(argc, argv); }
+  ~Process() { finalize(); }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+};
+
+// This process's rank in [0, world_size()), and the number of processes; throw
+// loom::Error before init.
+int rank();
+int world_size();
+// Returns when every rank has called it.
+void barrier();
+
+enum class Op { Sum, Mean, Max };
+
+// Every rank gets the elementwise sum, mean (floating dtypes) or maximum of all
+// ranks' `t`, which must have the same shape and dtype on every rank.
+Tensor all_reduce(const Tensor& t, Op op = Op::Sum);
+// Every rank gets rank `root`'s `t`; the others' values are ignored, their
+// shape and dtype must match.
+Tensor broadcast(const Tensor& t, int root = 0);
+
+}  // namespace loom::dist
