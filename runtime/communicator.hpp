@@ -25,10 +25,11 @@ int rank(const char* what);
 int world_size(const char* what);
 void barrier(const char* what);
 
-// Runs collective `c` on `count` elements of `dtype`: reads `in`, writes `out`
-// (the same memory: in place). Every rank of the job must run the same
+// Runs collective `c` on `dtype` elements, `elements` of them in `out`: reads
+// `in` (the same memory: in place; all_gather's holds elements / ranks,
+// reduce_scatter's elements * ranks), writes `out`. Every rank of the job must run the same
 // collectives in the same order. Throws loom::Error naming the collective when
 // the job is not initialised, the dtype has no reduction, or MPI fails.
-void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t count);
+void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements);
 
 }  // namespace loom::comm

@@ -39,12 +39,14 @@ int world_size(const char* what) {
 
 void barrier(const char* what) { require(what); }
 
-void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t count) {
+void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
   require(what.c_str());
-  if (c.kind != CollectiveKind::Broadcast && dtype.is_bool())
+  if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather && dtype.is_bool())
     throw Error(fmt::format("{}: cannot reduce a {} tensor", what, to_string(dtype)));
-  if (in != out) std::memmove(out, in, static_cast<size_t>(count) * dtype.itemsize());
+  if (c.ranks != 1 && (c.kind == CollectiveKind::AllGather || c.kind == CollectiveKind::ReduceScatter))
+    throw Error(fmt::format("{}: the graph was built for {} ranks, the job has 1", what, c.ranks));
+  if (in != out) std::memmove(out, in, static_cast<size_t>(elements) * dtype.itemsize());
 }
 
 }  // namespace loom::comm

@@ -88,32 +88,43 @@ void barrier(const char* what) {
   check(MPI_Barrier(MPI_COMM_WORLD), what);
 }
 
-void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t count) {
+void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
   require(what.c_str());
-  if (count > INT_MAX)
-    throw Error(fmt::format("{}: {} elements of {}, more than MPI's count of {} in one call", what, count,
+  if (elements > INT_MAX)
+    throw Error(fmt::format("{}: {} elements of {}, more than MPI's count of {} in one call", what, elements,
                             to_string(dtype), INT_MAX));
-  const MPI_Datatype type = mpi_type(dtype);
-  const int n = static_cast<int>(count);
-  const bool in_place = in == out;
-  const MPI_Op op = c.reduce == CollectiveReduce::Max ? MPI_MAX : MPI_SUM;
-  if (c.kind != CollectiveKind::Broadcast && dtype.is_bool())
+  if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather && dtype.is_bool())
     throw Error(fmt::format("{}: cannot reduce a {} tensor", what, to_string(dtype)));
   const int me = rank(what.c_str());
+  if (c.ranks != world_size(what.c_str()) &&
+      (c.kind == CollectiveKind::AllGather || c.kind == CollectiveKind::ReduceScatter))
+    throw Error(fmt::format("{}: the graph was built for {} ranks, the job has {}", what, c.ranks,
+                            world_size(what.c_str())));
+  const MPI_Datatype type = mpi_type(dtype);
+  const int n = static_cast<int>(collective_block(c, elements));
+  const bool in_place = in == out;
+  const MPI_Op op = c.reduce == CollectiveReduce::Max ? MPI_MAX : MPI_SUM;
+  const size_t bytes = static_cast<size_t>(elements) * dtype.itemsize();
   switch (c.kind) {
     case CollectiveKind::AllReduce:
       check(MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, MPI_COMM_WORLD), what);
       break;
     case CollectiveKind::Broadcast:
-      if (!in_place && me == c.root) std::memcpy(out, in, static_cast<size_t>(count) * dtype.itemsize());
+      if (!in_place && me == c.root) std::memcpy(out, in, bytes);
       check(MPI_Bcast(out, n, type, static_cast<int>(c.root), MPI_COMM_WORLD), what);
       break;
     case CollectiveKind::Reduce:
       check(MPI_Reduce(in_place && me == c.root ? MPI_IN_PLACE : in, out, n, type, op,
                        static_cast<int>(c.root), MPI_COMM_WORLD),
             what);
-      if (me != c.root) std::memset(out, 0, static_cast<size_t>(count) * dtype.itemsize());
+      if (me != c.root) std::memset(out, 0, bytes);
+      break;
+    case CollectiveKind::AllGather:
+      check(MPI_Allgather(in, n, type, out, n, type, MPI_COMM_WORLD), what);
+      break;
+    case CollectiveKind::ReduceScatter:
+      check(MPI_Reduce_scatter_block(in, out, n, type, op, MPI_COMM_WORLD), what);
       break;
   }
 }

@@ -136,18 +136,21 @@ Grads shrink_rule(const UOpPtr& ret, const UOpPtr& g) {
 // Each rank's g goes back to the inputs its value came from: all_reduce(sum) sums every
 // rank's g (each rank's x fed every rank's result); all_reduce(max) the same where x was
 // the maximum (every rank that ties gets it); broadcast sums g at its root, and reduce,
-// the gradient of broadcast, broadcasts it from there.
+// the gradient of broadcast, broadcasts it from there. all_gather's row r came from rank
+// r: reduce_scatter gives it the sum of every rank's g for that row, and the other way round.
 Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
   const CollectiveArg a = collective_arg(*ret);
-  const UOpPtr summed = collective(g, {CollectiveKind::AllReduce, CollectiveReduce::Sum, 0});
+  auto to = [&](CollectiveKind kind) {
+    return collective(g, {kind, CollectiveReduce::Sum, a.root, a.ranks});
+  };
   switch (a.kind) {
     case CollectiveKind::AllReduce:
-      if (a.reduce == CollectiveReduce::Sum) return {summed};
-      return {where(eq(ret->src[0], ret), summed, c(g, 0))};
-    case CollectiveKind::Broadcast:
-      return {collective(g, {CollectiveKind::Reduce, CollectiveReduce::Sum, a.root})};
-    case CollectiveKind::Reduce:
-      return {collective(g, {CollectiveKind::Broadcast, CollectiveReduce::Sum, a.root})};
+      if (a.reduce == CollectiveReduce::Sum) return {to(CollectiveKind::AllReduce)};
+      return {where(eq(ret->src[0], ret), to(CollectiveKind::AllReduce), c(g, 0))};
+    case CollectiveKind::Broadcast: return {to(CollectiveKind::Reduce)};
+    case CollectiveKind::Reduce: return {to(CollectiveKind::Broadcast)};
+    case CollectiveKind::AllGather: return {to(CollectiveKind::ReduceScatter)};
+    case CollectiveKind::ReduceScatter: return {to(CollectiveKind::AllGather)};
   }
   return {nullptr};
 }

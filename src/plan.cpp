@@ -135,11 +135,13 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
       const uint32_t input = table_index(r->op == Op::BUFFER ? r : r->src[0]);
       // In place on a buffer this round's kernels wrote for it alone; a buffer the
       // graph reads elsewhere (an input, an earlier collective's result) is copied.
-      const bool in_place = computed.made[i] && claimed.insert(input).second;
+      const CollectiveArg arg = collective_arg(*c);
+      const bool same_size =
+          arg.kind != CollectiveKind::AllGather && arg.kind != CollectiveKind::ReduceScatter;
+      const bool in_place = same_size && computed.made[i] && claimed.insert(input).second;
       const int64_t size = elements(c);
       const UOpPtr out = in_place ? placeholder(c->dtype, input, size) : make_buffer(c->dtype, size);
       const uint32_t output = table_index(out);
-      const CollectiveArg arg = collective_arg(*c);
       plan.collectives.push_back({arg, input, output, c->dtype, size, plan.kernels.size(),
                                   fmt::format("{} #{}", collective_name(arg), plan.collectives.size())});
       const bool flat = *c->shape() == Shape{size};

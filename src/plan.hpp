@@ -35,7 +35,7 @@ struct PlanCollective {
   uint32_t input = 0;  // buffer table indices
   uint32_t output = 0;
   DType dtype;
-  int64_t size = 0;  // elements
+  int64_t size = 0;  // the output's elements (all_gather's input has size / ranks)
   size_t after = 0;
   std::string name;  // unique within the plan: "all_reduce(sum) #0"
 };

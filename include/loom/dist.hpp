@@ -14,6 +14,8 @@
 // job is one process: rank 0 of a world of 1.
 #include <loom/tensor.hpp>
 
+#include <vector>
+
 namespace loom::dist {
 
 // Joins the job (MPI_Init_thread, unless the program initialised MPI itself).
@@ -47,5 +49,37 @@ Tensor all_reduce(const Tensor& t, Op op = Op::Sum);
 // Every rank gets rank `root`'s `t`; the others' values are ignored, their
 // shape and dtype must match.
 Tensor broadcast(const Tensor& t, int root = 0);
+// Every rank gets all ranks' `t` joined along `dim` (negative counts from the
+// end), rank r's at [r * n, (r + 1) * n) where n is t's size there.
+Tensor all_gather(const Tensor& t, int64_t dim = 0);
+// Sums all ranks' `t` and gives rank r block r of `dim` (of size n / world_size,
+// n a multiple of it): the gradient of all_gather, and all_gather is its.
+Tensor reduce_scatter(const Tensor& t, int64_t dim = 0);
+
+// Data parallelism over a model's parameters (a list of tensors, as
+// Module::parameters() gives): each rank trains on its own shard of the batch, and
+//
+//   loom::dist::DataParallel ddp(model.parameters());  // every rank starts from rank 0's values
+//   for (...) { opt.zero_grad(); loss(shard).backward(); ddp.average_gradients(); opt.step(); }
+//
+// keeps the ranks' parameters equal: with equal shards and a mean loss, the
+// average of the ranks' gradients is the whole batch's. The all-reduces are lazy,
+// so they join the optimizer step's schedule. (Bucketing, and overlapping them
+// with the backward pass, come later: docs/distributed.md.)
+class DataParallel {
+ public:
+  // Broadcasts every parameter from rank 0 into the parameter itself (assign),
+  // realized before it returns.
+  explicit DataParallel(std::vector<Tensor> parameters);
+
+  // Each parameter's gradient becomes its mean across the ranks (a parameter
+  // without one is skipped). Call it after backward() and before the step.
+  void average_gradients();
+
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+
+ private:
+  std::vector<Tensor> parameters_;
+};
 
 }  // namespace loom::dist

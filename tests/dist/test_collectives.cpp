@@ -109,3 +109,55 @@ TEST_CASE("barrier, rank and world_size") {
   CHECK(dist::rank() < dist::world_size());
   dist::barrier();
 }
+
+TEST_CASE("all_gather joins every rank's tensor along a dim") {
+  const int n = dist::world_size();
+  for (DType dtype : kDTypes) {
+    CAPTURE(to_string(dtype));
+    // x[a, b] = (rank + 1) * (3a + b + 1) on [2, 3]; gathered along 0: [2n, 3], along 1 (or -1): [2, 3n].
+    const Tensor x = ranked({2, 3}, dtype);
+    const auto rows = values(dist::all_gather(x, 0), {2 * n, 3}, dtype);
+    for (int r = 0; r < n; ++r)
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 3; ++b)
+          CHECK(rows[static_cast<size_t>((2 * r + a) * 3 + b)] == (r + 1.0) * (3 * a + b + 1));
+    const auto cols = values(dist::all_gather(x, -1), {2, 3 * n}, dtype);
+    for (int r = 0; r < n; ++r)
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 3; ++b)
+          CHECK(cols[static_cast<size_t>(a * 3 * n + 3 * r + b)] == (r + 1.0) * (3 * a + b + 1));
+    // Sizes 0 and 1.
+    CHECK(values(dist::all_gather(ranked({0, 2}, dtype), 1), {0, 2 * n}, dtype).empty());
+    const auto one = values(dist::all_gather(ranked({1}, dtype), 0), {n}, dtype);
+    for (int r = 0; r < n; ++r) CHECK(one[static_cast<size_t>(r)] == r + 1.0);
+  }
+}
+
+TEST_CASE("reduce_scatter sums every rank's tensor and gives rank r block r") {
+  const int n = dist::world_size(), me = dist::rank();
+  const double ranks_sum = n * (n + 1) / 2.0;  // sum over ranks of (rank + 1)
+  for (DType dtype : kDTypes) {
+    CAPTURE(to_string(dtype));
+    // x[i, j] = (rank + 1) * (4i + j + 1) on [2n, 4]: rank me gets rows [2me, 2me + 2) summed.
+    const auto rows = values(dist::reduce_scatter(ranked({2 * n, 4}, dtype), 0), {2, 4}, dtype);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j)
+        CHECK(rows[static_cast<size_t>(i * 4 + j)] == ranks_sum * (4 * (2 * me + i) + j + 1));
+    // Along dim 1 of [3, 2n]: columns [2me, 2me + 2).
+    const auto cols = values(dist::reduce_scatter(ranked({3, 2 * n}, dtype), 1), {3, 2}, dtype);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j)
+        CHECK(cols[static_cast<size_t>(i * 2 + j)] == ranks_sum * (2 * n * i + 2 * me + j + 1));
+    CHECK(values(dist::reduce_scatter(ranked({n, 0}, dtype), 0), {1, 0}, dtype).empty());
+    const auto one = values(dist::reduce_scatter(ranked({n}, dtype), 0), {1}, dtype);
+    CHECK(one[0] == ranks_sum * (me + 1));
+  }
+}
+
+TEST_CASE("reduce_scatter of a size the ranks cannot split, and a dim out of range, are errors") {
+  const int n = dist::world_size();
+  const Tensor x = Tensor::ones({2 * n + 1, 2});
+  if (n > 1) CHECK_THROWS_AS(dist::reduce_scatter(x, 0), Error);
+  CHECK_THROWS_AS(dist::all_gather(x, 2), Error);
+  CHECK_THROWS_AS(dist::all_gather(Tensor::scalar(1), 0), Error);
+}

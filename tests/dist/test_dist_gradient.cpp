@@ -35,10 +35,13 @@ double total_loss(const Fn& f, const std::vector<double>& x, const Tensor& w, co
   return dist::all_reduce(local_loss(f, Tensor::from_vector(x, shape), w)).item<double>();
 }
 
-void check_gradient(const Fn& f, const Shape& shape) {
-  int64_t n = 1;
+// f maps x of `shape` to a tensor of `out` (by default `shape`).
+void check_gradient(const Fn& f, const Shape& shape, Shape out = {}) {
+  if (out.empty()) out = shape;
+  int64_t n = 1, m = 1;
   for (int64_t d : shape) n *= d;
-  const Tensor w = Tensor::from_vector(weights(n), shape);
+  for (int64_t d : out) m *= d;
+  const Tensor w = Tensor::from_vector(weights(m), out);
   const std::vector<double> x0 = point(n);
   const Tensor x = Tensor::from_vector(x0, shape);
   const std::vector<double> g = gradient(local_loss(f, x, w), {x})[0].to_vector<double>();
@@ -70,4 +73,11 @@ TEST_CASE("the gradient of broadcast is a sum at the root") {
   const int last = dist::world_size() - 1;
   check_gradient([last](const Tensor& x) { return dist::broadcast(x * x, last) * x; }, {5});
   check_gradient([](const Tensor& x) { return dist::broadcast(x.exp(), 0); }, {1});
+}
+
+TEST_CASE("the gradients of all_gather and reduce_scatter are each other") {
+  const int n = dist::world_size();
+  check_gradient([](const Tensor& x) { return dist::all_gather(x * x, 1).sin(); }, {2, 3}, {2, 3 * n});
+  check_gradient([](const Tensor& x) { return dist::reduce_scatter(x.exp(), 0) * 1.5; }, {2 * n, 2}, {2, 2});
+  check_gradient([](const Tensor& x) { return dist::reduce_scatter(dist::all_gather(x, 0) * 2.0, 0); }, {3});
 }

@@ -41,7 +41,7 @@ TEST_CASE("all_reduce between two kernels runs in place on the first kernel's ou
   CHECK(items(plan) == "kck");
   REQUIRE(plan.collectives.size() == 1);
   const PlanCollective& c = plan.collectives[0];
-  CHECK(c.arg == CollectiveArg{CollectiveKind::AllReduce, CollectiveReduce::Sum, 0});
+  CHECK(c.arg == CollectiveArg{CollectiveKind::AllReduce, CollectiveReduce::Sum, 0, dist::world_size()});
   CHECK(c.dtype == DType::Float32);
   CHECK(c.size == 6);
   CHECK(c.after == 1);
