@@ -459,7 +459,9 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   if (flags->debug >= 1)
     log().info("realize: {} kernel{}{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
                plan->kernels.size() == 1 ? "" : "s",
-               plan->collectives.empty() ? "" : fmt::format(" and {} collectives", plan->collectives.size()),
+               plan->collectives.empty() ? ""
+                                         : fmt::format(" and {} collective{}", plan->collectives.size(),
+                                                       plan->collectives.size() == 1 ? "" : "s"),
                ms_since(t0), hit ? "hit" : "miss");
 }
 }  // namespace

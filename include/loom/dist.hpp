@@ -29,7 +29,13 @@ bool initialized();
 class Process {
  public:
   Process(int& argc, char**& argv) { init(argc, argv); }
-  ~Process() { finalize(); }
+  // A destructor must not throw: a failing MPI_Finalize at the end of the job is ignored.
+  ~Process() {
+    try {
+      finalize();
+    } catch (...) {
+    }
+  }
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 };
