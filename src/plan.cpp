@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace loom::detail {
@@ -76,12 +77,14 @@ Part schedule_part(Plan& plan, const std::vector<UOpPtr>& targets, const BufferF
   }
   if (rest.empty()) return out;
   Schedule schedule = create_schedule(rest, make_buffer, rest_into, options);
-  std::unordered_set<std::string> names;
-  for (const auto& k : plan.kernels) names.insert(k.name);
+  // Names are unique within a part (the same name is the same kernel); a kernel of a
+  // later part named like another of an earlier part gets the part's number.
+  std::unordered_map<std::string, const UOp*> earlier;
+  for (const auto& k : plan.kernels) earlier.emplace(k.name, k.ast.get());
   for (auto& k : schedule.kernels) {
-    // Names are unique within a part; a later part's kernel of the same name gets the part's number.
-    std::string name = names.count(k.name) ? fmt::format("{}_p{}", k.name, part) : std::move(k.name);
-    names.insert(name);
+    const auto it = earlier.find(k.name);
+    std::string name = it != earlier.end() && it->second != k.ast.get() ? fmt::format("{}_p{}", k.name, part)
+                                                                        : std::move(k.name);
     PlanKernel pk{std::move(k.ast), std::move(name), {}, k.outputs, 1, {}, {}};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
     plan.kernels.push_back(std::move(pk));
