@@ -51,6 +51,15 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
       for (int64_t a : std::get<ReduceArg>(arg).axes) out.at(a) = 1;
       return out;
     }
+    case Op::COLLECTIVE: {  // ir/collective.hpp: (kind reduce root ranks)
+      const Shape* s = first_shape(src, 0);
+      if (!s) return std::nullopt;
+      const auto& v = std::get<std::vector<int64_t>>(arg);
+      Shape out = *s;
+      if (v.at(0) == 3) out.insert(out.begin(), v.at(3));        // all_gather: a row per rank
+      if (v.at(0) == 4 && !out.empty()) out.erase(out.begin());  // reduce_scatter: this rank's row
+      return out;
+    }
     case Op::WHERE:
     case Op::MULACC:
     case Op::CAST:

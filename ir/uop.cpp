@@ -23,7 +23,7 @@ constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "BUFFER", "CONST", "DEFINE_VAR", "IOTA", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP",
     "REDUCE_AXIS", "NEG", "EXP", "EXP2", "LOG2", "SIN", "COS", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
     "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
-    "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "DEFINE_GLOBAL",
+    "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "COLLECTIVE", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
     "GEP", "DEFINE_REG"};
 // clang-format on

@@ -64,6 +64,7 @@ enum class Op : uint8_t {
   DETACH,
   ASSIGN,
   COPY,
+  COLLECTIVE,  // src = (x), arg = CollectiveArg's ints: a collective across processes (ir/collective.hpp)
   // kernel level
   DEFINE_GLOBAL,  // kernel buffer parameter: arg = argument slot, dtype = element pointer
   RANGE,          // src = (end), arg = AxisArg

@@ -45,6 +45,19 @@ struct Check {
       reject(op, dt,
              fmt::format("{} is {}, expected {}", which, to_string(s->dtype), scalar_name(dt.scalar)));
   }
+  void collective() const {  // ir/collective.hpp: (kind reduce root ranks)
+    const auto& v = arg_of<std::vector<int64_t>>("the ints (kind reduce root ranks)");
+    if (v.size() != 4 || v[0] < 0 || v[0] > 4 || v[1] < 0 || v[1] > 1 || v[2] < 0 || v[3] < 1)
+      reject(
+          op, dt,
+          fmt::format(
+              "arg {}: expected (kind reduce root ranks), kind 0-4, reduce 0-1, root >= 0, ranks >= 1", v));
+    const Shape* s = shape_of_source();
+    if (v[0] == 4 && s && (s->empty() || s->front() != v[3]))  // reduce_scatter: one row per rank
+      reject(op, dt,
+             fmt::format("reduce_scatter of shape [{}]: expected a leading axis of {} (the ranks)",
+                         fmt::join(*s, ", "), v[3]));
+  }
   // Null for a source without a shape: shape inference then names the op.
   const Shape* shape_of_source() const { return src[0]->shape() ? &*src[0]->shape() : nullptr; }
   void axes_in_range(const std::vector<int64_t>& axes, size_t rank) const {
@@ -219,6 +232,11 @@ void check_tensor_op(const Check& c) {
     case Op::COPY:
       c.sources(1, 1);
       c.same_scalar(c.src[0], "the source");
+      break;
+    case Op::COLLECTIVE:
+      c.sources(1, 1);
+      c.same_scalar(c.src[0], "the source");
+      c.collective();
       break;
     case Op::ASSIGN:
       c.sources(2, 2);

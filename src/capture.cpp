@@ -3,6 +3,7 @@
 #include "ir/flags.hpp"
 #include "ir/log.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
 #include "src/in_place.hpp"
@@ -27,12 +28,14 @@ namespace loom {
 namespace detail {
 namespace {
 
-// What one recorded call ran: each kernel with the BUFFER nodes bound to its
-// argument slots, and each tensor node a realize pointed at a buffer.
+// What one recorded call ran: each item of its plans (a kernel, or a collective)
+// with the BUFFER nodes bound to its argument slots, and each tensor node a
+// realize pointed at a buffer.
 struct StepRecording {
   struct Kernel {
-    std::shared_ptr<const CompiledKernel> kernel;
-    std::vector<UOpPtr> args;
+    std::shared_ptr<const CompiledKernel> kernel;  // null for a collective
+    std::vector<UOpPtr> args;                      // a collective's: {input, output}
+    std::optional<PlanCollective> collective;
     int64_t parallel_extent = 1;
     RunWork work;               // as the engine passes it: decides whether TBB shares the run
     std::vector<int64_t> vars;  // the kernel's variables (its offsets, src/offset_vars.hpp)
@@ -63,13 +66,19 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
                      const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   StepRecording* rec = t_recording;
   if (!rec) return;
-  for (const auto& pk : plan.kernels) {
-    if (!rec->with_kernels) break;
-    StepRecording::Kernel k{compile_kernel(pk.ast, pk.name, flags), {}, pk.parallel_extent, {}, pk.vars};
-    for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
-    k.work = run_work(kernel_work(k.kernel->flops, kernel_bytes(pk, table)), target_of(flags));
-    rec->kernels.push_back(std::move(k));
-  }
+  if (rec->with_kernels)
+    for_each_item(
+        plan,
+        [&](const PlanKernel& pk) {
+          StepRecording::Kernel k{
+              compile_kernel(pk.ast, pk.name, flags), {}, {}, pk.parallel_extent, {}, pk.vars};
+          for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
+          k.work = run_work(kernel_work(k.kernel->flops, kernel_bytes(pk, table)), target_of(flags));
+          rec->kernels.push_back(std::move(k));
+        },
+        [&](const PlanCollective& c) {
+          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, 1, {}, {}});
+        });
   for (size_t j = plan.inputs; j < table.size(); ++j)
     rec->allocated.emplace(table[j]->storage().get(), table[j]);
   for (size_t i = 0; i < pending.size(); ++i) {
@@ -104,8 +113,10 @@ struct ViewShape {
 // replay reuses, and memory of tensors the call only read].
 struct Program {
   struct Kernel {
-    std::shared_ptr<const CompiledKernel> kernel;  // holds the code even if the cache evicts it
+    std::shared_ptr<const CompiledKernel>
+        kernel;  // holds the code even if the cache evicts it; null: a collective
     std::vector<uint32_t> slots;
+    std::optional<detail::PlanCollective> collective;
     int64_t parallel_extent = 1;
     RunWork work;
     std::vector<int64_t> vars;
@@ -340,7 +351,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     return it->second;
   };
   for (const auto& k : rec.kernels) {
-    Program::Kernel pk{k.kernel, {}, k.parallel_extent, k.work, k.vars};
+    Program::Kernel pk{k.kernel, {}, k.collective, k.parallel_extent, k.work, k.vars};
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
@@ -532,6 +543,11 @@ void run_kernels(const Program& p, const std::vector<void*>& table) {
   std::vector<void*> bufs;
   const bool timed = flags()->debug >= 2;
   for (const auto& k : p.kernels) {
+    if (k.collective) {  // the job's ranks replay the same items in the same order
+      comm::run_collective(k.collective->arg, table[k.slots[0]], table[k.slots[1]], k.collective->dtype,
+                           k.collective->size);
+      continue;
+    }
     bufs.clear();
     for (uint32_t s : k.slots) bufs.push_back(table[s]);
     if (!timed) {
@@ -688,7 +704,10 @@ bool Capture::captured(const std::vector<Tensor>& args) const {
 
 size_t Capture::captured_kernels(const std::vector<Tensor>& args) const {
   const auto* p = impl_->program_for(args);
-  return p && p->has_value() ? (*p)->kernels.size() : 0;
+  if (!p || !p->has_value()) return 0;
+  const auto& kernels = (*p)->kernels;
+  return static_cast<size_t>(
+      std::count_if(kernels.begin(), kernels.end(), [](const auto& k) { return k.kernel; }));
 }
 
 }  // namespace loom

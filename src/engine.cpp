@@ -10,6 +10,7 @@
 #include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -189,7 +190,9 @@ void retire_if_written_past(const UOpPtr& pending, const UOpPtr& result) {
 // Runs the plan over a table bound to it and points each pending node at its result.
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
-  for (const auto& pk : plan.kernels) run_planned_kernel(pk, table, flags);
+  for_each_item(
+      plan, [&](const PlanKernel& k) { run_planned_kernel(k, table, flags); },
+      [&](const PlanCollective& c) { run_planned_collective(c, table, flags); });
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i);
@@ -425,6 +428,15 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   return t;
 }
 
+void run_planned_collective(const PlanCollective& c, const std::vector<UOpPtr>& table, const Flags& flags) {
+  ProfileSpan span("collective", c.name);
+  const auto t0 = Clock::now();
+  comm::run_collective(c.arg, buffer_data(table[c.input]), buffer_data(table[c.output]), c.dtype, c.size);
+  if (flags.debug >= 2)
+    log().info("  {} {:.3f} ms, {} elements of {}{}", c.name, ms_since(t0), c.size, to_string(c.dtype),
+               c.input == c.output ? ", in place" : "");
+}
+
 namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
                      const std::vector<UOpPtr>& targets, const GraphSignature& sig,
@@ -445,8 +457,12 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
   run_plan(*plan, bind_plan(*plan, sig), pending, *flags);
   if (flags->debug >= 1)
-    log().info("realize: {} kernel{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
-               plan->kernels.size() == 1 ? "" : "s", ms_since(t0), hit ? "hit" : "miss");
+    log().info("realize: {} kernel{}{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
+               plan->kernels.size() == 1 ? "" : "s",
+               plan->collectives.empty() ? ""
+                                         : fmt::format(" and {} collective{}", plan->collectives.size(),
+                                                       plan->collectives.size() == 1 ? "" : "s"),
+               ms_since(t0), hit ? "hit" : "miss");
 }
 }  // namespace
 

@@ -6,6 +6,7 @@
 // forward graph, scheduled and fused with it.
 #include "src/gradient.hpp"
 
+#include "ir/collective.hpp"
 #include "ir/planted_fault.hpp"
 #include "src/composites.hpp"
 #include "src/custom_gradient.hpp"
@@ -130,6 +131,29 @@ Grads shrink_rule(const UOpPtr& ret, const UOpPtr& g) {
   return {movement(Op::PAD, g, padding)};
 }
 
+// ---- collectives (ir/collective.hpp) --------------------------------------------------------------
+// Each rank's g goes back to the inputs its value came from: all_reduce(sum) sums every
+// rank's g (each rank's x fed every rank's result); all_reduce(max) the same where x was
+// the maximum (every rank that ties gets it); broadcast sums g at its root, and reduce,
+// the gradient of broadcast, broadcasts it from there. all_gather's row r came from rank
+// r: reduce_scatter gives it the sum of every rank's g for that row, and the other way round.
+Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
+  const CollectiveArg a = collective_arg(*ret);
+  auto to = [&](CollectiveKind kind) {
+    return collective(g, {kind, CollectiveReduce::Sum, a.root, a.ranks});
+  };
+  switch (a.kind) {
+    case CollectiveKind::AllReduce:
+      if (a.reduce == CollectiveReduce::Sum) return {to(CollectiveKind::AllReduce)};
+      return {where(eq(ret->src[0], ret), to(CollectiveKind::AllReduce), c(g, 0))};
+    case CollectiveKind::Broadcast: return {to(CollectiveKind::Reduce)};
+    case CollectiveKind::Reduce: return {to(CollectiveKind::Broadcast)};
+    case CollectiveKind::AllGather: return {to(CollectiveKind::ReduceScatter)};
+    case CollectiveKind::ReduceScatter: return {to(CollectiveKind::AllGather)};
+  }
+  return {nullptr};
+}
+
 // ---- the table: one rule per differentiable primitive -------------------------------------------
 using GradientRule = Grads (*)(const UOpPtr& ret, const UOpPtr& g);
 // clang-format off
@@ -163,6 +187,7 @@ const std::unordered_map<Op, GradientRule> kRules = {
   {Op::SHRINK,  shrink_rule},
   {Op::FLIP,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {movement(Op::FLIP, g, ints(ret))}; }},
   {Op::REDUCE_AXIS, reduce_rule},
+  {Op::COLLECTIVE, collective_rule},
 };
 // clang-format on
 // TRUNC has derivative 0 (no contribution); comparisons, logic, integer division, BITCAST

@@ -9,6 +9,9 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+#include <unordered_set>
+
 namespace loom::detail {
 
 namespace {
@@ -24,6 +27,73 @@ uint32_t table_index(const UOpPtr& buffer) {
     throw Error(fmt::format("engine: the schedule bound a {} node that is not a placeholder buffer",
                             op_name(buffer->op)));
   return static_cast<uint32_t>(-id - 1);
+}
+
+// The COLLECTIVE nodes of `root` whose input reaches no other COLLECTIVE: the
+// next ones to run, in toposort order.
+std::vector<UOpPtr> ready_collectives(const UOpPtr& root) {
+  std::unordered_set<const UOp*> reaching;  // nodes that are or reach a COLLECTIVE
+  std::vector<UOpPtr> ready;
+  for (const UOpPtr& u : toposort(root)) {
+    bool reaches = false;
+    for (const auto& s : u->src) reaches = reaches || reaching.count(s.get()) > 0;
+    if (u->op == Op::COLLECTIVE) {
+      if (!reaches) ready.push_back(u);
+      reaches = true;
+    }
+    if (reaches) reaching.insert(u.get());
+  }
+  return ready;
+}
+
+int64_t elements(const UOpPtr& u) {
+  int64_t n = 1;
+  for (int64_t d : *u->shape()) n *= d;
+  return n;
+}
+
+// One part of a plan: schedules `targets` and appends their kernels to the
+// plan. Returns each target's result, a placeholder buffer or a view of one;
+// `made[i]` says whether a kernel of this part wrote it (else the target was
+// a buffer already).
+struct Part {
+  std::vector<UOpPtr> results;
+  std::vector<bool> made;
+};
+Part schedule_part(Plan& plan, const std::vector<UOpPtr>& targets, const BufferFactory& make_buffer,
+                   const std::vector<UOpPtr>& into, const ScheduleOptions& options, size_t part) {
+  Part out{std::vector<UOpPtr>(targets.size()), std::vector<bool>(targets.size(), false)};
+  std::vector<UOpPtr> rest, rest_into;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const bool assigned = i < into.size() && into[i];
+    if (is_buffer_view(targets[i]) && !assigned) {
+      out.results[i] = targets[i];
+      continue;
+    }
+    rest.push_back(targets[i]);
+    rest_into.push_back(assigned ? into[i] : nullptr);
+    where.push_back(i);
+  }
+  if (rest.empty()) return out;
+  Schedule schedule = create_schedule(rest, make_buffer, rest_into, options);
+  // Names are unique within a part (the same name is the same kernel); a kernel of a
+  // later part named like another of an earlier part gets the part's number.
+  std::unordered_map<std::string, const UOp*> earlier;
+  for (const auto& k : plan.kernels) earlier.emplace(k.name, k.ast.get());
+  for (auto& k : schedule.kernels) {
+    const auto it = earlier.find(k.name);
+    std::string name = it != earlier.end() && it->second != k.ast.get() ? fmt::format("{}_p{}", k.name, part)
+                                                                        : std::move(k.name);
+    PlanKernel pk{std::move(k.ast), std::move(name), {}, k.outputs, 1, {}, {}};
+    for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
+    plan.kernels.push_back(std::move(pk));
+  }
+  for (size_t j = 0; j < rest.size(); ++j) {
+    out.results[where[j]] = schedule.results[j];
+    out.made[where[j]] = true;
+  }
+  return out;
 }
 }  // namespace
 
@@ -51,14 +121,41 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   const std::shared_ptr<const Flags> f = flags();
   const ScheduleOptions options{matmul_panel_bytes(*f), matmul_panel_rows(*f), matmul_panel_depth(*f),
                                 target_of(*f)};
-  Schedule schedule = create_schedule(abstract->src, make_buffer, abstract_into, options);
-  for (auto& k : schedule.kernels) {
-    PlanKernel pk{std::move(k.ast), std::move(k.name), {}, k.outputs, 1, {}, {}};
-    for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
-    plan.kernels.push_back(std::move(pk));
+  // Each round schedules the inputs of the collectives that depend on no other,
+  // then runs them: their results are buffers the rest of the graph reads.
+  UOpPtr graph = abstract;
+  for (size_t part = 0;; ++part) {
+    const std::vector<UOpPtr> ready = ready_collectives(graph);
+    if (ready.empty()) break;
+    std::vector<UOpPtr> inputs_of;
+    for (const UOpPtr& c : ready) inputs_of.push_back(c->src[0]);
+    const Part computed = schedule_part(plan, inputs_of, make_buffer, {}, options, part);
+    std::vector<std::pair<UOpPtr, UOpPtr>> results;
+    std::unordered_set<uint32_t> claimed;  // buffers a collective of this round writes in place
+    for (size_t i = 0; i < ready.size(); ++i) {
+      const UOpPtr& c = ready[i];
+      const UOpPtr& r = computed.results[i];
+      const uint32_t input = table_index(r->op == Op::BUFFER ? r : r->src[0]);
+      // In place on a buffer this round's kernels wrote for it alone; a buffer the
+      // graph reads elsewhere (an input, an earlier collective's result) is copied.
+      const CollectiveArg arg = collective_arg(*c);
+      const bool same_size =
+          arg.kind != CollectiveKind::AllGather && arg.kind != CollectiveKind::ReduceScatter;
+      const bool in_place = same_size && computed.made[i] && claimed.insert(input).second;
+      const int64_t size = elements(c);
+      const UOpPtr out = in_place ? placeholder(c->dtype, input, size) : make_buffer(c->dtype, size);
+      const uint32_t output = table_index(out);
+      plan.collectives.push_back({arg, input, output, c->dtype, size, plan.kernels.size(),
+                                  fmt::format("{} #{}", collective_name(arg), plan.collectives.size())});
+      const bool flat = *c->shape() == Shape{size};
+      results.emplace_back(c, flat ? out : UOp::make(Op::RESHAPE, c->dtype, {out}, *c->shape()));
+    }
+    graph = substitute(graph, results);
   }
+  const Part last =
+      schedule_part(plan, graph->src, make_buffer, abstract_into, options, plan.collectives.size());
   if (!flags()->disabled(kOffsetVarsPass)) share_offset_kernels(plan.kernels);
-  for (const auto& r : schedule.results) {
+  for (const auto& r : last.results) {
     const bool view = r->op == Op::RESHAPE;
     plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});
   }

@@ -3,7 +3,9 @@
 // cached and run again over other buffers of the same shapes. Every buffer is
 // named by its index in the run's buffer table: the graph's input BUFFERs by
 // position (src/graph_key.hpp) first, then the buffers the plan allocates. The
-// engine binds real buffers to the table and runs the kernels in order.
+// engine binds real buffers to the table and runs the plan's items in order:
+// its kernels, and between them its collectives (docs/distributed.md).
+#include "ir/collective.hpp"
 #include "src/graph_key.hpp"
 
 #include <optional>
@@ -25,6 +27,19 @@ struct PlanKernel {
   std::vector<int64_t> vars;
 };
 
+// A collective item: the buffers of a COLLECTIVE node's input and result, run
+// after the plan's first `after` kernels and before the rest. `input == output`
+// runs it in place (the input was a buffer only this item reads).
+struct PlanCollective {
+  CollectiveArg arg;
+  uint32_t input = 0;  // buffer table indices
+  uint32_t output = 0;
+  DType dtype;
+  int64_t size = 0;  // the output's elements (all_gather's input has size / ranks)
+  size_t after = 0;
+  std::string name;  // unique within the plan: "all_reduce(sum) #0"
+};
+
 struct PlanBuffer {  // a buffer the plan allocates on each run
   DType dtype;
   int64_t size = 0;
@@ -41,16 +56,30 @@ struct PlanResult {
 };
 
 struct Plan {
-  size_t inputs = 0;                    // table[0, inputs): the graph's buffers by position
-  std::vector<PlanBuffer> allocations;  // table[inputs + j]
-  std::vector<PlanKernel> kernels;      // in dependency order
-  std::vector<PlanResult> results;      // one per target
-  std::vector<PlanMemory> memory;       // per allocation: dead intermediates' memory reused
+  size_t inputs = 0;                        // table[0, inputs): the graph's buffers by position
+  std::vector<PlanBuffer> allocations;      // table[inputs + j]
+  std::vector<PlanKernel> kernels;          // in dependency order
+  std::vector<PlanCollective> collectives;  // in run order, each between two kernels (its `after`)
+  std::vector<PlanResult> results;          // one per target
+  std::vector<PlanMemory> memory;           // per allocation: dead intermediates' memory reused
 };
+
+// Calls `kernel(k)` and `collective(c)` for the plan's items in the order they run.
+template <class KernelFn, class CollectiveFn>
+void for_each_item(const Plan& plan, KernelFn&& kernel, CollectiveFn&& collective) {
+  size_t c = 0;
+  for (size_t k = 0; k <= plan.kernels.size(); ++k) {
+    for (; c < plan.collectives.size() && plan.collectives[c].after == k; ++c)
+      collective(plan.collectives[c]);
+    if (k < plan.kernels.size()) kernel(plan.kernels[k]);
+  }
+}
 
 // Schedules `targets` (whose graph `sig` describes) with each input BUFFER
 // replaced by a placeholder. `into[i]` is the position of the input buffer that
-// target i may be written into (an in-place assign), or -1.
+// target i may be written into (an in-place assign), or -1. COLLECTIVE nodes
+// split the graph: the kernels computing their inputs, each collective, then
+// the kernels reading their results, each part scheduled on its own.
 Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
                    const std::vector<int64_t>& into);
 

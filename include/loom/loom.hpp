@@ -5,6 +5,7 @@
 #include <loom/context.hpp>
 #include <loom/data.hpp>
 #include <loom/debug.hpp>
+#include <loom/dist.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
 #include <loom/gradient.hpp>

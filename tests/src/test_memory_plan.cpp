@@ -77,3 +77,21 @@ TEST_CASE("a realize with shared intermediates gives the reference's answers") {
   Tensor y = x.softmax(1).softmax(1).softmax(1) * 2;
   test::check_ref(y, 4);
 }
+
+TEST_CASE("a collective's buffer stays its own until the collective has run") {
+  // k0 writes t0, which an in-place collective after k1 reads and writes; k1 writes t1,
+  // k2 reads t1. Were t0 free after k0 (its last kernel), t1 would take its block and k1 would
+  // overwrite what the collective is about to send.
+  Plan plan;
+  for (int j = 0; j < 3; ++j) plan.allocations.push_back({DType::Float32, 256});
+  for (const auto& args : std::vector<std::vector<uint32_t>>{{0}, {1}, {2, 1}})
+    plan.kernels.push_back({nullptr, "k", args, 1});
+  plan.collectives.push_back({CollectiveArg{}, 0, 0, DType::Float32, 256, 2, "all_reduce(sum) #0"});
+  plan.results.push_back({2, std::nullopt});
+  share_dead_buffers(plan);
+  CHECK(plan.memory[1].owner == 1);
+  // Without the collective, t1 does take t0's block: the check above can fail.
+  plan.collectives.clear();
+  share_dead_buffers(plan);
+  CHECK(plan.memory[1].owner == 0);
+}

@@ -1,0 +1,91 @@
+#pragma once
+// loom::dist: data parallelism across the processes of a job launched by MPI's
+// mpirun (docs/distributed.md). The collectives are lazy graph nodes like any op:
+// gradients flow through them, and a realize runs each as an item of its plan
+// between the kernels that produce its input and those that read its result.
+//
+//   int main(int argc, char** argv) {
+//     loom::dist::Process job(argc, argv);  // MPI_Init ... MPI_Finalize
+//     loom::Tensor g = loom::dist::all_reduce(local_gradient, loom::dist::Op::Mean);
+//   }
+//
+// Every rank must realize the same collectives in the same order (the same
+// graphs, as data-parallel training does). Built without MPI (LOOM_MPI off), a
+// job is one process: rank 0 of a world of 1.
+#include <loom/tensor.hpp>
+
+#include <vector>
+
+namespace loom::dist {
+
+// Joins the job (MPI_Init_thread, unless the program initialised MPI itself).
+// Call it once, before any collective; again is a no-op.
+void init(int& argc, char**& argv);
+// Leaves the job (MPI_Finalize, when init started MPI). No collective may follow.
+void finalize();
+bool initialized();
+
+// init on construction, finalize on destruction.
+class Process {
+ public:
+  Process(int& argc, char**& argv) { init(argc, argv); }
+  // A destructor must not throw: a failing MPI_Finalize at the end of the job is ignored.
+  ~Process() {
+    try {
+      finalize();
+    } catch (...) {
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+};
+
+// This process's rank in [0, world_size()), and the number of processes; throw
+// loom::Error before init.
+int rank();
+int world_size();
+// Returns when every rank has called it.
+void barrier();
+
+enum class Op { Sum, Mean, Max };
+
+// Every rank gets the elementwise sum, mean (floating dtypes) or maximum of all
+// ranks' `t`, which must have the same shape and dtype on every rank.
+Tensor all_reduce(const Tensor& t, Op op = Op::Sum);
+// Every rank gets rank `root`'s `t`; the others' values are ignored, their
+// shape and dtype must match.
+Tensor broadcast(const Tensor& t, int root = 0);
+// Every rank gets all ranks' `t` joined along `dim` (negative counts from the
+// end), rank r's at [r * n, (r + 1) * n) where n is t's size there.
+Tensor all_gather(const Tensor& t, int64_t dim = 0);
+// Sums all ranks' `t` and gives rank r block r of `dim` (of size n / world_size,
+// n a multiple of it): the gradient of all_gather, and all_gather is its.
+Tensor reduce_scatter(const Tensor& t, int64_t dim = 0);
+
+// Data parallelism over a model's parameters (a list of tensors, as
+// Module::parameters() gives): each rank trains on its own shard of the batch, and
+//
+//   loom::dist::DataParallel ddp(model.parameters());  // every rank starts from rank 0's values
+//   for (...) { opt.zero_grad(); loss(shard).backward(); ddp.average_gradients(); opt.step(); }
+//
+// keeps the ranks' parameters equal: with equal shards and a mean loss, the
+// average of the ranks' gradients is the whole batch's. The all-reduces are lazy,
+// so they join the optimizer step's schedule. (Bucketing, and overlapping them
+// with the backward pass, come later: docs/distributed.md.)
+class DataParallel {
+ public:
+  // Broadcasts every parameter from rank 0 into the parameter itself (assign),
+  // realized before it returns.
+  explicit DataParallel(std::vector<Tensor> parameters);
+
+  // Each parameter's gradient becomes its mean across the ranks (a parameter
+  // without one is skipped). Call it after backward() and before the step.
+  void average_gradients();
+
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+
+ private:
+  std::vector<Tensor> parameters_;
+};
+
+}  // namespace loom::dist

@@ -1,0 +1,132 @@
+// The communicator on MPI: MPI_COMM_WORLD, its collectives blocking and, where
+// the plan allows, in place (MPI_IN_PLACE).
+#include "runtime/communicator.hpp"
+
+#include <loom/error.hpp>
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <climits>
+#include <cstring>
+
+namespace loom::comm {
+
+namespace {
+// Did init start MPI (so finalize ends it)? Set and read only by init and
+// finalize, which the program calls from its main thread.
+bool g_started = false;
+
+void check(int status, const std::string& what) {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(status, text, &length);
+  throw Error(fmt::format("{}: MPI failed: {}", what, std::string(text, static_cast<size_t>(length))));
+}
+
+void require(const char* what) {
+  if (!initialized())
+    throw Error(
+        fmt::format("{}: loom::dist::init has not been called (or the job has ended); "
+                    "a collective needs a job (docs/distributed.md)",
+                    what));
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype.scalar) {
+    case Scalar::Bool: return MPI_C_BOOL;
+    case Scalar::UInt8: return MPI_UINT8_T;
+    case Scalar::Int32: return MPI_INT32_T;
+    case Scalar::Int64: return MPI_INT64_T;
+    case Scalar::Float32: return MPI_FLOAT;
+    case Scalar::Float64: return MPI_DOUBLE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+}  // namespace
+
+void init(int* argc, char*** argv) {
+  if (initialized()) return;
+  int provided = 0;
+  // Serialized: the realize that runs a collective may be on any thread, one at a time.
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "loom::dist::init");
+  g_started = true;
+  // Errors come back as codes, which become loom::Errors, instead of aborting the job.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+void finalize() {
+  if (!g_started || !initialized()) return;
+  check(MPI_Finalize(), "loom::dist::finalize");
+  g_started = false;
+}
+
+bool initialized() {
+  int started = 0, ended = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&ended);
+  return started && !ended;
+}
+
+int rank(const char* what) {
+  require(what);
+  int r = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &r), what);
+  return r;
+}
+
+int world_size(const char* what) {
+  require(what);
+  int n = 0;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &n), what);
+  return n;
+}
+
+void barrier(const char* what) {
+  require(what);
+  check(MPI_Barrier(MPI_COMM_WORLD), what);
+}
+
+void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
+  const std::string what = collective_name(c);
+  require(what.c_str());
+  if (elements > INT_MAX)
+    throw Error(fmt::format("{}: {} elements of {}, more than MPI's count of {} in one call", what, elements,
+                            to_string(dtype), INT_MAX));
+  if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather && dtype.is_bool())
+    throw Error(fmt::format("{}: cannot reduce a {} tensor", what, to_string(dtype)));
+  const int me = rank(what.c_str());
+  if (c.ranks != world_size(what.c_str()) &&
+      (c.kind == CollectiveKind::AllGather || c.kind == CollectiveKind::ReduceScatter))
+    throw Error(fmt::format("{}: the graph was built for {} ranks, the job has {}", what, c.ranks,
+                            world_size(what.c_str())));
+  const MPI_Datatype type = mpi_type(dtype);
+  const int n = static_cast<int>(collective_block(c, elements));
+  const bool in_place = in == out;
+  const MPI_Op op = c.reduce == CollectiveReduce::Max ? MPI_MAX : MPI_SUM;
+  const size_t bytes = static_cast<size_t>(elements) * dtype.itemsize();
+  switch (c.kind) {
+    case CollectiveKind::AllReduce:
+      check(MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, MPI_COMM_WORLD), what);
+      break;
+    case CollectiveKind::Broadcast:
+      if (!in_place && me == c.root) std::memcpy(out, in, bytes);
+      check(MPI_Bcast(out, n, type, static_cast<int>(c.root), MPI_COMM_WORLD), what);
+      break;
+    case CollectiveKind::Reduce:
+      check(MPI_Reduce(in_place && me == c.root ? MPI_IN_PLACE : in, out, n, type, op,
+                       static_cast<int>(c.root), MPI_COMM_WORLD),
+            what);
+      if (me != c.root) std::memset(out, 0, bytes);
+      break;
+    case CollectiveKind::AllGather:
+      check(MPI_Allgather(in, n, type, out, n, type, MPI_COMM_WORLD), what);
+      break;
+    case CollectiveKind::ReduceScatter:
+      check(MPI_Reduce_scatter_block(in, out, n, type, op, MPI_COMM_WORLD), what);
+      break;
+  }
+}
+
+}  // namespace loom::comm
