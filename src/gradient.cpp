@@ -145,7 +145,7 @@ Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
   switch (a.kind) {
     case CollectiveKind::AllReduce:
       if (a.reduce == CollectiveReduce::Sum) return {to(CollectiveKind::AllReduce)};
-      return {where(eq(ret->src[0], ret), to(CollectiveKind::AllReduce), c(g, 0))};
+      return {where(eq(ret->src[0], ret), to(CollectiveKind::AllReduce), const_as(g, 0))};
     case CollectiveKind::Broadcast: return {to(CollectiveKind::Reduce)};
     case CollectiveKind::Reduce: return {to(CollectiveKind::Broadcast)};
     case CollectiveKind::AllGather: return {to(CollectiveKind::ReduceScatter)};
