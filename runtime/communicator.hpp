@@ -18,6 +18,8 @@ void init(int* argc, char*** argv);
 void finalize();
 // Between init and finalize (or MPI initialised by the program itself).
 bool initialized();
+// Throws loom::Error naming `what` unless initialized(): a collective needs a job.
+void require_job(const char* what);
 
 // This process's rank and the job's size; `what` names the caller in the error
 // thrown when the job is not initialised.

@@ -13,14 +13,6 @@ namespace loom::comm {
 
 namespace {
 std::atomic<bool> g_joined{false};  // between init and finalize: the whole of the job's state
-
-void require(const char* what) {
-  if (!initialized())
-    throw Error(
-        fmt::format("{}: loom::dist::init has not been called (or the job has ended); "
-                    "a collective needs a job (docs/distributed.md)",
-                    what));
-}
 }  // namespace
 
 void init(int*, char***) { g_joined = true; }
@@ -28,20 +20,20 @@ void finalize() { g_joined = false; }
 bool initialized() { return g_joined; }
 
 int rank(const char* what) {
-  require(what);
+  require_job(what);
   return 0;
 }
 
 int world_size(const char* what) {
-  require(what);
+  require_job(what);
   return 1;
 }
 
-void barrier(const char* what) { require(what); }
+void barrier(const char* what) { require_job(what); }
 
 void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
-  require(what.c_str());
+  require_job(what.c_str());
   if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather && dtype.is_bool())
     throw Error(fmt::format("{}: cannot reduce a {} tensor", what, to_string(dtype)));
   if (c.ranks != 1 && (c.kind == CollectiveKind::AllGather || c.kind == CollectiveKind::ReduceScatter))

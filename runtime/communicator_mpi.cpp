@@ -25,14 +25,6 @@ void check(int status, const std::string& what) {
   throw Error(fmt::format("{}: MPI failed: {}", what, std::string(text, static_cast<size_t>(length))));
 }
 
-void require(const char* what) {
-  if (!initialized())
-    throw Error(
-        fmt::format("{}: loom::dist::init has not been called (or the job has ended); "
-                    "a collective needs a job (docs/distributed.md)",
-                    what));
-}
-
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype.scalar) {
     case Scalar::Bool: return MPI_C_BOOL;
@@ -70,27 +62,27 @@ bool initialized() {
 }
 
 int rank(const char* what) {
-  require(what);
+  require_job(what);
   int r = 0;
   check(MPI_Comm_rank(MPI_COMM_WORLD, &r), what);
   return r;
 }
 
 int world_size(const char* what) {
-  require(what);
+  require_job(what);
   int n = 0;
   check(MPI_Comm_size(MPI_COMM_WORLD, &n), what);
   return n;
 }
 
 void barrier(const char* what) {
-  require(what);
+  require_job(what);
   check(MPI_Barrier(MPI_COMM_WORLD), what);
 }
 
 void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
-  require(what.c_str());
+  require_job(what.c_str());
   if (elements > INT_MAX)
     throw Error(fmt::format("{}: {} elements of {}, more than MPI's count of {} in one call", what, elements,
                             to_string(dtype), INT_MAX));
