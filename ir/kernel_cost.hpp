@@ -15,4 +15,15 @@ namespace loom {
 // with a symbolic size counts at its upper bound.
 double kernel_flops(const UOpPtr& kernel);
 
+// The arithmetic one run of `kernel` does, for the recompute bound
+// (docs/pipeline.md, "What fusion may recompute"), counted where its loops nest
+// (END and REDUCE list them outermost first): a value runs once per iteration of
+// every loop around the innermost one it reads, and a value inside a reduce's loop
+// once per iteration of the loops around that reduce too (a GELU fused into a
+// matmul's reduce runs once per output column, though it reads no column). Only arithmetic on data counts,
+// with kernel_flops' weights: an op with a loaded value among its sources. Index arithmetic, a pad's validity
+// and the select it guards, an arange and what is computed from it alone are addressing, which moves no
+// value.
+double kernel_arithmetic(const UOpPtr& kernel);
+
 }  // namespace loom

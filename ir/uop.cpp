@@ -43,6 +43,10 @@ bool is_ternary(Op op) { return op == Op::WHERE || op == Op::MULACC; }
 bool is_alu(Op op) { return is_unary(op) || is_binary(op) || is_ternary(op); }
 bool is_comparison(Op op) { return in(op, Op::CMPLT, Op::CMPEQ); }
 bool is_movement(Op op) { return in(op, Op::RESHAPE, Op::FLIP); }
+bool is_transcendental(Op op) {
+  return op == Op::EXP || op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::COS ||
+         op == Op::SQRT;
+}
 bool is_commutative(Op op) {
   switch (op) {
     case Op::ADD:

@@ -94,6 +94,9 @@ bool is_alu(Op op);          // unary, binary or ternary arithmetic/logic
 bool is_commutative(Op op);  // ADD MUL MAX CMPNE CMPEQ AND OR XOR
 bool is_comparison(Op op);   // CMPLT CMPNE CMPEQ
 bool is_movement(Op op);     // RESHAPE PERMUTE EXPAND PAD SHRINK FLIP
+// EXP EXP2 LOG2 SIN COS SQRT: unary ops that cost many times a load and a store,
+// so the schedule computes each value of one once (docs/pipeline.md).
+bool is_transcendental(Op op);
 
 enum class AxisKind : uint8_t { Loop, Parallel, Reduce, Upcast, Unroll };
 std::string_view axis_kind_name(AxisKind k);

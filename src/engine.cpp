@@ -225,6 +225,14 @@ Plan schedule_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   if (!flags.dump_dir.empty()) dump_stage_file(flags.dump_dir, "graph", "tensor", "uop", to_text(targets));
   Plan plan = plan_schedule(targets, sig, into);
   count_schedule_built();
+  if (flags.debug >= 1) {
+    const PlanCost c = plan_cost(plan, sig, targets);
+    log().info(
+        "schedule: {} kernel{}, cost {:.4g} ({:.4g} of it arithmetic) against {:.4g} ({:.4g}) with "
+        "every op realized: recompute ratio {:.3f}",
+        plan.kernels.size(), plan.kernels.size() == 1 ? "" : "s", c.scheduled, c.scheduled_ops,
+        c.materialised, c.materialised_ops, c.recompute_ratio());
+  }
   span.arg("kernels", static_cast<double>(plan.kernels.size()));
   return plan;
 }

@@ -1,14 +1,18 @@
 #include "src/plan.hpp"
 
+#include "src/engine.hpp"
 #include "src/memory_plan.hpp"
 #include "src/offset_vars.hpp"
 
 #include "codegen/codegen.hpp"
+#include "ir/kernel_cost.hpp"
 #include "ir/pattern.hpp"
 #include "schedule/schedule.hpp"
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -161,6 +165,67 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   }
   share_dead_buffers(plan);
   return plan;
+}
+
+double PlanCost::recompute_ratio() const {
+  if (materialised > 0) return scheduled / materialised;
+  return scheduled > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+}
+
+namespace {
+// `targets` with every op that computes (ALU, reduce) realized, as if each were
+// followed by .contiguous(): each is computed once, in a kernel of its own.
+std::vector<UOpPtr> each_op_realized(const std::vector<UOpPtr>& targets) {
+  std::unordered_map<const UOp*, UOpPtr> now;
+  for (const UOpPtr& u : toposort(targets)) {
+    std::vector<UOpPtr> src;
+    for (const UOpPtr& s : u->src) src.push_back(now.at(s.get()));
+    UOpPtr v = src == u->src ? u : u->with_src(std::move(src));
+    if (is_alu(u->op) || u->op == Op::REDUCE_AXIS) v = UOp::make(Op::CONTIGUOUS, v->dtype, {v});
+    now[u.get()] = std::move(v);
+  }
+  std::vector<UOpPtr> out;
+  for (const UOpPtr& t : targets) out.push_back(now.at(t.get()));
+  return out;
+}
+
+// What running a kernel costs beyond its work, in operations: the executor's
+// dispatch, its argument table and the call. A replayed kernel's launch takes
+// the time of thousands of SIMD-lane operations (docs/performance.md, "What a
+// kernel's launch costs"); this is a floor. A schedule that recomputes a little
+// to save a kernel saves at least this.
+constexpr double kLaunchWork = 1024;
+
+// The plan's cost (kernel_work and launches) and its arithmetic alone.
+std::pair<double, double> cost_of(const Plan& plan, const GraphSignature& sig) {
+  double work = 0, ops = 0;
+  for (const PlanKernel& k : plan.kernels) {
+    double bytes = 0;
+    for (uint32_t slot : k.args) {
+      if (slot < plan.inputs) {
+        const UOpPtr& b = sig.buffer(slot);
+        bytes += static_cast<double>(b->get<std::vector<int64_t>>().at(1) * b->dtype.itemsize());
+      } else {
+        const PlanBuffer& a = plan.allocations.at(slot - plan.inputs);
+        bytes += static_cast<double>(a.size * a.dtype.itemsize());
+      }
+    }
+    const double arithmetic = kernel_arithmetic(k.ast);
+    work += kernel_work(arithmetic, bytes) + kLaunchWork;
+    ops += arithmetic;
+  }
+  return {work, ops};
+}
+}  // namespace
+
+PlanCost plan_cost(const Plan& plan, const GraphSignature& sig, const std::vector<UOpPtr>& targets) {
+  const std::vector<UOpPtr> realized = each_op_realized(targets);
+  const GraphSignature realized_sig = sign_graph(realized);
+  const Plan materialised = plan_schedule(realized, realized_sig, std::vector<int64_t>(realized.size(), -1));
+  PlanCost out;
+  std::tie(out.scheduled, out.scheduled_ops) = cost_of(plan, sig);
+  std::tie(out.materialised, out.materialised_ops) = cost_of(materialised, realized_sig);
+  return out;
 }
 
 }  // namespace loom::detail

@@ -64,6 +64,21 @@ struct Plan {
   std::vector<PlanMemory> memory;           // per allocation: dead intermediates' memory reused
 };
 
+// What a plan's kernels cost against the same graph scheduled with every op
+// realized (each computed once, in a kernel of its own): their ratio is what
+// fusion adds by computing values again where they are read (docs/pipeline.md,
+// "What fusion may recompute"). A kernel costs its arithmetic (ir/kernel_cost.hpp's
+// kernel_arithmetic), one operation per element it moves (the engine's
+// kernel_work) and its launch: recomputing a cheap value where it is read costs
+// less than a buffer's store and load and a kernel more, which the materialised
+// plan pays.
+struct PlanCost {
+  double scheduled = 0, materialised = 0;          // kernel_work
+  double scheduled_ops = 0, materialised_ops = 0;  // arithmetic alone
+  double recompute_ratio() const;                  // scheduled / materialised; 1 when both are 0
+};
+PlanCost plan_cost(const Plan& plan, const GraphSignature& sig, const std::vector<UOpPtr>& targets);
+
 // Calls `kernel(k)` and `collective(c)` for the plan's items in the order they run.
 template <class KernelFn, class CollectiveFn>
 void for_each_item(const Plan& plan, KernelFn&& kernel, CollectiveFn&& collective) {

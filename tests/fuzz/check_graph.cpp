@@ -8,7 +8,10 @@
 #include "fuzz/kernel_checker.hpp"
 #include "fuzz/op_class.hpp"
 #include "ir/target.hpp"
+#include "schedule/schedule.hpp"
 #include "src/engine.hpp"
+#include "src/graph_key.hpp"
+#include "src/plan.hpp"
 #include "src/schedule_cache.hpp"
 #include "support/reference_interpreter.hpp"
 
@@ -60,6 +63,26 @@ Expected reference(const Tensor& t) {
   return e;
 }
 
+// The schedule's cost against the graph's with every op realized (src/plan.hpp), for
+// the Target the program compiles for. Scheduled apart from the realize: its
+// stages are not the kernel checker's to see twice.
+double recompute_ratio(const std::vector<UOpPtr>& roots, const std::string& target) {
+  std::unique_ptr<Context> compile_for;
+  if (!target.empty())
+    compile_for = std::make_unique<Context>(
+        std::initializer_list<std::pair<std::string, Context::Value>>{{"TARGET", target}});
+  const detail::GraphSignature sig = detail::sign_graph(roots);
+  const detail::Plan plan = detail::plan_schedule(roots, sig, std::vector<int64_t>(roots.size(), -1));
+  return detail::plan_cost(plan, sig, roots).recompute_ratio();
+}
+
+std::string ratio_bucket(double ratio) {
+  if (ratio <= 1.0) return "<=1";
+  if (ratio <= 1.1) return "<=1.1";
+  if (ratio <= 1.25) return "<=1.25";
+  return ">1.25";
+}
+
 void count_coverage(const std::vector<Tensor>& outputs, Coverage& c) {
   std::vector<UOpPtr> roots;
   for (const auto& t : outputs) roots.push_back(t.node()->uop);
@@ -103,6 +126,13 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     out.failure = Failure{"error", fmt::format("gradient threw: {}", e.what())};
     return out;
   }
+  std::vector<UOpPtr> roots;  // the graph as built: realize turns the tensors into buffers
+  auto add_root = [&](const Tensor& t) {
+    if (!is_buffer_view(t.node()->uop)) roots.push_back(t.node()->uop);
+  };
+  for (const auto& t : outputs) add_root(t);
+  if (gradient)
+    for (const auto& g : gradient->gradients()) add_root(g);
   Coverage local;
   {
     KernelChecker checker(options.kernel_checker, &local);
@@ -152,6 +182,19 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     Coverage grad_coverage;
     out.failure = gradient->check(&grad_coverage);
     if (coverage) coverage->merge(grad_coverage);
+    if (out.failure) return out;
+  }
+  if (options.recompute_bound > 0 && !roots.empty()) {
+    out.recompute_ratio = recompute_ratio(roots, options.target);
+    if (coverage) {
+      ++coverage->recompute[ratio_bucket(out.recompute_ratio)];
+      coverage->max_recompute = std::max(coverage->max_recompute, out.recompute_ratio);
+    }
+    if (out.recompute_ratio > options.recompute_bound)
+      out.failure =
+          Failure{"recompute", fmt::format("the schedule costs {:.3f} times its graph with every op "
+                                           "realized, above the bound of {}",
+                                           out.recompute_ratio, options.recompute_bound)};
   }
   return out;
 }

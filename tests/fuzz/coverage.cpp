@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace loom::fuzz {
 
 void Coverage::merge(const Coverage& o) {
@@ -13,13 +15,15 @@ void Coverage::merge(const Coverage& o) {
                                                      {&stages, &o.stages},
                                                      {&kernel_checks, &o.kernel_checks},
                                                      {&gradient_checks, &o.gradient_checks},
-                                                     {&targets, &o.targets}};
+                                                     {&targets, &o.targets},
+                                                     {&recompute, &o.recompute}};
   for (const auto& [mine, theirs] : pairs)
     for (const auto& [k, v] : *theirs) (*mine)[k] += v;
   programs += o.programs;
   kernels += o.kernels;
   bounds_checked += o.bounds_checked;
   gradients += o.gradients;
+  max_recompute = std::max(max_recompute, o.max_recompute);
 }
 
 namespace {
@@ -42,6 +46,8 @@ std::string Coverage::report() const {
   out += line("kernel checks", kernel_checks);
   out += line("gradient probes", gradient_checks);
   out += line("targets", targets);
+  out += line("recompute ratio", recompute);
+  out += fmt::format("  {:<16} {:.3f}\n", "largest ratio", max_recompute);
   return out;
 }
 

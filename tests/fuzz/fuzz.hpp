@@ -25,6 +25,9 @@ struct Coverage {
   // step: skipped), and gradient programs whose loss is not finite (not probed).
   std::map<std::string, int64_t> gradient_checks;
   std::map<std::string, int64_t> targets;  // programs per Target they were compiled for
+  // Programs by their schedule's recompute ratio (src/plan.hpp), and the largest.
+  std::map<std::string, int64_t> recompute;
+  double max_recompute = 0;
   int64_t programs = 0, kernels = 0, bounds_checked = 0;
   int64_t gradients = 0;  // gradient programs whose gradients were compared with finite differences
 
@@ -33,7 +36,7 @@ struct Coverage {
 };
 
 struct Failure {
-  std::string kind;     // "mismatch", "error", "kernel <pass>", "gradient"
+  std::string kind;     // "mismatch", "error", "kernel <pass>", "gradient", "recompute"
   std::string message;  // what differed, where
 };
 
@@ -42,12 +45,16 @@ struct CheckOptions {
   bool check_bounds = false;   // run under LOOM_CHECK_BOUNDS=1
   bool gradients = true;       // check `# @grad` programs against finite differences
   std::string target;          // LOOM_TARGET preset to compile for ("": the flags in force)
+  // The most arithmetic a schedule may do against its graph computed once (the
+  // recompute ratio, docs/fuzzing.md); 0: not checked.
+  double recompute_bound = 1.25;
 };
 
 struct Outcome {
   bool valid = true;  // false: the reference refused the program (a generator bug, not loom's)
   std::string invalid_reason;
   std::optional<Failure> failure;
+  double recompute_ratio = 0;  // of the program's schedule; 0 when not measured
 };
 
 // Loads a graph file (include/loom/graph_file.hpp), evaluates it with the

@@ -22,7 +22,8 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   loom-fuzz [--seed S] [--count N] [--out DIR] [--steps K] [--bounds-share N]
             [--gradient-share N] [--target T[,T...]] [--packed-matmuls] [--no-kernel-check] [--stop]
-            [--verbose] [--coverage] [--plant-fault | --plant-gradient-fault]
+            [--verbose] [--coverage] [--recompute-bound R]
+            [--plant-fault | --plant-gradient-fault | --plant-recompute-fault]
       runs programs S, S+1, ..., S+N-1 (default: --seed 1 --count 100) against the
       reference interpreter; each failure is shrunk and written to DIR (default
       ./loom-fuzz-failures) as a replay file. --bounds-share N runs every N-th program
@@ -32,10 +33,14 @@ constexpr const char* kUsage = R"(usage:
       these LOOM_TARGET presets in turn (default native,x86-64-v3,x86-64-v2; one name:
       every program at that preset). --packed-matmuls makes half the matmul steps
       products big enough for panel packing (up to 16384 elements a value; slower).
+      --recompute-bound R fails a program whose schedule does more than R times the
+      arithmetic of its graph computed once (default 1.25, 0: not checked; the ratio
+      of each program shows with --verbose, their spread with --coverage).
       Exit status 1 if any failed.
       --plant-fault switches on a deliberately wrong simplifier rule (float x - c
       becomes x + c), to see the fuzzer catch, pin and shrink a wrong rewrite;
-      --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth).
+      --plant-gradient-fault a wrong gradient rule (sqrt' = 1/sqrt, twice the truth);
+      --plant-recompute-fault a buffer_removal that inlines every buffer it may.
   loom-fuzz --replay FILE [--bounds] [--target T] [--no-kernel-check]
       reruns one replay (any graph file) and says whether it still fails.
 )";
@@ -126,6 +131,10 @@ int main(int argc, char** argv) {
         loom::set_planted_fault(loom::PlantedFault::FlipConstantSub);
       else if (a == "--plant-gradient-fault")
         loom::set_planted_fault(loom::PlantedFault::DoubledSqrtGradient);
+      else if (a == "--plant-recompute-fault")
+        loom::set_planted_fault(loom::PlantedFault::InlineEveryBuffer);
+      else if (a == "--recompute-bound")
+        options.check.recompute_bound = std::stod(next());
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;

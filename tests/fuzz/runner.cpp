@@ -46,8 +46,9 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
     }
     if (options.verbose)  // a failure's message before shrinking: the replay file has the shrunk one's
       std::cerr << fmt::format(
-          "program {}: {}\n", program_seed,
-          outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok");
+          "program {}: {} (recompute ratio {:.3f})\n", program_seed,
+          outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok",
+          outcome.recompute_ratio);
     if (!outcome.failure) continue;
     const std::string shrunk = shrink(text, *outcome.failure, check);
     const Outcome again = check_graph(shrunk, check);  // the message of the minimal program

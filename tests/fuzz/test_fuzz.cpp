@@ -173,6 +173,37 @@ TEST_CASE("a planted wrong gradient rule is caught within the CI budget against 
   CHECK_FALSE(fuzz::check_graph(shrunk, {}).failure);
 }
 
+TEST_CASE(
+    "a planted buffer_removal that inlines every buffer is caught by the recompute bound within the CI "
+    "budget") {
+  // Programs with products big enough to pack (docs/fuzzing.md): where a reduce read at
+  // many indices is inlined, it runs once per read, and at the fuzzer's small sizes
+  // that is rarely more than the kernels and buffers inlining saves.
+  fuzz::RunOptions options;
+  options.stop_at_first = true;
+  options.generate.packed_matmul_elements = 16384;
+  options.check.kernel_checker = false;  // the schedule's cost is what differs, not its values
+  fuzz::RunResult r;
+  {
+    PlantFault fault(PlantedFault::InlineEveryBuffer);
+    r = fuzz::run(kCiSeed, kCiPrograms, options);
+  }
+  REQUIRE(r.failures.size() == 1);
+  const auto& [seed, failure] = r.failures[0];
+  MESSAGE("caught after " << r.programs << " programs: " << failure.message);
+  CHECK(failure.kind == "recompute");
+  const std::string& shrunk = r.shrunk[0];
+  MESSAGE("shrunk:\n" << shrunk);
+  CHECK(std::count(shrunk.begin(), shrunk.end(), '\n') < 40);
+  {
+    PlantFault fault(PlantedFault::InlineEveryBuffer);
+    const auto again = fuzz::check_graph(shrunk, {.kernel_checker = false});
+    REQUIRE(again.failure);
+    CHECK(again.failure->kind == "recompute");
+  }
+  CHECK_FALSE(fuzz::check_graph(shrunk, {.kernel_checker = false}).failure);
+}
+
 TEST_CASE("with LOOM_CHECK_BOUNDS, a planted load one past the end is caught as an error naming the buffer") {
   fuzz::RunOptions options;
   options.stop_at_first = true;

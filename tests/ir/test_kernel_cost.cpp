@@ -55,3 +55,69 @@ TEST_CASE("a Float32 EXP counts the operations of the form codegen lowers it to"
   auto y = load(index(global(1, f64), i));
   CHECK(kernel_flops(sink({end(store(index(global(0, f64), i), alu(Op::EXP, {y})), {i})})) == 100);
 }
+
+TEST_CASE(
+    "kernel_arithmetic: a value inside a reduce's loop runs once per iteration of every loop around it") {
+  // out[i, j] = sum_k exp(a[i, k]) * b[k, j]: the EXP reads no j, but the reduce over
+  // k runs inside the j loop, so it is computed I * J * K times; kernel_flops counts
+  // where its ranges say (I * K), kernel_arithmetic where it runs.
+  const int64_t I = 4, J = 8, K = 16;
+  auto i = make_range(I, 0), j = make_range(J, 1), k = make_range(K, 2, AxisKind::Reduce);
+  auto e = alu(Op::EXP, {load(index(global(1, f32), i * K + k))});
+  auto sum = reduce(Op::ADD, e * load(index(global(2, f32), k * J + j)), {k});
+  auto kernel = sink({end(store(index(global(0, f32), i * J + j), sum), {i, j})});
+  const double exp_ops =
+      kernel_flops(
+          sink({end(store(index(global(0, f32), i), alu(Op::EXP, {load(index(global(1, f32), i))})), {i})})) /
+      I;
+  REQUIRE(exp_ops > 10);
+  CHECK(kernel_flops(kernel) == exp_ops * I * K + 2 * I * J * K);
+  CHECK(kernel_arithmetic(kernel) == exp_ops * I * J * K + 2 * I * J * K);
+}
+
+TEST_CASE("kernel_arithmetic: a value the reduce's loop does not read is hoisted out of it") {
+  // out[i, j] = sum_k 2 * a[i] * b[k, j]: 2 * a[i] runs once per i, not per k.
+  const int64_t I = 4, J = 8, K = 16;
+  auto i = make_range(I, 0), j = make_range(J, 1), k = make_range(K, 2, AxisKind::Reduce);
+  auto twice = load(index(global(1, f32), i)) * const_float(f32, 2.0);
+  auto sum = reduce(Op::ADD, twice * load(index(global(2, f32), k * J + j)), {k});
+  CHECK(kernel_arithmetic(sink({end(store(index(global(0, f32), i * J + j), sum), {i, j})})) ==
+        I + 2 * I * J * K);
+}
+
+TEST_CASE("kernel_arithmetic: a pad's validity and the select it guards are addressing") {
+  // out[i] = (i < 5 ? x[i] : 0) + 1 over i < 10: only the ADD computes on data.
+  auto i = make_range(10, 0);
+  auto inside = alu(Op::CMPLT, {i, i64(5)});
+  auto padded = alu(Op::WHERE, {inside, load(index(global(1, f32), i, inside)), const_float(f32, 0.0)});
+  auto kernel = sink({end(store(index(global(0, f32), i), padded + const_float(f32, 1.0)), {i})});
+  CHECK(kernel_arithmetic(kernel) == 10);
+  CHECK(kernel_flops(kernel) == 20);  // the GFLOP/s figure counts the select too
+}
+
+TEST_CASE("kernel_arithmetic: a value read through a pad computes on data only inside it") {
+  // out[i] = -(x[i - 2] where 2 <= i < 6) over i < 10: the NEG runs at 10 points, 4 of
+  // them reading x; the other 6 are masked lanes, not x's values computed again.
+  auto i = make_range(10, 0);
+  auto inside = alu(Op::AND, {alu(Op::CMPLT, {i64(1), i}), alu(Op::CMPLT, {i, i64(6)})});
+  auto x = load(index(global(1, f32), i - i64(2), inside));
+  auto kernel = sink({end(store(index(global(0, f32), i), alu(Op::NEG, {x})), {i})});
+  CHECK(kernel_arithmetic(kernel) == 4);
+  // Added to a value loaded everywhere, the sum computes on data at every point.
+  auto y = load(index(global(2, f32), i));
+  CHECK(kernel_arithmetic(sink({end(store(index(global(0, f32), i), alu(Op::NEG, {x}) + y), {i})})) ==
+        4 + 10);
+}
+
+TEST_CASE("kernel_arithmetic: a value of an inner loop runs once per iteration of the loops outside it") {
+  // out[i, j] = exp(w[j]) * x[i, j], loops i outside j: the EXP reads no i, but sits
+  // inside the i loop: I * J runs (kernel_flops counts J, its ranges).
+  const int64_t I = 6, J = 16;
+  auto i = make_range(I, 0), j = make_range(J, 1);
+  auto e = alu(Op::EXP, {load(index(global(1, f32), j))});
+  auto kernel = sink(
+      {end(store(index(global(0, f32), i * J + j), e * load(index(global(2, f32), i * J + j))), {i, j})});
+  const double exp_ops = (kernel_flops(kernel) - I * J) / J;
+  REQUIRE(exp_ops > 10);
+  CHECK(kernel_arithmetic(kernel) == exp_ops * I * J + I * J);
+}
