@@ -4,7 +4,9 @@
 // gradients with the mean across ranks, one all-reduce per bucket. Before/after,
 // for a bucket of w (2 x 3) and b (3):
 //   grad w = gw, grad b = gb
-//   -> m = all_reduce(cat(gw.reshape(6), gb), Mean);  grad w = m[0:6].reshape(2, 3), grad b = m[6:9]
+//   -> m = all_reduce(cat(gw.reshape(6).pad(0, 10), gb.pad(0, 13)), Mean);
+//      grad w = m[0:6].reshape(2, 3), grad b = m[16:19]
+// (each gradient's slot a multiple of 16 elements: every part starts 64-byte aligned)
 #include "src/tensor_node.hpp"
 
 #include <memory>
