@@ -63,6 +63,9 @@ const std::vector<FlagInfo> kFlagTable = {
      "another process searches nothing (default 0: the heuristic's Opts)"},
     {"LOOM_BEAM_BUDGET", "seconds (a decimal number, 0 or more)",
      "the time LOOM_BEAM's search may spend on one kernel (default 3); 0 keeps the heuristic's Opts"},
+    {"LOOM_DIST_TIMEOUT", "seconds (a decimal number, more than 0)",
+     "how long a rank waits for the others in a collective or barrier (default 300); then it logs an "
+     "error naming itself and the collective, and ends the whole job with a non-zero exit (MPI_Abort)"},
 };
 // clang-format on
 
@@ -163,6 +166,14 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
     if (ec != std::errc() || end != v.data() + v.size() || !(s >= 0) || s > 1e6)
       return "expected a number of seconds, 0 or more (like 2.5)";
     f.beam_budget = s;
+    return "";
+  }
+  if (name == "LOOM_DIST_TIMEOUT") {
+    double s = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+    if (ec != std::errc() || end != v.data() + v.size() || !(s > 0) || s > 1e9)
+      return "expected a number of seconds, more than 0 (like 300 or 2.5)";
+    f.dist_timeout = s;
     return "";
   }
   if (name == "LOOM_JIT_CACHE_BYTES") {

@@ -32,6 +32,7 @@ struct Flags {
   std::string profile;                             // LOOM_PROFILE; empty: off
   int beam = 0;                                    // LOOM_BEAM: the search's beam width; 0: off
   double beam_budget = 3;                          // LOOM_BEAM_BUDGET: seconds of search per kernel
+  double dist_timeout = 300;                       // LOOM_DIST_TIMEOUT: seconds a rank waits for a collective
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;

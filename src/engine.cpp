@@ -10,7 +10,6 @@
 #include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
-#include "runtime/communicator.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -20,6 +19,7 @@
 #include "src/beam.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
+#include "src/in_flight.hpp"
 #include "src/llvm_backend.hpp"
 #include "src/offset_vars.hpp"
 #include "src/plan.hpp"
@@ -190,9 +190,17 @@ void retire_if_written_past(const UOpPtr& pending, const UOpPtr& result) {
 // Runs the plan over a table bound to it and points each pending node at its result.
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
+  InFlight travelling;
   for_each_item(
-      plan, [&](const PlanKernel& k) { run_planned_kernel(k, table, flags); },
-      [&](const PlanCollective& c) { run_planned_collective(c, table, flags); });
+      plan,
+      [&](const PlanKernel& k) {
+        travelling.progress();
+        run_planned_kernel(k, table, flags);
+      },
+      [&](const PlanCollective& c) {
+        travelling.start(c, buffer_data(table[c.input]), buffer_data(table[c.output]), flags.debug);
+      },
+      [&](const PlanCollective& c) { travelling.wait(c); });
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i);
@@ -426,15 +434,6 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
     log().info("  {} {:.3f} ms, {:.3g} GFLOP/s, {:.3g} GB/s ({} buffers)", pk.name, t.ms, t.gflops(),
                t.gbps(), bufs.size());
   return t;
-}
-
-void run_planned_collective(const PlanCollective& c, const std::vector<UOpPtr>& table, const Flags& flags) {
-  ProfileSpan span("collective", c.name);
-  const auto t0 = Clock::now();
-  comm::run_collective(c.arg, buffer_data(table[c.input]), buffer_data(table[c.output]), c.dtype, c.size);
-  if (flags.debug >= 2)
-    log().info("  {} {:.3f} ms, {} elements of {}{}", c.name, ms_since(t0), c.size, to_string(c.dtype),
-               c.input == c.output ? ", in place" : "");
 }
 
 namespace {

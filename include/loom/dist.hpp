@@ -14,7 +14,13 @@
 // job is one process: rank 0 of a world of 1.
 #include <loom/tensor.hpp>
 
+#include <cstdint>
+#include <memory>
 #include <vector>
+
+namespace loom::detail {
+struct GradientBuckets;  // src/data_parallel.hpp
+}
 
 namespace loom::dist {
 
@@ -66,26 +72,38 @@ Tensor reduce_scatter(const Tensor& t, int64_t dim = 0);
 // Module::parameters() gives): each rank trains on its own shard of the batch, and
 //
 //   loom::dist::DataParallel ddp(model.parameters());  // every rank starts from rank 0's values
-//   for (...) { opt.zero_grad(); loss(shard).backward(); ddp.average_gradients(); opt.step(); }
+//   for (...) { opt.zero_grad(); loss(shard).backward(); opt.step(); }
 //
-// keeps the ranks' parameters equal: with equal shards and a mean loss, the
-// average of the ranks' gradients is the whole batch's. The all-reduces are lazy,
-// so they join the optimizer step's schedule. (Bucketing, and overlapping them
-// with the backward pass, come later: docs/distributed.md.)
+// keeps the ranks' parameters equal: from then on, backward() gives each of these
+// parameters the mean of every rank's gradient (with equal shards and a mean
+// loss, the whole batch's). The gradients travel in buckets of about
+// `bucket_bytes`, one all-reduce each, filled from the last parameter backwards
+// (the last layers' gradients are ready first in the backward pass). The
+// all-reduces are lazy: they join the step's schedule, where each starts as
+// soon as the kernels computing its bucket have run and the rest of the
+// backward pass runs while it travels (docs/distributed.md).
 class DataParallel {
  public:
+  static constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;  // PyTorch's default
   // Broadcasts every parameter from rank 0 into the parameter itself (assign),
-  // realized before it returns.
-  explicit DataParallel(std::vector<Tensor> parameters);
+  // realized before it returns, and groups the float parameters that require
+  // a gradient into buckets (at least 1 byte: a parameter larger than the
+  // bucket is a bucket of its own; INT64_MAX: one bucket, one all-reduce).
+  explicit DataParallel(std::vector<Tensor> parameters, int64_t bucket_bytes = kDefaultBucketBytes);
 
-  // Each parameter's gradient becomes its mean across the ranks (a parameter
-  // without one is skipped). Call it after backward() and before the step.
-  void average_gradients();
+  // Does nothing: backward() averages the gradients already. Kept for programs
+  // written before it did (it used to be called between backward() and step()).
+  void average_gradients() const {}
 
   const std::vector<Tensor>& parameters() const { return parameters_; }
+  // Each bucket's parameters (indices into parameters()), in the order their
+  // all-reduces start.
+  const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
 
  private:
   std::vector<Tensor> parameters_;
+  std::vector<std::vector<size_t>> buckets_;
+  std::shared_ptr<const detail::GradientBuckets> averaging_;  // what the parameters' nodes point at
 };
 
 }  // namespace loom::dist

@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 using namespace loom;
@@ -63,8 +65,7 @@ TEST_CASE("DataParallel: N ranks on B / N rows each match one process on B rows 
   const Tensor x = rows(xs, kIn, 4 * me, 4 * me + 4), y = rows(ys, kOut, 4 * me, 4 * me + 4);
   for (int64_t s = 0; s < kSteps; ++s) {
     opt.zero_grad();
-    model.loss(x, y).backward();
-    ddp.average_gradients();
+    model.loss(x, y).backward();  // averages the gradients across ranks
     opt.step();
   }
 
@@ -82,4 +83,83 @@ TEST_CASE("DataParallel: N ranks on B / N rows each match one process on B rows 
   CHECK(dist::all_reduce(w, dist::Op::Max).to_vector<float>() == w.to_vector<float>());
   // Training moved the parameters: the comparison is not of two starting points.
   CHECK(model.w.to_vector<float>() != Model(0).w.to_vector<float>());
+}
+
+TEST_CASE("backward() gives a DataParallel's parameters the mean of the ranks' gradients") {
+  const int n = dist::world_size(), me = dist::rank();
+  Tensor w = Tensor::from_vector<float>({1, 2, 3}, {3}).requires_grad_();
+  Tensor v = Tensor::from_vector<float>({4, 5}, {2}).requires_grad_();
+  Tensor u = Tensor::from_vector<float>({6}, {1}).requires_grad_();  // not the DataParallel's
+  const dist::DataParallel ddp({w, v}, 12);                          // buckets {v}, {w}
+  CHECK(ddp.buckets() == std::vector<std::vector<size_t>>{{1}, {0}});
+  // Rank r's loss: (r + 1) * sum(w) + c_r * sum(v) with c_0 = 5, else 0, + (r + 1) * sum(u).
+  // (Every rank builds the same graph, as DataParallel asks; only the data differ.)
+  const Tensor a = Tensor::from_vector<float>({static_cast<float>(me + 1)}, {1});
+  const Tensor c = Tensor::from_vector<float>({me == 0 ? 5.0f : 0.0f}, {1});
+  const Tensor loss = (w * a).sum() + (v * c).sum() + (u * a).sum();
+  loss.backward();
+  ddp.average_gradients();                           // a no-op now: no second averaging
+  const float mean = static_cast<float>(n + 1) / 2;  // of 1 .. n
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{mean, mean, mean});
+  CHECK(v.grad().to_vector<float>() == std::vector<float>{5.0f / n, 5.0f / n});
+  CHECK(u.grad().to_vector<float>() == std::vector<float>{static_cast<float>(me + 1)});
+  // A second backward accumulates the mean of the second gradients; v gets none on any
+  // rank, so its bucket carries zeros and its gradient stays.
+  (w * 2.0f).sum().backward();
+  CHECK(w.grad().to_vector<float>() == std::vector<float>{mean + 2, mean + 2, mean + 2});
+  CHECK(v.grad().to_vector<float>() == std::vector<float>{5.0f / n, 5.0f / n});
+}
+
+TEST_CASE("DataParallel: buckets of any size train to the same parameters as one bucket") {
+  const int me = dist::rank();
+  const std::vector<float> xs = wave(4 * kIn, 0.29, me), ys = wave(4 * kOut, 0.41, 0.2 + me);
+  const Tensor x = rows(xs, kIn, 0, 4), y = rows(ys, kOut, 0, 4);
+  auto train = [&](int64_t bucket_bytes) {
+    Model model(0);
+    const dist::DataParallel ddp({model.w, model.b}, bucket_bytes);
+    optim::SGD opt({model.w, model.b}, kLr);
+    for (int64_t s = 0; s < kSteps; ++s) {
+      opt.zero_grad();
+      model.loss(x, y).backward();
+      opt.step();
+    }
+    return std::pair{model.w.to_vector<float>(), model.b.to_vector<float>()};
+  };
+  const auto one = train(INT64_MAX);  // [b, w] in one all-reduce
+  const auto each = train(1);         // b, then w
+  // The same gradients summed in the same order, whichever buffer carries them: equal bits.
+  CHECK(each.first == one.first);
+  CHECK(each.second == one.second);
+  CHECK(one.first != Model(0).w.to_vector<float>());
+}
+
+TEST_CASE("a captured DataParallel step replays with no graph built and the uncaptured step's values") {
+  const int me = dist::rank();
+  const std::vector<float> xs = wave(4 * kIn, 0.31, me), ys = wave(4 * kOut, 0.47, 1 + me);
+  const Tensor x = rows(xs, kIn, 0, 4), y = rows(ys, kOut, 0, 4);
+  Model plain(0), captured(0);
+  const dist::DataParallel ddp_plain({plain.w, plain.b}, 1), ddp_captured({captured.w, captured.b}, 1);
+  optim::SGD opt_plain({plain.w, plain.b}, kLr), opt_captured({captured.w, captured.b}, kLr);
+  Capture step([&](const std::vector<Tensor>& a) {
+    opt_captured.zero_grad();
+    Tensor loss = captured.loss(a[0], a[1]);
+    loss.backward();
+    opt_captured.step();
+    return std::vector<Tensor>{loss};
+  });
+  for (int64_t s = 0; s < kSteps; ++s) {
+    opt_plain.zero_grad();
+    Tensor loss = plain.loss(x, y);
+    loss.backward();
+    opt_plain.step();
+    const uint64_t built = counters().schedules_built;
+    const Tensor replayed = step({x, y})[0];
+    if (s >= 2) {
+      CHECK(step.captured({x, y}));
+      CHECK(counters().schedules_built == built);
+    }
+    CHECK(replayed.to_vector<float>() == loss.to_vector<float>());
+    CHECK(captured.w.to_vector<float>() == plain.w.to_vector<float>());
+    CHECK(captured.b.to_vector<float>() == plain.b.to_vector<float>());
+  }
 }
