@@ -50,17 +50,16 @@ void check_collective_call(const CollectiveCall& mine) {
                                     static_cast<int64_t>(mine.shape.size()),
                                     call_hash(mine.shape.data(), mine.shape.size() * sizeof(int64_t))};
   const std::vector<int64_t> digests = gather_from_ranks(digest, ranks);
-  const auto d = static_cast<ptrdiff_t>(digest.size());
-  if (std::all_of(digests.begin(), digests.end(), [&, i = ptrdiff_t{0}](int64_t v) mutable {
-        return v == digest[static_cast<size_t>(i++ % d)];
-      }))
-    return;
+  const size_t d = digest.size();
+  bool agree = true;
+  for (size_t i = 0; i < digests.size(); ++i) agree = agree && digests[i] == digest[i % d];
+  if (agree) return;
 
   // Some rank differs: gather every rank's call name, dtype and shape, each padded
   // to a length every rank knows from the digests.
   constexpr size_t name_words = 8;  // 64 bytes of the call's name, plenty for "reduce_scatter(dim -10)"
   int64_t most_dims = 0;
-  for (int r = 0; r < ranks; ++r) most_dims = std::max(most_dims, digests[static_cast<size_t>(r * d + 2)]);
+  for (int r = 0; r < ranks; ++r) most_dims = std::max(most_dims, digests[static_cast<size_t>(r) * d + 2]);
   std::vector<int64_t> record(name_words + 1 + static_cast<size_t>(most_dims), 0);
   std::memcpy(record.data(), mine.call.data(), std::min(mine.call.size(), name_words * 8 - 1));
   record[name_words] = static_cast<int64_t>(mine.dtype.scalar);
@@ -68,7 +67,7 @@ void check_collective_call(const CollectiveCall& mine) {
   const std::vector<int64_t> records = gather_from_ranks(record, ranks);
   auto call_of = [&](int r) {
     const int64_t* at = records.data() + static_cast<size_t>(r) * record.size();
-    const auto dims = static_cast<size_t>(digests[static_cast<size_t>(r * d + 2)]);
+    const auto dims = static_cast<size_t>(digests[static_cast<size_t>(r) * d + 2]);
     CollectiveCall c{std::string(reinterpret_cast<const char*>(at)),
                      DType{static_cast<Scalar>(at[name_words])},
                      std::vector<int64_t>(at + name_words + 1, at + name_words + 1 + dims)};
