@@ -134,12 +134,12 @@ double gamma_m(const Batch& batch) {
   return m * kU / (1 - m * kU);
 }
 
-// Trains `model` for kSteps: on the whole batch (ddp null) or on this rank's rows.
+// Trains `model` for `steps`: on the whole batch (ddp null) or on this rank's rows.
 template <class Optim>
-void train(Model& model, Optim& opt, const Batch& batch, dist::DataParallel* ddp) {
+void train(Model& model, Optim& opt, const Batch& batch, dist::DataParallel* ddp, int64_t steps = kSteps) {
   const int64_t lo = ddp ? kRowsPerRank * dist::rank() : 0, hi = ddp ? lo + kRowsPerRank : batch.rows;
   const Tensor x = batch.x(lo, hi), y = batch.y(lo, hi);
-  for (int64_t s = 0; s < kSteps; ++s) {
+  for (int64_t s = 0; s < steps; ++s) {
     opt.zero_grad();
     model.loss(x, y).backward();
     if (ddp) ddp->average_gradients();
@@ -263,11 +263,12 @@ TEST_CASE("LOOM_DIST_DETERMINISTIC: the ranks' gradients summed in rank order, t
   const int n = dist::world_size(), me = dist::rank();
   const Batch batch(n);
   Context deterministic{{"DIST_DETERMINISTIC", true}};
+  constexpr int64_t steps = 10;  // bits either agree or not; the sanitizer pass pays per step
   auto run = [&] {
     Model model(0);
     dist::DataParallel ddp(model.parameters());
     optim::SGD opt(model.parameters(), 0.05);
-    train(model, opt, batch, &ddp);
+    train(model, opt, batch, &ddp, steps);
     return model.values();
   };
   const std::vector<double> first = run(), second = run();
@@ -278,7 +279,7 @@ TEST_CASE("LOOM_DIST_DETERMINISTIC: the ranks' gradients summed in rank order, t
   // the same bits as the job's.
   Model sim(0);
   optim::SGD opt(sim.parameters(), 0.05);
-  for (int64_t s = 0; s < kSteps; ++s) {
+  for (int64_t s = 0; s < steps; ++s) {
     std::vector<Tensor> gw, gb;
     for (int r = 0; r < n; ++r) {
       opt.zero_grad();
