@@ -12,9 +12,11 @@
 // Every rank must realize the same collectives in the same order (the same
 // graphs, as data-parallel training does). Built without MPI (LOOM_MPI off), a
 // job is one process: rank 0 of a world of 1.
+#include <loom/checkpoint.hpp>
 #include <loom/tensor.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -67,6 +69,14 @@ Tensor all_gather(const Tensor& t, int64_t dim = 0);
 // Sums all ranks' `t` and gives rank r block r of `dim` (of size n / world_size,
 // n a multiple of it): the gradient of all_gather, and all_gather is its.
 Tensor reduce_scatter(const Tensor& t, int64_t dim = 0);
+
+// A checkpoint in a job: every rank realizes `tensors` (they may hold
+// collectives, which every rank must run), rank 0 alone writes them
+// (loom::save), and no rank returns before the file is complete, so a
+// loom::load after it reads the whole file on any rank that sees rank 0's file
+// system. A failure to write is a loom::Error on every rank. Reading needs
+// nothing of the kind: every rank calls loom::load.
+void save(const std::filesystem::path& path, const NamedTensors& tensors);
 
 // Data parallelism over a model's parameters (a list of tensors, as
 // Module::parameters() gives): each rank trains on its own shard of the batch, and
