@@ -6,7 +6,12 @@
 // first epoch's second step) and the memory held (flat over an epoch).
 //   fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N]
 //                 [--test-limit N] [--seed S] [--lr LR] [--checkpoint PATH]
-//                 [--resume] [--data DIR] [--min-accuracy PERCENT]
+//                 [--resume] [--stop-after N] [--data DIR] [--min-accuracy PERCENT] [--ddp]
+// --ddp trains data parallel over the ranks of an MPI job (docs/distributed.md):
+//   mpirun -np 2 -x LOOM_THREADS=1 fashion_mnist --ddp
+// each rank on its shard with batches of B, rank 0 printing and checkpointing.
+// --stop-after N ends the run after epoch N of the --epochs schedule (as a job's
+// time limit would); --resume continues it.
 // Exits 77 when the data set is not installed, 1 when the final accuracy is
 // below --min-accuracy (tests/ runs it on a subset).
 #include "fashion_mnist.hpp"
@@ -22,20 +27,23 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace {
 
 constexpr const char* usage =
     "usage: fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N] [--test-limit N]\n"
-    "                     [--seed S] [--lr LR] [--checkpoint PATH] [--resume] [--data DIR]\n"
-    "                     [--min-accuracy PERCENT]\n";
+    "                     [--seed S] [--lr LR] [--checkpoint PATH] [--resume] [--stop-after N]\n"
+    "                     [--data DIR] [--min-accuracy PERCENT] [--ddp]\n";
 
 struct Args {
   fashion::Options options;
   int64_t test_limit = 0;
   std::filesystem::path checkpoint;
   bool resume = false;
+  int64_t stop_after = 0;  // 0: train all --epochs
   double min_accuracy = 0;
 };
 
@@ -53,12 +61,13 @@ Args parse(int argc, char** argv) {
       {"--checkpoint", [&](const std::string& v) { a.checkpoint = v; }},
       {"--data", [&](const std::string& v) { a.options.dir = v; }},
       {"--min-accuracy", [&](const std::string& v) { a.min_accuracy = std::stod(v); }},
+      {"--stop-after", [&](const std::string& v) { a.stop_after = std::stoll(v); }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") throw std::invalid_argument("");  // usage, exit 0
-    if (flag == "--resume") {
-      a.resume = true;
+    if (flag == "--resume" || flag == "--ddp") {
+      (flag == "--ddp" ? a.options.ddp : a.resume) = true;
       continue;
     }
     const auto it = with_value.find(flag);
@@ -93,9 +102,12 @@ double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 // place on a terminal; elsewhere (CI logs) a line every tenth of the epoch.
 class Progress {
  public:
-  Progress(int64_t epoch, int64_t epochs, int64_t batch) : epoch_(epoch), epochs_(epochs), batch_(batch) {}
+  // `batch`: the images a step trains on (every rank's); `shown`: false on ranks other than 0.
+  Progress(int64_t epoch, int64_t epochs, int64_t batch, bool shown)
+      : epoch_(epoch), epochs_(epochs), batch_(batch), shown_(shown) {}
   void operator()(int64_t step, int64_t steps, float loss) {
     smoothed_ = step == 1 ? loss : 0.95 * smoothed_ + 0.05 * loss;
+    if (!shown_) return;
     const bool last = step == steps;
     const double now = seconds();
     if (tty_ ? (now - drawn_ < 0.1 && !last) : (step * 10 / steps == (step - 1) * 10 / steps && !last))
@@ -115,33 +127,47 @@ class Progress {
  private:
   using Clock = std::chrono::steady_clock;
   int64_t epoch_, epochs_, batch_;
+  bool shown_;
   double smoothed_ = 0, drawn_ = -1;
   bool tty_ = isatty(fileno(stdout));
   Clock::time_point start_ = Clock::now();
 };
 
+// fmt::print on rank 0 only (every rank when not data parallel).
+template <class... A>
+void say(bool lead, fmt::format_string<A...> format, A&&... a) {
+  if (lead) fmt::print(format, std::forward<A>(a)...);
+}
+
 int run(const Args& args) {
   using namespace loom;
   fashion::Trainer trainer(args.options);
   const fashion::Split test = fashion::load(args.options.dir, false, args.test_limit);
-  const int64_t steps = trainer.loader.size(), batch = args.options.batch_size;
+  // With --ddp, rank 0 prints; a step trains on every rank's batch.
+  const int ranks = args.options.ddp ? dist::world_size() : 1;
+  const bool lead = !args.options.ddp || dist::rank() == 0;
+  const int64_t steps = trainer.loader.size(), batch = args.options.batch_size * ranks;
   size_t params = 0;
   for (const Tensor& p : trainer.model.parameters()) params += static_cast<size_t>(p.numel());
-  fmt::print("Fashion-MNIST: {} training images (batches of {}, {} steps an epoch), {} test images\n",
-             trainer.train.size(), batch, steps, test.size());
-  fmt::print("model {} ({} parameters), Adam lr {} annealed (cosine) over {} epochs, seed {}, {} threads\n",
-             args.options.model, params, trainer.opt.lr(), args.options.epochs, args.options.seed,
-             get_num_threads());
+  say(lead, "Fashion-MNIST: {} training images (batches of {}, {} steps an epoch), {} test images\n",
+      trainer.train.size(), batch, steps, test.size());
+  say(lead, "model {} ({} parameters), Adam lr {} annealed (cosine) over {} epochs, seed {}, {} threads{}\n",
+      args.options.model, params, trainer.opt.lr(), args.options.epochs, args.options.seed, get_num_threads(),
+      args.options.ddp ? fmt::format(" on each of {} ranks (data parallel, {} images a rank a step)", ranks,
+                                     args.options.batch_size)
+                       : "");
   if (args.resume) {
     trainer.resume(args.checkpoint);
-    fmt::print("resumed from {} after epoch {}\n", args.checkpoint.string(), trainer.epoch);
+    say(lead, "resumed from {} after epoch {}\n", args.checkpoint.string(), trainer.epoch);
   }
 
   double accuracy = NAN;
   uint64_t compiled_late = 0;  // in training, after the first epoch's second step
-  for (bool first = true; trainer.epoch < args.options.epochs; first = false) {
+  const int64_t last =
+      args.stop_after > 0 ? std::min(args.stop_after, args.options.epochs) : args.options.epochs;
+  for (bool first = true; trainer.epoch < last; first = false) {
     const int64_t epoch = trainer.epoch + 1;
-    Progress progress(epoch, args.options.epochs, batch);
+    Progress progress(epoch, args.options.epochs, batch, lead);
     const uint64_t made_before = kernels_made();
     uint64_t made_at_2 = 0;
     double rss_at_2 = 0;
@@ -168,27 +194,28 @@ int run(const Args& args) {
     const double test_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const uint64_t made_in_test = kernels_made() - made_after;
 
-    fmt::print(
+    say(lead,
         "epoch {}: mean loss {:.4f}, test accuracy {:.2f}%, {:.0f} images/s ({:.1f} s training, {:.1f} s "
         "testing)\n",
         epoch, loss, 100 * accuracy, static_cast<double>(steps * batch) / train_seconds, train_seconds,
         test_seconds);
-    fmt::print("  kernels compiled: {} in steps 1-2, {} in steps 3-{}, {} in testing\n",
-               made_at_2 - made_before, made_after - made_at_2, steps, made_in_test);
-    fmt::print(
+    say(lead, "  kernels compiled: {} in steps 1-2, {} in steps 3-{}, {} in testing\n",
+        made_at_2 - made_before, made_after - made_at_2, steps, made_in_test);
+    say(lead,
         "  memory from step 2 to the epoch's end: RSS {:.1f} -> {:.1f} MiB, {} -> {} live buffers "
         "({:.1f} -> {:.1f} MiB), {} -> {} IR nodes\n",
         rss_at_2, rss_at_end, at_2.live_buffers, at_end.live_buffers, mib(at_2.live_buffer_bytes),
         mib(at_end.live_buffer_bytes), at_2.live_uops, at_end.live_uops);
     trainer.save(args.checkpoint);
-    fmt::print("  checkpoint {} (epoch {})\n", args.checkpoint.string(), trainer.epoch);
+    say(lead, "  checkpoint {} (epoch {})\n", args.checkpoint.string(), trainer.epoch);
   }
   if (std::isnan(accuracy)) accuracy = trainer.accuracy(test);  // resumed at --epochs already
-  fmt::print("test accuracy {:.2f}%; kernels compiled in training after the first epoch's second step: {}\n",
-             100 * accuracy, compiled_late);
+  say(lead, "test accuracy {:.2f}%; kernels compiled in training after the first epoch's second step: {}\n",
+      100 * accuracy, compiled_late);
   if (!std::isfinite(accuracy) || 100 * accuracy < args.min_accuracy) {
-    fmt::print(stderr, "fashion_mnist: test accuracy {:.2f}% is below {}%\n", 100 * accuracy,
-               args.min_accuracy);
+    if (lead)
+      fmt::print(stderr, "fashion_mnist: test accuracy {:.2f}% is below {}%\n", 100 * accuracy,
+                 args.min_accuracy);
     return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;
@@ -213,6 +240,9 @@ int main(int argc, char** argv) {
                args.options.dir.string());
     return 77;
   }
+  // With --ddp, the job is joined before anything else and left after all else.
+  std::optional<loom::dist::Process> job;
+  if (args.options.ddp) job.emplace(argc, argv);
   try {
     return run(args);
   } catch (const std::exception& e) {

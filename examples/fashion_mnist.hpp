@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,11 +72,17 @@ struct Options {
   uint64_t seed = 0;
   double lr = 1e-3;
   std::filesystem::path dir = default_dir;
+  // Data parallel over the job's ranks (loom::dist initialised): each rank trains
+  // on its shard of every epoch with batches of batch_size, so a step sees
+  // batch_size * ranks images, and the gradients are averaged across ranks.
+  bool ddp = false;
 };
 
 // A model, its optimizer and the shuffled training data: everything a
 // checkpoint holds. Constructing it seeds loom's generator (the initial
-// weights, the dropout masks) and the data order with options.seed.
+// weights, the dropout masks) and the data order with options.seed. With
+// options.ddp every rank holds a Trainer: the same seed, so the same order to
+// shard and the same weights to start from.
 class Trainer {
  public:
   explicit Trainer(Options o)
@@ -86,10 +93,12 @@ class Trainer {
         // The last, smaller batch is dropped: every step has one shape, so
         // every kernel is compiled in the first steps of the first epoch.
         loader({train.images, train.labels}, options.batch_size, /*shuffle=*/true, options.seed,
-               /*drop_last=*/true),
+               /*drop_last=*/true, shard_of(options)),
         // Cosine annealing, stepped every batch: the MLP gains about half a point
         // in two epochs over a constant rate (PyTorch, same model and data).
-        schedule(opt, options.epochs * loader.size()) {}
+        schedule(opt, options.epochs * loader.size()) {
+    if (options.ddp) ddp.emplace(model.parameters());
+  }
 
   // One training step on a batch; returns its loss (already computed: the
   // optimizer's step realizes it with the parameters).
@@ -97,6 +106,7 @@ class Trainer {
     opt.zero_grad();
     loom::Tensor loss = loom::nn::cross_entropy(model(to_input(images)), labels.cast(loom::DType::Int32));
     loss.backward();
+    if (ddp) ddp->average_gradients();
     opt.step();
     schedule.step();
     return loss.item<float>();
@@ -115,6 +125,7 @@ class Trainer {
       if (on_step) on_step(steps, loader.size(), loss);
     }
     ++epoch;
+    if (ddp) average_buffers();
     return total / static_cast<double>(steps);
   }
 
@@ -132,6 +143,7 @@ class Trainer {
 
   // Model, optimizer, learning-rate schedule, the epochs done, loom's generator
   // and what the data order depends on, in one safetensors file (loom::save, replaced only once complete).
+  // With ddp, rank 0 writes it and every rank returns once it is complete (dist::save).
   void save(const std::filesystem::path& path) const {
     loom::NamedTensors all;
     for (const auto& [name, t] : model.state_dict("model")) all.emplace_back(name, t);
@@ -139,8 +151,11 @@ class Trainer {
     for (const auto& [name, t] : schedule.state_dict()) all.emplace_back("schedule." + name, t);
     all.emplace_back("epoch", loom::Tensor::scalar(static_cast<double>(epoch), loom::DType::Int64));
     all.emplace_back("rng_state", loom::get_rng_state());
-    all.emplace_back("data.order", loom::Tensor::from_vector<int64_t>(data_order(), {4}));
-    loom::save(path, all);
+    all.emplace_back("data.order", loom::Tensor::from_vector<int64_t>(data_order(), {5}));
+    if (ddp)
+      loom::dist::save(path, all);
+    else
+      loom::save(path, all);
   }
 
   // Continues from a checkpoint `save` wrote for the same options (model, seed,
@@ -159,7 +174,7 @@ class Trainer {
       std::string written;
       for (const int64_t v : order) written += (written.empty() ? "" : ", ") + std::to_string(v);
       throw std::runtime_error("resume " + path.string() +
-                               ": written with seed, batch size, limit, epochs = " + written +
+                               ": written with seed, batch size, limit, epochs, ranks = " + written +
                                "; pass the same options");
     }
     model.load_state_dict(model_state);  // strict: a checkpoint of the other model is an error
@@ -176,12 +191,31 @@ class Trainer {
   Split train;
   loom::data::DataLoader loader;
   loom::optim::CosineAnnealingLR schedule;
+  std::optional<loom::dist::DataParallel> ddp;
   int64_t epoch = 0;  // epochs done
 
  private:
   // What the batches, and the rate, depend on besides the epoch.
   std::vector<int64_t> data_order() const {
-    return {static_cast<int64_t>(options.seed), options.batch_size, options.limit, options.epochs};
+    return {static_cast<int64_t>(options.seed), options.batch_size, options.limit, options.epochs,
+            options.ddp ? loom::dist::world_size() : 1};
+  }
+  static loom::data::Shard shard_of(const Options& o) {
+    if (!o.ddp) return {};
+    return {loom::dist::rank(), loom::dist::world_size()};
+  }
+  // The batch-norm statistics, which each rank gathered from its own shard,
+  // averaged across the ranks at the end of an epoch: every rank then evaluates
+  // and checkpoints the same model. (The parameters agree already; the integer
+  // batch counts are alike on every rank.)
+  void average_buffers() {
+    std::vector<loom::Tensor> averaged;
+    for (loom::Tensor b : model.buffers())
+      if (b.dtype().is_float()) {
+        b.assign(loom::dist::all_reduce(b, loom::dist::Op::Mean));
+        averaged.push_back(b);
+      }
+    loom::realize(averaged);
   }
   static loom::nn::Sequential make_model(const Options& o) {
     loom::manual_seed(o.seed);

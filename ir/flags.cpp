@@ -63,6 +63,17 @@ const std::vector<FlagInfo> kFlagTable = {
      "another process searches nothing (default 0: the heuristic's Opts)"},
     {"LOOM_BEAM_BUDGET", "seconds (a decimal number, 0 or more)",
      "the time LOOM_BEAM's search may spend on one kernel (default 3); 0 keeps the heuristic's Opts"},
+    {"LOOM_DIST_CHECK", "0 or 1",
+     "1 makes each loom::dist collective compare its kind, shape and dtype across the job's ranks when it "
+     "is called (a small all-gather); a mismatch is a loom::Error naming the collective and both ranks' "
+     "shapes and dtypes (docs/distributed.md)"},
+    {"LOOM_DIST_DETERMINISTIC", "0 or 1",
+     "1 makes loom::dist's all_reduce sums (Op::Sum, Op::Mean) an all-gather then a sum in rank order, "
+     "so every rank gets the same bits in every run, whatever the MPI library's reduction order "
+     "(docs/distributed.md)"},
+    {"LOOM_DIST_TIMEOUT", "seconds (a decimal number, more than 0)",
+     "how long a rank waits for the others in a collective or barrier (default 300); then it logs an "
+     "error naming itself and the collective, and ends the whole job with a non-zero exit (MPI_Abort)"},
 };
 // clang-format on
 
@@ -157,12 +168,22 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   if (name == "LOOM_CACHE_DIR") return f.cache_dir = v, "";
   if (name == "LOOM_PROFILE") return f.profile = v, "";
   if (name == "LOOM_BEAM") return ranged(f.beam, 0, 64);
+  if (name == "LOOM_DIST_CHECK") return boolean(f.dist_check);
+  if (name == "LOOM_DIST_DETERMINISTIC") return boolean(f.dist_deterministic);
   if (name == "LOOM_BEAM_BUDGET") {
     double s = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
     if (ec != std::errc() || end != v.data() + v.size() || !(s >= 0) || s > 1e6)
       return "expected a number of seconds, 0 or more (like 2.5)";
     f.beam_budget = s;
+    return "";
+  }
+  if (name == "LOOM_DIST_TIMEOUT") {
+    double s = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+    if (ec != std::errc() || end != v.data() + v.size() || !(s > 0) || s > 1e9)
+      return "expected a number of seconds, more than 0 (like 300 or 2.5)";
+    f.dist_timeout = s;
     return "";
   }
   if (name == "LOOM_JIT_CACHE_BYTES") {

@@ -32,6 +32,9 @@ struct Flags {
   std::string profile;                             // LOOM_PROFILE; empty: off
   int beam = 0;                                    // LOOM_BEAM: the search's beam width; 0: off
   double beam_budget = 3;                          // LOOM_BEAM_BUDGET: seconds of search per kernel
+  bool dist_check = false;          // LOOM_DIST_CHECK: collectives' metadata compared across ranks
+  bool dist_deterministic = false;  // LOOM_DIST_DETERMINISTIC: sums in rank order
+  double dist_timeout = 300;                       // LOOM_DIST_TIMEOUT: seconds a rank waits for a collective
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;

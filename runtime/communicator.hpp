@@ -8,6 +8,7 @@
 #include <loom/dtype.hpp>
 
 #include <cstdint>
+#include <memory>
 
 namespace loom::comm {
 
@@ -27,11 +28,33 @@ int rank(const char* what);
 int world_size(const char* what);
 void barrier(const char* what);
 
-// Runs collective `c` on `dtype` elements, `elements` of them in `out`: reads
+// A collective in flight: started by start_collective, ended by wait. Its
+// buffers must stay untouched (and alive) until then. The state is the
+// communicator's own (MPI's request).
+struct RequestState;
+struct Request {
+  std::shared_ptr<RequestState> state;  // null: nothing in flight
+};
+
+// Starts collective `c` on `dtype` elements, `elements` of them in `out`: reads
 // `in` (the same memory: in place; all_gather's holds elements / ranks,
-// reduce_scatter's elements * ranks), writes `out`. Every rank of the job must run the same
+// reduce_scatter's elements * ranks), writes `out` by the time wait returns
+// (MPI_Iallreduce and the like). Every rank of the job must start the same
 // collectives in the same order. Throws loom::Error naming the collective when
 // the job is not initialised, the dtype has no reduction, or MPI fails.
+Request start_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements);
+// Lets the communicator move the collective on (MPI progresses non-blocking
+// collectives only inside its calls: the executor calls this between kernels);
+// true once it has ended.
+bool test(Request& r);
+// Returns when the collective has ended on this rank. It polls (MPI_Test) for at
+// most LOOM_DIST_TIMEOUT seconds: a rank that never joins (dead, hung, or on
+// another path of the program) does not block the others forever. On expiry it
+// logs an error naming this rank, the collective and the wait, and ends the
+// whole job with a non-zero exit (MPI_Abort), so no process is left behind.
+void wait(Request& r);
+
+// start_collective and wait at once: the blocking collective.
 void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements);
 
 }  // namespace loom::comm

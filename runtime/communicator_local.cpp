@@ -31,6 +31,16 @@ int world_size(const char* what) {
 
 void barrier(const char* what) { require_job(what); }
 
+struct RequestState {};  // a job of one: every collective has ended when it starts
+
+bool test(Request&) { return true; }
+void wait(Request&) {}
+
+Request start_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
+  run_collective(c, in, out, dtype, elements);
+  return {};
+}
+
 void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
   require_job(what.c_str());

@@ -1,14 +1,21 @@
-// The communicator on MPI: MPI_COMM_WORLD, its collectives blocking and, where
-// the plan allows, in place (MPI_IN_PLACE).
+// The communicator on MPI: MPI_COMM_WORLD, its collectives non-blocking
+// (MPI_Iallreduce and the like, waited for by polling against LOOM_DIST_TIMEOUT)
+// and, where the plan allows, in place (MPI_IN_PLACE).
 #include "runtime/communicator.hpp"
+
+#include "ir/flags.hpp"
+#include "ir/log.hpp"
 
 #include <loom/error.hpp>
 
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <string>
+#include <thread>
 
 namespace loom::comm {
 
@@ -35,6 +42,53 @@ MPI_Datatype mpi_type(DType dtype) {
     case Scalar::Float64: return MPI_DOUBLE;
   }
   return MPI_DATATYPE_NULL;
+}
+}  // namespace
+
+struct RequestState {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::string what;      // the collective's name, for the timeout's error
+  void* zero = nullptr;  // a reduce's non-root output, zeroed once it has ended
+  size_t zero_bytes = 0;
+  bool done = false;
+};
+
+namespace {
+// Ends the whole job: a rank waited LOOM_DIST_TIMEOUT seconds for the others.
+// Throwing would leave them blocked in the collective; MPI_Abort makes mpirun
+// end every process with a non-zero exit.
+[[noreturn]] void give_up(const std::string& what, double seconds) {
+  int me = -1, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::string message = fmt::format(
+      "{}: rank {} of {} waited {} s (LOOM_DIST_TIMEOUT) for the other ranks to join it, and they have "
+      "not (a rank died, hangs, or runs other collectives); ending the job",
+      what, me, n, seconds);
+  log().error(message);
+  log().flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  throw Error(message);  // MPI_Abort does not return; if it did, the error still stops this rank
+}
+
+void finish(RequestState& s) {
+  if (s.done) return;
+  s.done = true;
+  if (s.zero) std::memset(s.zero, 0, s.zero_bytes);
+}
+
+// Polls `s` until it ends or LOOM_DIST_TIMEOUT seconds have passed.
+void poll(RequestState& s) {
+  if (s.done) return;
+  const double seconds = flags()->dist_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    int ended = 0;
+    check(MPI_Test(&s.request, &ended, MPI_STATUS_IGNORE), s.what);
+    if (ended) return finish(s);
+    if (std::chrono::steady_clock::now() >= deadline) give_up(s.what, seconds);
+    std::this_thread::yield();  // the ranks may share cores: let the one we wait for run
+  }
 }
 }  // namespace
 
@@ -77,10 +131,29 @@ int world_size(const char* what) {
 
 void barrier(const char* what) {
   require_job(what);
-  check(MPI_Barrier(MPI_COMM_WORLD), what);
+  RequestState s{MPI_REQUEST_NULL, what, nullptr, 0, false};
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &s.request), what);
+  poll(s);
+}
+
+bool test(Request& r) {
+  if (!r.state || r.state->done) return true;
+  int ended = 0;
+  check(MPI_Test(&r.state->request, &ended, MPI_STATUS_IGNORE), r.state->what);
+  if (ended) finish(*r.state);
+  return ended != 0;
+}
+
+void wait(Request& r) {
+  if (r.state) poll(*r.state);
 }
 
 void run_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
+  Request r = start_collective(c, in, out, dtype, elements);
+  wait(r);
+}
+
+Request start_collective(const CollectiveArg& c, const void* in, void* out, DType dtype, int64_t elements) {
   const std::string what = collective_name(c);
   require_job(what.c_str());
   if (elements > INT_MAX)
@@ -98,27 +171,31 @@ void run_collective(const CollectiveArg& c, const void* in, void* out, DType dty
   const bool in_place = in == out;
   const MPI_Op op = c.reduce == CollectiveReduce::Max ? MPI_MAX : MPI_SUM;
   const size_t bytes = static_cast<size_t>(elements) * dtype.itemsize();
+  auto s = std::make_shared<RequestState>();
+  s->what = what;
+  MPI_Request* req = &s->request;
   switch (c.kind) {
     case CollectiveKind::AllReduce:
-      check(MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, MPI_COMM_WORLD), what);
+      check(MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, MPI_COMM_WORLD, req), what);
       break;
     case CollectiveKind::Broadcast:
       if (!in_place && me == c.root) std::memcpy(out, in, bytes);
-      check(MPI_Bcast(out, n, type, static_cast<int>(c.root), MPI_COMM_WORLD), what);
+      check(MPI_Ibcast(out, n, type, static_cast<int>(c.root), MPI_COMM_WORLD, req), what);
       break;
     case CollectiveKind::Reduce:
-      check(MPI_Reduce(in_place && me == c.root ? MPI_IN_PLACE : in, out, n, type, op,
-                       static_cast<int>(c.root), MPI_COMM_WORLD),
+      check(MPI_Ireduce(in_place && me == c.root ? MPI_IN_PLACE : in, out, n, type, op,
+                        static_cast<int>(c.root), MPI_COMM_WORLD, req),
             what);
-      if (me != c.root) std::memset(out, 0, bytes);
+      if (me != c.root) s->zero = out, s->zero_bytes = bytes;
       break;
     case CollectiveKind::AllGather:
-      check(MPI_Allgather(in, n, type, out, n, type, MPI_COMM_WORLD), what);
+      check(MPI_Iallgather(in, n, type, out, n, type, MPI_COMM_WORLD, req), what);
       break;
     case CollectiveKind::ReduceScatter:
-      check(MPI_Reduce_scatter_block(in, out, n, type, op, MPI_COMM_WORLD), what);
+      check(MPI_Ireduce_scatter_block(in, out, n, type, op, MPI_COMM_WORLD, req), what);
       break;
   }
+  return Request{std::move(s)};
 }
 
 }  // namespace loom::comm

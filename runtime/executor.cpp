@@ -166,6 +166,29 @@ int64_t slice_grain(int64_t parallel_extent, const RunWork& work) {
 }
 
 namespace {
+// slice(begin, end) of one slice, a profile event when `profile_name` is set.
+template <class Slice>
+void run_one_slice(int64_t begin, int64_t end, const std::string& profile_name, const Slice& slice) {
+  std::optional<ProfileSpan> span;
+  if (!profile_name.empty()) {
+    span.emplace("slice", profile_name);
+    span->arg("begin", static_cast<double>(begin));
+    span->arg("end", static_cast<double>(end));
+  }
+  slice(begin, end);
+}
+
+// The slices tbb::simple_partitioner cuts [begin, end) into (halved, the lower half
+// first, until a piece holds at most `grain`), run in order on the calling thread.
+template <class Slice>
+void run_halves(int64_t begin, int64_t end, int64_t grain, const std::string& profile_name,
+                const Slice& slice) {
+  if (end - begin <= grain) return run_one_slice(begin, end, profile_name, slice);
+  const int64_t middle = begin + (end - begin) / 2;
+  run_halves(begin, middle, grain, profile_name, slice);
+  run_halves(middle, end, grain, profile_name, slice);
+}
+
 // Calls slice(begin, end) on disjoint slices covering [0, parallel_extent), as run_kernel says.
 template <class Slice>
 void run_slices(int64_t parallel_extent, const std::string& profile_name, const RunWork& work,
@@ -177,6 +200,11 @@ void run_slices(int64_t parallel_extent, const std::string& profile_name, const 
   if (small || parallel_extent <= grain) {
     slice(0, parallel_extent);
     g_last_distinct_threads.store(1, std::memory_order_relaxed);
+  } else if (num_threads() == 1) {
+    // The same slices, without entering the arena and spawning a task for each:
+    // one thread would run them all here, one after another.
+    run_halves(0, parallel_extent, grain, profile_name, slice);
+    g_last_distinct_threads.store(1, std::memory_order_relaxed);
   } else {
     ThreadSet ran_on;
     const std::shared_ptr<tbb::task_arena> arena = Arenas::get().arena();
@@ -187,13 +215,7 @@ void run_slices(int64_t parallel_extent, const std::string& profile_name, const 
           [&](const tbb::blocked_range<int64_t>& range) {
             handoff_acquire(&ran_on);
             ran_on.note_this_thread();
-            std::optional<ProfileSpan> span;
-            if (!profile_name.empty()) {
-              span.emplace("slice", profile_name);
-              span->arg("begin", static_cast<double>(range.begin()));
-              span->arg("end", static_cast<double>(range.end()));
-            }
-            slice(range.begin(), range.end());
+            run_one_slice(range.begin(), range.end(), profile_name, slice);
             handoff_release(&ran_on);
           },
           tbb::simple_partitioner());

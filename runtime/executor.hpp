@@ -32,8 +32,9 @@ inline RunWork run_work(double ops, const Target& target) {
 
 // Calls `fn` on disjoint slices covering [0, parallel_extent). A run of less than
 // work.serial in all (`work.ops`), or that would be one slice, is one direct call on
-// the calling thread with [0, extent); any other is dispatched to TBB (counted in
-// Counters::kernels_dispatched). Counts one executed kernel. Throws loom::Error
+// the calling thread with [0, extent); with one thread in force (num_threads()) the
+// slices run in order on the calling thread, without TBB; any other is dispatched to
+// TBB (counted in Counters::kernels_dispatched). Counts one executed kernel. Throws loom::Error
 // on a null function or a negative extent. With a `profile_name` (LOOM_PROFILE
 // on), each slice is a profile event of that name on the thread that ran it.
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,

@@ -4,6 +4,7 @@
 #include "src/autograd.hpp"
 
 #include "schedule/schedule.hpp"
+#include "src/data_parallel.hpp"
 #include "src/gradient.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -231,8 +232,12 @@ void Tensor::backward() const {
     throw Error(released(n) ? released_message("backward")
                             : "backward: the tensor does not depend on any tensor that requires a gradient "
                               "(call requires_grad_() on the parameters, and build the loss outside NoGrad)");
+  std::vector<UOpPtr> shaped(grads.size());
   for (size_t i = 0; i < grads.size(); ++i)
-    if (grads[i]) accumulate(*idx.leaves[i], reshape_uop(grads[i], *idx.leaves[i]->uop->shape()));
+    if (grads[i]) shaped[i] = reshape_uop(grads[i], *idx.leaves[i]->uop->shape());
+  average_across_ranks(idx.leaves, shaped);  // the parameters of a DataParallel
+  for (size_t i = 0; i < shaped.size(); ++i)
+    if (shaped[i]) accumulate(*idx.leaves[i], shaped[i]);
   n.backward_done = true;
   if (is_buffer_view(n.uop))
     Tracked::get().forget(identity(n.uop));  // as PyTorch frees the graph after backward()

@@ -3,9 +3,9 @@
 #include "ir/flags.hpp"
 #include "ir/log.hpp"
 #include "runtime/buffer.hpp"
-#include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
+#include "src/in_flight.hpp"
 #include "src/in_place.hpp"
 #include "src/random.hpp"
 #include "src/step_recording.hpp"
@@ -36,6 +36,7 @@ struct StepRecording {
     std::shared_ptr<const CompiledKernel> kernel;  // null for a collective
     std::vector<UOpPtr> args;                      // a collective's: {input, output}
     std::optional<PlanCollective> collective;
+    bool wait = false;  // for a collective: the wait for it (else its start)
     int64_t parallel_extent = 1;
     RunWork work;               // as the engine passes it: decides whether TBB shares the run
     std::vector<int64_t> vars;  // the kernel's variables (its offsets, src/offset_vars.hpp)
@@ -71,13 +72,16 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
         plan,
         [&](const PlanKernel& pk) {
           StepRecording::Kernel k{
-              compile_kernel(pk.ast, pk.name, flags), {}, {}, pk.parallel_extent, {}, pk.vars};
+              compile_kernel(pk.ast, pk.name, flags), {}, {}, false, pk.parallel_extent, {}, pk.vars};
           for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
           k.work = run_work(kernel_work(k.kernel->flops, kernel_bytes(pk, table)), target_of(flags));
           rec->kernels.push_back(std::move(k));
         },
         [&](const PlanCollective& c) {
-          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, 1, {}, {}});
+          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, false, 1, {}, {}});
+        },
+        [&](const PlanCollective& c) {
+          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, true, 1, {}, {}});
         });
   for (size_t j = plan.inputs; j < table.size(); ++j)
     rec->allocated.emplace(table[j]->storage().get(), table[j]);
@@ -117,6 +121,7 @@ struct Program {
         kernel;  // holds the code even if the cache evicts it; null: a collective
     std::vector<uint32_t> slots;
     std::optional<detail::PlanCollective> collective;
+    bool wait = false;
     int64_t parallel_extent = 1;
     RunWork work;
     std::vector<int64_t> vars;
@@ -351,7 +356,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     return it->second;
   };
   for (const auto& k : rec.kernels) {
-    Program::Kernel pk{k.kernel, {}, k.collective, k.parallel_extent, k.work, k.vars};
+    Program::Kernel pk{k.kernel, {}, k.collective, k.wait, k.parallel_extent, k.work, k.vars};
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
@@ -542,12 +547,16 @@ std::vector<UOpPtr> fresh_views(const Program& p) {
 void run_kernels(const Program& p, const std::vector<void*>& table) {
   std::vector<void*> bufs;
   const bool timed = flags()->debug >= 2;
+  detail::InFlight travelling;
   for (const auto& k : p.kernels) {
     if (k.collective) {  // the job's ranks replay the same items in the same order
-      comm::run_collective(k.collective->arg, table[k.slots[0]], table[k.slots[1]], k.collective->dtype,
-                           k.collective->size);
+      if (k.wait)
+        travelling.wait(*k.collective);
+      else
+        travelling.start(*k.collective, table[k.slots[0]], table[k.slots[1]], timed ? 2 : 0);
       continue;
     }
+    travelling.progress();
     bufs.clear();
     for (uint32_t s : k.slots) bufs.push_back(table[s]);
     if (!timed) {

@@ -30,7 +30,9 @@ struct Source {
 
 struct DataLoader::Impl {
   std::vector<Source> sources;
-  int64_t rows = 0, batch = 0, batches = 0;
+  int64_t rows = 0, batch = 0, batches = 0;  // rows: this shard's, per epoch
+  int64_t all_rows = 0;                      // the tensors'
+  Shard shard;
   bool shuffle = false, drop_last = false;
   uint64_t seed = 0;
 
@@ -42,14 +44,21 @@ struct DataLoader::Impl {
   int64_t consumer_epoch = 0, first_epoch = 0;
   std::thread worker;
 
+  // The epoch's rows in the order this shard visits them: the whole order (the
+  // same on every rank), padded cyclically to shard.ranks * rows, every
+  // shard.ranks-th position from shard.rank on.
   std::vector<int64_t> order_of(int64_t epoch) const {
-    std::vector<int64_t> order(static_cast<size_t>(rows));
+    std::vector<int64_t> order(static_cast<size_t>(all_rows));
     std::iota(order.begin(), order.end(), 0);
     if (shuffle) {
       std::mt19937_64 rng(seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1)));
       std::shuffle(order.begin(), order.end(), rng);
     }
-    return order;
+    if (shard.ranks == 1) return order;
+    std::vector<int64_t> mine(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i)
+      mine[static_cast<size_t>(i)] = order[static_cast<size_t>((shard.rank + i * shard.ranks) % all_rows)];
+    return mine;
   }
 
   std::vector<Tensor> make_batch(const std::vector<int64_t>& order, int64_t b) const {
@@ -106,11 +115,15 @@ struct DataLoader::Impl {
 };
 
 DataLoader::DataLoader(std::vector<Tensor> tensors, int64_t batch_size, bool shuffle, uint64_t seed,
-                       bool drop_last)
+                       bool drop_last, Shard shard)
     : impl_(std::make_unique<Impl>()) {
   if (tensors.empty()) throw Error("DataLoader: expected at least one tensor");
   if (batch_size <= 0)
     throw Error(fmt::format("DataLoader: batch_size must be positive, got {}", batch_size));
+  if (shard.ranks < 1 || shard.rank < 0 || shard.rank >= shard.ranks)
+    throw Error(
+        fmt::format("DataLoader: shard rank {} of {} ranks (expected ranks >= 1 and 0 <= rank < ranks)",
+                    shard.rank, shard.ranks));
   Impl& m = *impl_;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].defined()) throw Error(fmt::format("DataLoader: tensor {} is undefined", i));
@@ -128,7 +141,10 @@ DataLoader::DataLoader(std::vector<Tensor> tensors, int64_t batch_size, bool shu
         static_cast<const unsigned char*>(buffer_data(view->op == Op::BUFFER ? view : view->src[0]));
     m.sources.push_back({std::move(t), data, row_bytes, std::move(row)});
   }
-  m.rows = tensors[0].shape()[0];
+  m.all_rows = tensors[0].shape()[0];
+  m.shard = shard;
+  // ceil(n / ranks) rows each; with no rows there is nothing to pad with.
+  m.rows = m.all_rows == 0 ? 0 : (m.all_rows + shard.ranks - 1) / shard.ranks;
   m.batch = batch_size;
   m.shuffle = shuffle;
   m.seed = seed;
@@ -164,6 +180,7 @@ std::optional<std::vector<Tensor>> DataLoader::next() {
 }
 
 int64_t DataLoader::size() const { return impl_->batches; }
+int64_t DataLoader::rows() const { return impl_->rows; }
 int64_t DataLoader::epoch() const {
   std::lock_guard lock(impl_->mu);
   return impl_->consumer_epoch;

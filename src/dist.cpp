@@ -3,10 +3,14 @@
 #include <loom/dist.hpp>
 
 #include "ir/collective.hpp"
+#include "ir/flags.hpp"
 #include "runtime/communicator.hpp"
+#include "src/dist_check.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <fmt/format.h>
+
+#include <string>
 
 namespace loom::dist {
 
@@ -19,8 +23,10 @@ int world_size() { return comm::world_size("loom::dist::world_size"); }
 void barrier() { comm::barrier("loom::dist::barrier"); }
 
 namespace {
-// The tensor's node, checked: a job to run in, a dtype the collective takes.
-const UOpPtr& collective_input(const Tensor& t, const char* what, bool reduces) {
+// The tensor's node, checked: a job to run in, a dtype the collective takes, and
+// under LOOM_DIST_CHECK the same call on every rank. `call` names the call as
+// the user wrote it, "all_reduce(mean)".
+const UOpPtr& collective_input(const Tensor& t, const char* what, bool reduces, const std::string& call) {
   const UOpPtr& x = detail::uop(t, what);
   if (!comm::initialized())
     throw Error(
@@ -30,22 +36,35 @@ const UOpPtr& collective_input(const Tensor& t, const char* what, bool reduces) 
   if (reduces && x->dtype.is_bool())
     throw Error(fmt::format("{}: a {} tensor of shape {} cannot be reduced (expected a number dtype)", what,
                             to_string(x->dtype), detail::str(*x->shape())));
+  if (flags()->dist_check) detail::check_collective_call({call, x->dtype, *x->shape()});
   return x;
 }
+
+const char* reduce_op_name(Op op) { return op == Op::Sum ? "sum" : op == Op::Mean ? "mean" : "max"; }
 }  // namespace
 
 Tensor all_reduce(const Tensor& t, Op op) {
-  const UOpPtr& x = collective_input(t, "all_reduce", true);
+  const UOpPtr& x =
+      collective_input(t, "all_reduce", true, fmt::format("all_reduce({})", reduce_op_name(op)));
   if (op == Op::Mean && !x->dtype.is_float())
     throw Error(fmt::format("all_reduce: Op::Mean of a {} tensor of shape {} (expected a floating dtype)",
                             to_string(x->dtype), detail::str(*x->shape())));
   const CollectiveReduce r = op == Op::Max ? CollectiveReduce::Max : CollectiveReduce::Sum;
+  // LOOM_DIST_DETERMINISTIC: every rank's rows, then one kernel summing them in
+  // rank order, the same code on every rank: the same bits everywhere, run
+  // after run, whatever order MPI's reduction takes (a float maximum has no order).
+  if (op != Op::Max && x->dtype.is_float() && flags()->dist_deterministic) {
+    const Tensor rows = detail::make_tensor(
+        collective(x, {CollectiveKind::AllGather, CollectiveReduce::Sum, 0, world_size()}));
+    const Tensor sum = rows.sum(0);
+    return op == Op::Mean ? sum / static_cast<double>(world_size()) : sum;
+  }
   Tensor out = detail::make_tensor(collective(x, {CollectiveKind::AllReduce, r, 0, world_size()}));
   return op == Op::Mean ? out / static_cast<double>(world_size()) : out;
 }
 
 Tensor broadcast(const Tensor& t, int root) {
-  const UOpPtr& x = collective_input(t, "broadcast", false);
+  const UOpPtr& x = collective_input(t, "broadcast", false, fmt::format("broadcast(root {})", root));
   if (root < 0 || root >= world_size())
     throw Error(
         fmt::format("broadcast: root {} is no rank of this job (expected 0 to {})", root, world_size() - 1));
@@ -68,7 +87,7 @@ int64_t axis_of(const char* what, const Shape& shape, int64_t dim) {
 // move to just before `dim` and merge with it, so rank r's block is rows
 // [r * n, (r + 1) * n) of `dim`.
 Tensor all_gather(const Tensor& t, int64_t dim) {
-  const UOpPtr& x = collective_input(t, "all_gather", false);
+  const UOpPtr& x = collective_input(t, "all_gather", false, fmt::format("all_gather(dim {})", dim));
   const Shape& shape = *x->shape();
   const int64_t d = axis_of("all_gather", shape, dim);
   const int n = world_size();
@@ -86,7 +105,7 @@ Tensor all_gather(const Tensor& t, int64_t dim) {
 // `dim` splits into (ranks, its size / ranks) and the ranks axis moves to the
 // front, where the COLLECTIVE sums each row across ranks and keeps this rank's.
 Tensor reduce_scatter(const Tensor& t, int64_t dim) {
-  const UOpPtr& x = collective_input(t, "reduce_scatter", true);
+  const UOpPtr& x = collective_input(t, "reduce_scatter", true, fmt::format("reduce_scatter(dim {})", dim));
   const Shape& shape = *x->shape();
   const int64_t d = axis_of("reduce_scatter", shape, dim);
   const int n = world_size();

@@ -10,7 +10,6 @@
 #include "ir/profile.hpp"
 #include "ir/text.hpp"
 #include "runtime/buffer.hpp"
-#include "runtime/communicator.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -20,6 +19,7 @@
 #include "src/beam.hpp"
 #include "src/dump_files.hpp"
 #include "src/graph_key.hpp"
+#include "src/in_flight.hpp"
 #include "src/llvm_backend.hpp"
 #include "src/offset_vars.hpp"
 #include "src/plan.hpp"
@@ -69,20 +69,6 @@ std::string codegen_options(const Flags& flags) {
   return out + " " + target_named(flags.target).key();
 }
 
-// codegen_options of the snapshot in force, kept per thread beside the snapshot
-// (immutable, and held, so its address is not reused): every kernel run looks its
-// kernel up by these options, and the Target's key alone is a dozen formats.
-const std::string& current_codegen_options(const Flags& flags) {
-  thread_local std::shared_ptr<const Flags> snapshot;
-  thread_local std::string options;
-  if (snapshot.get() != &flags) {
-    std::shared_ptr<const Flags> current = loom::flags();
-    options = codegen_options(flags);
-    snapshot = current.get() == &flags ? std::move(current) : nullptr;
-  }
-  return options;
-}
-
 // The flags that change what the scheduler makes of a graph, and the codegen
 // ones (a plan stores each kernel's parallel extent, which the optimiser
 // chooses): the schedule cache's key has them.
@@ -91,6 +77,27 @@ std::string schedule_options(const Flags& flags) {
   for (const auto& name : flags.disable) out += name + ",";
   return out + ";" + codegen_options(flags);
 }
+
+// codegen_options and schedule_options of one flags snapshot.
+struct OptionTexts {
+  std::string codegen, schedule;
+};
+
+// The option texts of the snapshot in force, kept per thread beside the snapshot
+// (immutable, and held, so its address is not reused): every realize keys its plan
+// and every kernel run looks its kernel up by them, and the Target's key alone is
+// a dozen formats.
+const OptionTexts& current_options(const Flags& flags) {
+  thread_local std::shared_ptr<const Flags> snapshot;
+  thread_local OptionTexts texts;
+  if (snapshot.get() != &flags) {
+    std::shared_ptr<const Flags> current = loom::flags();
+    texts = {codegen_options(flags), schedule_options(flags)};
+    snapshot = current.get() == &flags ? std::move(current) : nullptr;
+  }
+  return texts;
+}
+const std::string& current_codegen_options(const Flags& flags) { return current_options(flags).codegen; }
 
 // A LOOM_DISABLE name that no stage or kernel pass has is a misspelling: warned
 // once per name (the set is the only state, guarded by its mutex), with the names.
@@ -190,9 +197,17 @@ void retire_if_written_past(const UOpPtr& pending, const UOpPtr& result) {
 // Runs the plan over a table bound to it and points each pending node at its result.
 void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
+  InFlight travelling;
   for_each_item(
-      plan, [&](const PlanKernel& k) { run_planned_kernel(k, table, flags); },
-      [&](const PlanCollective& c) { run_planned_collective(c, table, flags); });
+      plan,
+      [&](const PlanKernel& k) {
+        travelling.progress();
+        run_planned_kernel(k, table, flags);
+      },
+      [&](const PlanCollective& c) {
+        travelling.start(c, buffer_data(table[c.input]), buffer_data(table[c.output]), flags.debug);
+      },
+      [&](const PlanCollective& c) { travelling.wait(c); });
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i);
@@ -436,15 +451,6 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   return t;
 }
 
-void run_planned_collective(const PlanCollective& c, const std::vector<UOpPtr>& table, const Flags& flags) {
-  ProfileSpan span("collective", c.name);
-  const auto t0 = Clock::now();
-  comm::run_collective(c.arg, buffer_data(table[c.input]), buffer_data(table[c.output]), c.dtype, c.size);
-  if (flags.debug >= 2)
-    log().info("  {} {:.3f} ms, {} elements of {}{}", c.name, ms_since(t0), c.size, to_string(c.dtype),
-               c.input == c.output ? ", in place" : "");
-}
-
 namespace {
 void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
                      const std::vector<UOpPtr>& targets, const GraphSignature& sig,
@@ -456,7 +462,7 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   std::vector<int64_t> into;  // per target: the position of the buffer it is assigned into, or -1
   for (const auto& b : into_buffers) into.push_back(b ? sig.position_of(b.get()) : -1);
   KeyHasher key(sig.key);
-  key.text(schedule_options(*flags));
+  key.text(current_options(*flags).schedule);
   for (int64_t p : into) key.word(static_cast<uint64_t>(p + 1));
   std::shared_ptr<const Plan> plan = schedule_cache().find(key.key());
   const bool hit = plan != nullptr;

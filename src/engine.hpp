@@ -80,7 +80,4 @@ inline double kernel_work(double flops, double bytes) { return flops + bytes / 4
 // Runs one compiled kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
 KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags);
 
-// Runs a collective item of a plan on `table` (runtime/communicator.hpp; LOOM_DEBUG=2 logs it).
-void run_planned_collective(const PlanCollective& c, const std::vector<UOpPtr>& table, const Flags& flags);
-
 }  // namespace loom::detail

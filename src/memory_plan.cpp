@@ -28,13 +28,13 @@ void share_dead_buffers(Plan& plan) {
       if (slot < plan.kernels[k].outputs && first[j] == kNever) first[j] = k;
       last[j] = k;
     }
-  // A collective between kernels after-1 and after uses its buffers there: none
-  // is free before kernel `after` has run (a kernel after the collective).
+  // A collective uses its buffers from its start (before kernel `after`) until it
+  // is waited for (before kernel `wait`): none is free before kernel `wait` has run.
   for (const auto& c : plan.collectives)
     for (const uint32_t t : {c.input, c.output}) {
       if (t < plan.inputs) continue;
       size_t& l = last[t - plan.inputs];
-      l = l == kNever ? c.after : std::max(l, c.after);
+      l = l == kNever ? c.wait : std::max(l, c.wait);
     }
   for (size_t j = 0; j < n; ++j) plan.memory[j] = {static_cast<uint32_t>(j), bytes_of(plan.allocations[j])};
   // Free blocks by size class: a block is reused only by a buffer of its class, so

@@ -3,6 +3,7 @@
 #include "src/engine.hpp"
 #include "src/memory_plan.hpp"
 #include "src/offset_vars.hpp"
+#include "src/plan_overlap.hpp"
 
 #include "codegen/codegen.hpp"
 #include "ir/kernel_cost.hpp"
@@ -133,23 +134,31 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     if (ready.empty()) break;
     std::vector<UOpPtr> inputs_of;
     for (const UOpPtr& c : ready) inputs_of.push_back(c->src[0]);
+    const size_t first = plan.kernels.size();
     const Part computed = schedule_part(plan, inputs_of, make_buffer, {}, options, part);
-    std::vector<std::pair<UOpPtr, UOpPtr>> results;
-    std::unordered_set<uint32_t> claimed;  // buffers a collective of this round writes in place
+    std::vector<uint32_t> input(ready.size());
+    std::unordered_map<uint32_t, int> readers;  // buffer -> the collectives of this round reading it
     for (size_t i = 0; i < ready.size(); ++i) {
-      const UOpPtr& c = ready[i];
       const UOpPtr& r = computed.results[i];
-      const uint32_t input = table_index(r->op == Op::BUFFER ? r : r->src[0]);
-      // In place on a buffer this round's kernels wrote for it alone; a buffer the
-      // graph reads elsewhere (an input, an earlier collective's result) is copied.
+      input[i] = table_index(r->op == Op::BUFFER ? r : r->src[0]);
+      ++readers[input[i]];
+    }
+    // Each collective starts as soon as the kernels writing its input have run.
+    std::vector<std::pair<UOpPtr, UOpPtr>> results;
+    for (const size_t i : order_for_inputs(plan.kernels, first, input)) {
+      const UOpPtr& c = ready[i];
+      // In place on a buffer this round's kernels wrote for this collective alone; a
+      // buffer the graph reads elsewhere (an input, an earlier collective's result,
+      // another collective's input) is copied.
       const CollectiveArg arg = collective_arg(*c);
       const bool same_size =
           arg.kind != CollectiveKind::AllGather && arg.kind != CollectiveKind::ReduceScatter;
-      const bool in_place = same_size && computed.made[i] && claimed.insert(input).second;
+      const bool in_place = same_size && computed.made[i] && readers[input[i]] == 1;
       const int64_t size = elements(c);
-      const UOpPtr out = in_place ? placeholder(c->dtype, input, size) : make_buffer(c->dtype, size);
-      const uint32_t output = table_index(out);
-      plan.collectives.push_back({arg, input, output, c->dtype, size, plan.kernels.size(),
+      const UOpPtr out = in_place ? placeholder(c->dtype, input[i], size) : make_buffer(c->dtype, size);
+      const size_t after = std::max(ready_after(plan.kernels, input[i]),
+                                    plan.collectives.empty() ? size_t{0} : plan.collectives.back().after);
+      plan.collectives.push_back({arg, input[i], table_index(out), c->dtype, size, after, after,
                                   fmt::format("{} #{}", collective_name(arg), plan.collectives.size())});
       const bool flat = *c->shape() == Shape{size};
       results.emplace_back(c, flat ? out : UOp::make(Op::RESHAPE, c->dtype, {out}, *c->shape()));
@@ -159,6 +168,7 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   const Part last =
       schedule_part(plan, graph->src, make_buffer, abstract_into, options, plan.collectives.size());
   if (!flags()->disabled(kOffsetVarsPass)) share_offset_kernels(plan.kernels);
+  set_waits(plan);
   for (const auto& r : last.results) {
     const bool view = r->op == Op::RESHAPE;
     plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});

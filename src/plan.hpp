@@ -27,9 +27,12 @@ struct PlanKernel {
   std::vector<int64_t> vars;
 };
 
-// A collective item: the buffers of a COLLECTIVE node's input and result, run
-// after the plan's first `after` kernels and before the rest. `input == output`
-// runs it in place (the input was a buffer only this item reads).
+// A collective item: the buffers of a COLLECTIVE node's input and result. It
+// starts (non-blocking) after the plan's first `after` kernels, as soon as its
+// input is written, and the executor waits for it before kernel `wait`, the
+// first that touches its buffers (kernels.size(): at the end of the run), so
+// the kernels in between (the rest of a backward pass) run while it travels.
+// `input == output` runs it in place (the input was a buffer only this item reads).
 struct PlanCollective {
   CollectiveArg arg;
   uint32_t input = 0;  // buffer table indices
@@ -37,6 +40,7 @@ struct PlanCollective {
   DType dtype;
   int64_t size = 0;  // the output's elements (all_gather's input has size / ranks)
   size_t after = 0;
+  size_t wait = 0;   // >= after; == after: it ends before kernel `after` runs
   std::string name;  // unique within the plan: "all_reduce(sum) #0"
 };
 
@@ -59,7 +63,7 @@ struct Plan {
   size_t inputs = 0;                        // table[0, inputs): the graph's buffers by position
   std::vector<PlanBuffer> allocations;      // table[inputs + j]
   std::vector<PlanKernel> kernels;          // in dependency order
-  std::vector<PlanCollective> collectives;  // in run order, each between two kernels (its `after`)
+  std::vector<PlanCollective> collectives;  // in start order (their `after` never decreases)
   std::vector<PlanResult> results;          // one per target
   std::vector<PlanMemory> memory;           // per allocation: dead intermediates' memory reused
 };
@@ -79,13 +83,20 @@ struct PlanCost {
 };
 PlanCost plan_cost(const Plan& plan, const GraphSignature& sig, const std::vector<UOpPtr>& targets);
 
-// Calls `kernel(k)` and `collective(c)` for the plan's items in the order they run.
-template <class KernelFn, class CollectiveFn>
-void for_each_item(const Plan& plan, KernelFn&& kernel, CollectiveFn&& collective) {
+// Calls `kernel(k)`, `start(c)` and `wait(c)` for the plan's items in the order
+// they run. Before kernel k (and at the end, k = kernels.size()): the waits of
+// collectives started earlier whose `wait` is k, then the starts of those whose
+// `after` is k, each waited for at once when its `wait` is k too.
+template <class KernelFn, class StartFn, class WaitFn>
+void for_each_item(const Plan& plan, KernelFn&& kernel, StartFn&& start, WaitFn&& wait) {
   size_t c = 0;
   for (size_t k = 0; k <= plan.kernels.size(); ++k) {
-    for (; c < plan.collectives.size() && plan.collectives[c].after == k; ++c)
-      collective(plan.collectives[c]);
+    for (size_t w = 0; w < c; ++w)
+      if (plan.collectives[w].wait == k && plan.collectives[w].after < k) wait(plan.collectives[w]);
+    for (; c < plan.collectives.size() && plan.collectives[c].after == k; ++c) {
+      start(plan.collectives[c]);
+      if (plan.collectives[c].wait == k) wait(plan.collectives[c]);
+    }
     if (k < plan.kernels.size()) kernel(plan.kernels[k]);
   }
 }
@@ -94,7 +105,9 @@ void for_each_item(const Plan& plan, KernelFn&& kernel, CollectiveFn&& collectiv
 // replaced by a placeholder. `into[i]` is the position of the input buffer that
 // target i may be written into (an in-place assign), or -1. COLLECTIVE nodes
 // split the graph: the kernels computing their inputs, each collective, then
-// the kernels reading their results, each part scheduled on its own.
+// the kernels reading their results, each part scheduled on its own. Within a
+// part, the kernels of the collective input needing the fewest come first
+// (src/plan_overlap.hpp), so its collective starts early.
 Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
                    const std::vector<int64_t>& into);
 

@@ -5,7 +5,11 @@
 
 #include <loom/tensor.hpp>
 
+#include <memory>
+
 namespace loom::detail {
+
+struct GradientBuckets;  // src/data_parallel.hpp
 
 struct TensorNode {
   explicit TensorNode(UOpPtr u) : uop(std::move(u)) {}
@@ -16,6 +20,8 @@ struct TensorNode {
   bool backward_done = false;
   // A leaf's accumulated gradient (undefined when none).
   Tensor grad;
+  // The DataParallel whose buckets average this leaf's gradients across ranks (expired: none).
+  std::weak_ptr<const GradientBuckets> data_parallel;
 };
 
 // NoGrad guards alive on this thread (src/autograd.cpp).

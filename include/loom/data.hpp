@@ -24,6 +24,19 @@ namespace loom::data {
 // many data bytes) is a loom::Error naming the path.
 Tensor read_idx(const std::filesystem::path& path);
 
+// One rank's share of the data in a data-parallel job (docs/distributed.md), as
+// PyTorch's DistributedSampler: each epoch's order of the n rows (shuffled or
+// not) is padded, by repeating its start, to a multiple of `ranks`, and rank r
+// takes positions r, r + ranks, r + 2 ranks, ... of it. So every rank gets
+// ceil(n / ranks) rows and as many batches, and the ranks' shares of an epoch
+// together are the whole order plus the padding. With the same seed on every
+// rank (the shuffle depends on seed and epoch only) the ranks agree on the order:
+//   data::DataLoader loader({x, y}, 32, true, seed, true, {dist::rank(), dist::world_size()});
+struct Shard {
+  int64_t rank = 0;
+  int64_t ranks = 1;
+};
+
 // Batches of rows (along axis 0) of tensors that share their first size: each
 // batch is a list of tensors of batch_size rows (the last one smaller unless
 // drop_last), in buffers of their own. With shuffle, epoch e visits the rows in
@@ -32,10 +45,11 @@ Tensor read_idx(const std::filesystem::path& path);
 // copies the next batch while the caller uses the current one; destroying the
 // loader stops and joins it, mid-epoch or not. The tensors are realized once
 // and read from that thread: do not assign to them while the loader lives.
+// `shard` makes it one rank's loader (Shard above); batches are of that rank's rows.
 class DataLoader {
  public:
   DataLoader(std::vector<Tensor> tensors, int64_t batch_size, bool shuffle = false, uint64_t seed = 0,
-             bool drop_last = false);
+             bool drop_last = false, Shard shard = {});
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -45,6 +59,8 @@ class DataLoader {
   std::optional<std::vector<Tensor>> next();
   // Batches per epoch.
   int64_t size() const;
+  // Rows per epoch: this rank's share (all rows, without a Shard).
+  int64_t rows() const;
   // The epoch next() is in (0 first).
   int64_t epoch() const;
   // Makes the next next() the first batch of epoch `epoch` (>= 0), dropping

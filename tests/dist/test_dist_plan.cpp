@@ -21,11 +21,13 @@ Plan plan_of(const Tensor& y) {
   return plan_schedule(targets, sign_graph(targets), {-1});
 }
 
-// The plan's items in run order: "k" for a kernel, "c" for a collective.
+// The plan's items in run order: "k" for a kernel, "c" for a collective's start,
+// "w" for the wait for it.
 std::string items(const Plan& plan) {
   std::string out;
   for_each_item(
-      plan, [&](const PlanKernel&) { out += 'k'; }, [&](const PlanCollective&) { out += 'c'; });
+      plan, [&](const PlanKernel&) { out += 'k'; }, [&](const PlanCollective&) { out += 'c'; },
+      [&](const PlanCollective&) { out += 'w'; });
   return out;
 }
 
@@ -38,7 +40,7 @@ bool reads(const PlanKernel& k, uint32_t buffer) {
 TEST_CASE("all_reduce between two kernels runs in place on the first kernel's output") {
   const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   const Plan plan = plan_of(dist::all_reduce(x.exp() * 2.0f).sqrt());
-  CHECK(items(plan) == "kck");
+  CHECK(items(plan) == "kcwk");
   REQUIRE(plan.collectives.size() == 1);
   const PlanCollective& c = plan.collectives[0];
   CHECK(c.arg == CollectiveArg{CollectiveKind::AllReduce, CollectiveReduce::Sum, 0, dist::world_size()});
@@ -54,7 +56,7 @@ TEST_CASE("all_reduce between two kernels runs in place on the first kernel's ou
 TEST_CASE("a collective of an input buffer copies it: no kernel before it") {
   const Tensor x = Tensor::from_vector<double>({1, 2, 3}, {3});
   const Plan plan = plan_of(dist::broadcast(x, 0) + 1.0);
-  CHECK(items(plan) == "ck");
+  CHECK(items(plan) == "cwk");
   REQUIRE(plan.collectives.size() == 1);
   const PlanCollective& c = plan.collectives[0];
   CHECK(c.input < plan.inputs);  // x's buffer, left as it is
@@ -66,7 +68,7 @@ TEST_CASE("two collectives in a chain and a gradient's collective each get their
   const Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
   const Tensor s = dist::all_reduce(x * 2.0f);
   const Plan plan = plan_of(dist::all_reduce(s.exp(), dist::Op::Max) - s);
-  CHECK(items(plan) == "kckck");
+  CHECK(items(plan) == "kcwkcwk");
   REQUIRE(plan.collectives.size() == 2);
   CHECK(plan.collectives[0].name != plan.collectives[1].name);
   CHECK(plan.collectives[1].arg.reduce == CollectiveReduce::Max);

@@ -90,8 +90,9 @@ TEST_CASE("fashion_mnist: resume rejects a checkpoint written with other data op
   fashion::Options bigger = o;
   bigger.batch_size = 32;
   fashion::Trainer u(bigger);
-  CHECK_THROWS_WITH(u.resume(path),
-                    doctest::Contains("written with seed, batch size, limit, epochs = 0, 64, 128, 1"));
+  CHECK_THROWS_WITH(
+      u.resume(path),
+      doctest::Contains("written with seed, batch size, limit, epochs, ranks = 0, 64, 128, 1, 1"));
   fashion::Options cnn = o;
   cnn.model = "cnn";
   fashion::Trainer v(cnn);

@@ -13,7 +13,7 @@ using namespace loom;
 using test::error_of;
 
 TEST_CASE("every flag of the table has a canonical name, with or without the LOOM_ prefix") {
-  CHECK(flag_table().size() == 15);
+  CHECK(flag_table().size() == 18);
   for (const auto& row : flag_table()) {
     CHECK(detail::canonical_flag_name(row.name) == row.name);
     CHECK(detail::canonical_flag_name(row.name.substr(5)) == row.name);
@@ -122,5 +122,17 @@ TEST_CASE("LOOM_BEAM takes a width, LOOM_BEAM_BUDGET seconds with a fraction") {
   const uint64_t token = detail::push_flag_overrides({{"BEAM_BUDGET", "0.25"}, {"BEAM", "3"}});
   CHECK(flags()->beam_budget == 0.25);
   CHECK(flags()->beam == 3);
+  detail::pop_flag_overrides(token);
+}
+
+TEST_CASE("LOOM_DIST_TIMEOUT takes seconds above 0, 300 by default") {
+  CHECK(Flags{}.dist_timeout == 300);
+  for (const char* good : {"300", "2", "0.5"})
+    CHECK(detail::flag_value_error("LOOM_DIST_TIMEOUT", good) == "");
+  for (const char* bad : {"0", "-1", "x", "5s", ""})
+    CHECK(detail::flag_value_error("LOOM_DIST_TIMEOUT", bad) ==
+          "expected a number of seconds, more than 0 (like 300 or 2.5)");
+  const uint64_t token = detail::push_flag_overrides({{"DIST_TIMEOUT", "2.5"}});
+  CHECK(flags()->dist_timeout == 2.5);
   detail::pop_flag_overrides(token);
 }

@@ -134,8 +134,10 @@ TEST_CASE("the slices are the same for one thread and for two") {
   for (int64_t extent : {5, 1000, 1024}) {
     CAPTURE(extent);
     set_num_threads(1);
+    const uint64_t dispatched = counters().kernels_dispatched;
     const Slices one = run_recording(extent);
     CHECK(last_run_distinct_threads() == 1);
+    CHECK(counters().kernels_dispatched == dispatched);  // run on the calling thread, not through TBB
     set_num_threads(2);
     const Slices two = run_recording(extent);
     CHECK(one.begin == two.begin);

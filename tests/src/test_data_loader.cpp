@@ -89,3 +89,49 @@ TEST_CASE("DataLoader::set_epoch resumes a seeded shuffle at any epoch, mid-epoc
   CHECK(epoch_of(resumed) == e1);
   check_message(error_of([&] { resumed.set_epoch(-1); }), {"DataLoader::set_epoch", "-1", "negative"});
 }
+
+TEST_CASE("DataLoader with a Shard: rank r takes positions r, r + ranks, ... of the epoch's order, padded") {
+  const Tensor ids = Tensor::arange(0, 10, 1, DType::Int64);
+  // In order, 3 ranks: 0..9 padded with 0, 1 to 12 rows, 4 a rank (PyTorch's DistributedSampler).
+  const std::vector<std::vector<std::vector<double>>> want = {
+      {{0, 3}, {6, 9}}, {{1, 4}, {7, 0}}, {{2, 5}, {8, 1}}};
+  for (int64_t r = 0; r < 3; ++r) {
+    data::DataLoader shard({ids}, 2, false, 0, false, {r, 3});
+    CHECK(shard.rows() == 4);
+    CHECK(shard.size() == 2);
+    CHECK(epoch_of(shard) == want[static_cast<size_t>(r)]);
+  }
+  // Shuffled: every rank's share of every epoch is its positions of the unsharded
+  // loader's order for that epoch, so the ranks agree on the order (seed, epoch).
+  data::DataLoader whole({ids}, 10, true, 11);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    auto order = epoch_of(whole).at(0);
+    order.insert(order.end(), order.begin(), order.begin() + 2);
+    std::vector<double> seen;
+    for (int64_t r = 0; r < 3; ++r) {
+      data::DataLoader shard({ids}, 3, true, 11, false, {r, 3});
+      shard.set_epoch(epoch);
+      std::vector<double> mine;
+      for (const auto& b : epoch_of(shard)) mine.insert(mine.end(), b.begin(), b.end());
+      std::vector<double> expected;
+      for (size_t i = static_cast<size_t>(r); i < order.size(); i += 3) expected.push_back(order[i]);
+      CHECK(mine == expected);
+      seen.insert(seen.end(), mine.begin(), mine.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    CHECK(seen == values(ids));  // the shares cover every row
+  }
+  // More ranks than rows: the order repeats, one row each; drop_last counts the share's batches.
+  const Tensor two = Tensor::arange(0, 2, 1, DType::Int64);
+  for (int64_t r = 0; r < 5; ++r) {
+    data::DataLoader shard({two}, 1, false, 0, true, {r, 5});
+    CHECK(epoch_of(shard) == std::vector<std::vector<double>>{{static_cast<double>(r % 2)}});
+  }
+  data::DataLoader dropped({ids}, 3, false, 0, true, {1, 3});
+  CHECK(dropped.size() == 1);  // 4 rows, batches of 3
+  check_message(error_of([&] {
+                  data::DataLoader({ids}, 2, false, 0, false, {3, 3});
+                }),
+                {"DataLoader: shard rank 3 of 3 ranks", "0 <= rank < ranks"});
+}

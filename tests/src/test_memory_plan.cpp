@@ -86,7 +86,7 @@ TEST_CASE("a collective's buffer stays its own until the collective has run") {
   for (int j = 0; j < 3; ++j) plan.allocations.push_back({DType::Float32, 256});
   for (const auto& args : std::vector<std::vector<uint32_t>>{{0}, {1}, {2, 1}})
     plan.kernels.push_back({nullptr, "k", args, 1});
-  plan.collectives.push_back({CollectiveArg{}, 0, 0, DType::Float32, 256, 2, "all_reduce(sum) #0"});
+  plan.collectives.push_back({CollectiveArg{}, 0, 0, DType::Float32, 256, 2, 2, "all_reduce(sum) #0"});
   plan.results.push_back({2, std::nullopt});
   share_dead_buffers(plan);
   CHECK(plan.memory[1].owner == 1);
@@ -94,4 +94,23 @@ TEST_CASE("a collective's buffer stays its own until the collective has run") {
   plan.collectives.clear();
   share_dead_buffers(plan);
   CHECK(plan.memory[1].owner == 0);
+}
+
+TEST_CASE("a travelling collective's buffers stay its own until it is waited for") {
+  // k0 writes t0, which a collective (not in place: into t4) sends from its start after k0 to
+  // its wait before k3; k1 and k2 run meanwhile, and k2 writes t2. Were t0 free once the
+  // collective had started, t2 would take its block and overwrite what is being sent.
+  Plan plan;
+  for (int j = 0; j < 5; ++j) plan.allocations.push_back({DType::Float32, 256});
+  for (const auto& args : std::vector<std::vector<uint32_t>>{{0}, {1}, {2, 1}, {3, 4, 2}})
+    plan.kernels.push_back({nullptr, "k", args, 1});
+  plan.collectives.push_back({CollectiveArg{}, 0, 4, DType::Float32, 256, 1, 3, "all_reduce(sum) #0"});
+  plan.results.push_back({3, std::nullopt});
+  share_dead_buffers(plan);
+  CHECK(plan.memory[2].owner == 2);
+  CHECK(plan.memory[4].owner == 4);
+  // Waited for at once (before k1), t0 is free for t2: the check above can fail.
+  plan.collectives[0].wait = 1;
+  share_dead_buffers(plan);
+  CHECK(plan.memory[2].owner == 0);
 }

@@ -1,0 +1,105 @@
+// A DataParallel step is one plan whose all-reduces start as their buckets are
+// written and travel while the rest of the backward pass runs (src/plan_overlap.hpp).
+#include "src/graph_key.hpp"
+#include "src/plan.hpp"
+#include "src/tensor_node.hpp"
+
+#include <loom/loom.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace loom;
+using namespace loom::detail;
+
+namespace {
+// A 4-layer MLP, 8 -> 16 -> 16 -> 16 -> 4: parameters w1 b1 ... w4 b4.
+struct Mlp {
+  std::vector<Tensor> params;
+  Mlp() {
+    const int64_t widths[] = {8, 16, 16, 16, 4};
+    for (int l = 0; l < 4; ++l) {
+      const int64_t in = widths[l], out = widths[l + 1];
+      std::vector<float> w, b;
+      for (int64_t i = 0; i < in * out; ++i) w.push_back(static_cast<float>(std::sin(0.37 * i + l)) / 4);
+      for (int64_t i = 0; i < out; ++i) b.push_back(static_cast<float>(std::cos(0.91 * i + l)) / 4);
+      params.push_back(Tensor::from_vector(w, {in, out}).requires_grad_());
+      params.push_back(Tensor::from_vector(b, {out}).requires_grad_());
+    }
+  }
+  Tensor loss(const Tensor& x) const {
+    Tensor h = x;
+    for (size_t l = 0; l < 8; l += 2) h = (h.matmul(params[l]) + params[l + 1]).tanh();
+    return (h * h).mean();
+  }
+};
+
+Tensor batch(int rank) {
+  std::vector<float> v;
+  for (int i = 0; i < 6 * 8; ++i) v.push_back(static_cast<float>(std::sin(0.13 * i + rank)));
+  return Tensor::from_vector(v, {6, 8});
+}
+
+// The plan of an SGD step's new parameters, p - 0.1 * grad, after backward().
+Plan step_plan(const Mlp& m) {
+  std::vector<UOpPtr> targets;
+  for (const Tensor& p : m.params) targets.push_back((p - p.grad() * 0.1f).node()->uop);
+  return plan_schedule(targets, sign_graph(targets), std::vector<int64_t>(targets.size(), -1));
+}
+}  // namespace
+
+TEST_CASE("DataParallel buckets fill from the last parameter backwards, up to bucket_bytes") {
+  Mlp m;
+  // Bytes, last first: b4 16, w4 256, b3 64 (336), w3 1024 (over 1088: a new bucket), b2 64
+  // (1088), w2 1024 (new), b1 64 (1088), w1 512 (new).
+  const dist::DataParallel ddp(m.params, 1088);
+  CHECK(ddp.buckets() == std::vector<std::vector<size_t>>{{7, 6, 5}, {4, 3}, {2, 1}, {0}});
+  CHECK(dist::DataParallel(m.params).buckets() == std::vector<std::vector<size_t>>{{7, 6, 5, 4, 3, 2, 1, 0}});
+  CHECK(dist::DataParallel(m.params, 1).buckets().size() == 8);
+  CHECK_THROWS_AS(dist::DataParallel(m.params, 0), Error);
+}
+
+TEST_CASE("a DataParallel step's all-reduces are interleaved with the backward kernels") {
+  Mlp m;
+  const dist::DataParallel ddp(m.params, 1088);
+  m.loss(batch(dist::rank())).backward();
+  const Plan plan = step_plan(m);
+  REQUIRE(plan.collectives.size() == 4);
+  std::string items;
+  for_each_item(
+      plan, [&](const PlanKernel&) { items += 'k'; }, [&](const PlanCollective&) { items += 'c'; },
+      [&](const PlanCollective&) { items += 'w'; });
+  INFO(items);  // k kernel, c a start, w a wait
+  // Each bucket's all-reduce starts as soon as its gradients are written (the bucket
+  // needing the fewest kernels first): kernels of the backward pass run between the
+  // starts, and the first all-reduce travels over the others' kernels.
+  for (size_t i = 0; i + 1 < plan.collectives.size(); ++i)
+    CHECK(plan.collectives[i].after < plan.collectives[i + 1].after);
+  const PlanCollective& first = plan.collectives.front();
+  CHECK(first.wait >= plan.collectives.back().after);
+  // Nothing runs between a start and its wait that touches the collective's memory.
+  for (const PlanCollective& c : plan.collectives) {
+    CHECK(c.after <= c.wait);
+    auto block = [&](uint32_t b) {
+      return b < plan.inputs ? -1 - int64_t{b} : int64_t{plan.memory[b - plan.inputs].owner};
+    };
+    for (size_t k = c.after; k < c.wait; ++k)
+      for (uint32_t a : plan.kernels[k].args) {
+        CHECK(a != c.input);
+        CHECK(a != c.output);
+        CHECK(block(a) != block(c.input));
+        CHECK(block(a) != block(c.output));
+      }
+  }
+  // With one bucket (bucket_bytes = infinity), the one all-reduce waits for every gradient.
+  Mlp one;
+  const dist::DataParallel all(one.params, INT64_MAX);
+  one.loss(batch(dist::rank())).backward();
+  const Plan end = step_plan(one);
+  REQUIRE(end.collectives.size() == 1);
+  CHECK(end.collectives[0].after > first.after);
+}
