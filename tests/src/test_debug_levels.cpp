@@ -34,11 +34,19 @@ std::string realize_at(int level, double c) {
 
 }  // namespace
 
-TEST_CASE("LOOM_DEBUG=0 logs nothing; 1 a line per realize") {
+TEST_CASE("LOOM_DEBUG=0 logs nothing; 1 a line per realize, and its schedule's cost when it schedules") {
   CHECK(realize_at(0, 1.25) == "");
   const std::string one = realize_at(1, 1.5);
   CHECK(has(one, "realize: 1 kernel in"));
   CHECK_FALSE(has(one, "r_64_32"));
+  // The schedule's cost against its graph with every op realized (src/plan.hpp). One
+  // kernel: a MUL, an ADD and a fold per element (3 x 2048), 2048 + 64 floats moved,
+  // one launch (1024). Realized: the MUL and the ADD each move 2 x 2048 floats, the sum
+  // 2048 + 64, and the target (the sum's [64, 1] viewed as [64]) is a copy of 64 more;
+  // four launches: 6144 + 10432 + 4096 = 20672.
+  CHECK(has(one,
+            "schedule: 1 kernel, cost 9280 (6144 of it arithmetic) against 2.067e+04 (6144) with every op "
+            "realized: recompute ratio 0.449"));
 }
 
 TEST_CASE("LOOM_DEBUG=2 adds each kernel's time, GFLOP/s and GB/s") {
