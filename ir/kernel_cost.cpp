@@ -189,14 +189,22 @@ double kernel_arithmetic(const UOpPtr& kernel) {
       for (size_t i = 1; i < u->src.size(); ++i) std::erase(mine, u->src[i].get());
   }
   // The loops outside each range, as END and REDUCE list them (outermost first): a
-  // value needing an inner loop runs inside the outer ones too.
+  // value needing an inner loop runs inside the outer ones too. A range that several
+  // ENDs list (the loops two stores share) is outside only what all of them put
+  // outside it.
   std::unordered_map<const UOp*, RangeSet> outer;
   for (const UOpPtr& u : nodes) {
     if (u->op != Op::END && u->op != Op::REDUCE) continue;
     RangeSet before;
     for (size_t i = 1; i < u->src.size(); ++i) {
       if (u->src[i]->op != Op::RANGE) continue;
-      outer[u->src[i].get()] = merge(outer[u->src[i].get()], before);
+      const auto [at, first] = outer.try_emplace(u->src[i].get(), before);
+      if (!first) {
+        RangeSet common;
+        std::set_intersection(at->second.begin(), at->second.end(), before.begin(), before.end(),
+                              std::back_inserter(common));
+        at->second = std::move(common);
+      }
       before = merge(before, {u->src[i].get()});
     }
   }
