@@ -7,6 +7,8 @@
 #include "ir/int_arith.hpp"
 #include "ir/symbolic.hpp"
 
+#include <loom/half.hpp>
+
 #include <bit>
 #include <cmath>
 #include <string>
@@ -141,16 +143,29 @@ UOpPtr cast_const(DType to, const UOpPtr& c) {
 std::optional<UOpPtr> bitcast_const(DType to, const UOpPtr& c) {
   const DType from = c->dtype;
   if (from.itemsize() != to.itemsize() || from.is_bool() || to.is_bool()) return std::nullopt;
+  // A half's bits are those of its value rounded to it (a half CONST holds a value
+  // the half represents exactly).
+  const auto half_from = [](Scalar s, double v) {
+    return s == Scalar::BFloat16 ? half_bits::bf16_from_f32(static_cast<float>(v))
+                                 : half_bits::f16_from_f32(static_cast<float>(v));
+  };
   uint64_t bits = 0;
   if (from.scalar == Scalar::Float32)
     bits = std::bit_cast<uint32_t>(static_cast<float>(c->const_value()));
   else if (from.scalar == Scalar::Float64)
     bits = std::bit_cast<uint64_t>(c->const_value());
+  else if (from.is_half())
+    bits = half_from(from.scalar, c->const_value());
   else
     bits = static_cast<uint64_t>(int_of(c));
   if (!to.is_float()) return const_int(to, wrap_int(to, bits));
-  const double v = to.scalar == Scalar::Float32 ? std::bit_cast<float>(static_cast<uint32_t>(bits))
-                                                : std::bit_cast<double>(bits);
+  const auto half_bits_value = [&](uint16_t h) {
+    return static_cast<double>(to.scalar == Scalar::BFloat16 ? half_bits::f32_from_bf16(h)
+                                                             : half_bits::f32_from_f16(h));
+  };
+  const double v = to.scalar == Scalar::Float32   ? std::bit_cast<float>(static_cast<uint32_t>(bits))
+                   : to.scalar == Scalar::Float64 ? std::bit_cast<double>(bits)
+                                                  : half_bits_value(static_cast<uint16_t>(bits));
   if (std::isnan(v)) return std::nullopt;  // a CONST would not keep the NaN's payload bits
   return const_float(to, v);
 }

@@ -201,7 +201,12 @@ TEST_CASE("fold_constant: BITCAST reinterprets bits; unsupported folds and bad c
   CHECK(folded_float(Op::BITCAST, f32, {c32(0x40490fdb)}) == double(std::bit_cast<float>(0x40490fdb)));
   CHECK(folded_int(Op::BITCAST, i64, {cf(f64, -2.0)}) == static_cast<int64_t>(0xc000000000000000ULL));
   CHECK(refused(Op::BITCAST, f32, {c32(0x7fc00001)}));  // a NaN: a CONST would not keep its payload
-  CHECK(refused(Op::BITCAST, f64, {c32(1)}));           // sizes differ
+  // Halves by their 16 bits: float16 1.0 is 0x3c00, which as bfloat16 is 2^-7.
+  const DType f16 = DType::Float16, bf16 = DType::BFloat16;
+  CHECK(folded_float(Op::BITCAST, f16, {cf(f16, 1.0)}) == 1.0);
+  CHECK(folded_float(Op::BITCAST, bf16, {cf(f16, 1.0)}) == 0.0078125);
+  CHECK(folded_float(Op::BITCAST, f16, {cf(bf16, 0.0078125)}) == 1.0);
+  CHECK(refused(Op::BITCAST, f64, {c32(1)}));  // sizes differ
   CHECK(refused(Op::AND, f32, {cf(f32, 1.0), cf(f32, 1.0)}));
   CHECK(refused(Op::EXP2, i32, {c32(3)}));
   CHECK(refused(Op::FDIV, i32, {c32(3), c32(1)}));
