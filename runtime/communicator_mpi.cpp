@@ -40,6 +40,10 @@ MPI_Datatype mpi_type(DType dtype) {
     case Scalar::Int64: return MPI_INT64_T;
     case Scalar::Float32: return MPI_FLOAT;
     case Scalar::Float64: return MPI_DOUBLE;
+    // Moved as their bits (broadcast, all_gather): MPI has no half arithmetic, and
+    // loom::dist reduces halves in Float32 (src/dist.cpp).
+    case Scalar::BFloat16:
+    case Scalar::Float16: return MPI_UINT16_T;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -159,7 +163,8 @@ Request start_collective(const CollectiveArg& c, const void* in, void* out, DTyp
   if (elements > INT_MAX)
     throw Error(fmt::format("{}: {} elements of {}, more than MPI's count of {} in one call", what, elements,
                             to_string(dtype), INT_MAX));
-  if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather && dtype.is_bool())
+  if (c.kind != CollectiveKind::Broadcast && c.kind != CollectiveKind::AllGather &&
+      (dtype.is_bool() || dtype.is_half()))
     throw Error(fmt::format("{}: cannot reduce a {} tensor", what, to_string(dtype)));
   const int me = rank(what.c_str());
   if (c.ranks != world_size(what.c_str()) &&

@@ -41,9 +41,15 @@ const UOpPtr& collective_input(const Tensor& t, const char* what, bool reduces, 
 }
 
 const char* reduce_op_name(Op op) { return op == Op::Sum ? "sum" : op == Op::Mean ? "mean" : "max"; }
+
+// MPI has no half-precision arithmetic: the ranks' halves are reduced in Float32
+// and the result rounded once, as a half elementwise op rounds (docs/semantics.md).
+bool reduced_in_float32(const Tensor& t) { return t.defined() && t.dtype().is_half(); }
+
 }  // namespace
 
 Tensor all_reduce(const Tensor& t, Op op) {
+  if (reduced_in_float32(t)) return all_reduce(t.cast(DType::Float32), op).cast(t.dtype());
   const UOpPtr& x =
       collective_input(t, "all_reduce", true, fmt::format("all_reduce({})", reduce_op_name(op)));
   if (op == Op::Mean && !x->dtype.is_float())
@@ -105,6 +111,7 @@ Tensor all_gather(const Tensor& t, int64_t dim) {
 // `dim` splits into (ranks, its size / ranks) and the ranks axis moves to the
 // front, where the COLLECTIVE sums each row across ranks and keeps this rank's.
 Tensor reduce_scatter(const Tensor& t, int64_t dim) {
+  if (reduced_in_float32(t)) return reduce_scatter(t.cast(DType::Float32), dim).cast(t.dtype());
   const UOpPtr& x = collective_input(t, "reduce_scatter", true, fmt::format("reduce_scatter(dim {})", dim));
   const Shape& shape = *x->shape();
   const int64_t d = axis_of("reduce_scatter", shape, dim);

@@ -34,7 +34,8 @@ std::vector<double> values(const Tensor& t, const Shape& shape, DType dtype) {
   return t.cast(DType::Float64).to_vector<double>();
 }
 
-const DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int32};
+// The halves' values here are small integers and halves of them: exact in both.
+const DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16, DType::Float16};
 }  // namespace
 
 TEST_CASE("all_reduce: sum, mean and max of every rank's tensor") {
