@@ -40,6 +40,21 @@ struct PlantFault {
   explicit PlantFault(PlantedFault f) { set_planted_fault(f); }
   ~PlantFault() { set_planted_fault(PlantedFault::None); }
 };
+
+// The CI budget's programs run with `fault` planted until the first fails: that
+// failure and its shrunk program.
+fuzz::RunResult caught_with(PlantedFault fault, fuzz::RunOptions options = {}) {
+  options.stop_at_first = true;
+  fuzz::RunResult r;
+  {
+    PlantFault planted(fault);
+    r = fuzz::run(kCiSeed, kCiPrograms, options);
+  }
+  REQUIRE(r.failures.size() == 1);
+  MESSAGE("caught after " << r.programs << " programs: " << r.failures[0].second.message.substr(0, 300));
+  MESSAGE("shrunk:\n" << r.shrunk[0]);
+  return r;
+}
 }  // namespace
 
 TEST_CASE("fuzzed programs with products big enough for panel packing agree with the reference interpreter") {
@@ -120,18 +135,9 @@ TEST_CASE(
 }
 
 TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its pass, and shrunk") {
-  fuzz::RunOptions options;
-  options.stop_at_first = true;
-  fuzz::RunResult r;
-  {
-    PlantFault fault(PlantedFault::FlipConstantSub);
-    r = fuzz::run(kCiSeed, kCiPrograms, options);
-  }
-  REQUIRE(r.failures.size() == 1);
-  MESSAGE("caught after " << r.programs << " programs: " << r.failures[0].second.message.substr(0, 300));
+  const fuzz::RunResult r = caught_with(PlantedFault::FlipConstantSub);
   CHECK(r.failures[0].second.kind == "kernel simplify");
   const std::string& shrunk = r.shrunk[0];
-  MESSAGE("shrunk:\n" << shrunk);
   {
     PlantFault fault(PlantedFault::FlipConstantSub);
     const auto again = fuzz::check_graph(shrunk, {});
@@ -148,20 +154,11 @@ TEST_CASE("a planted wrong rewrite is caught within the CI budget, pinned to its
 }
 
 TEST_CASE("a planted wrong gradient rule is caught within the CI budget against finite differences") {
-  fuzz::RunOptions options;
-  options.stop_at_first = true;
-  fuzz::RunResult r;
-  {
-    PlantFault fault(PlantedFault::DoubledSqrtGradient);
-    r = fuzz::run(kCiSeed, kCiPrograms, options);
-  }
-  REQUIRE(r.failures.size() == 1);
+  const fuzz::RunResult r = caught_with(PlantedFault::DoubledSqrtGradient);
   const auto& [seed, failure] = r.failures[0];
-  MESSAGE("caught after " << r.programs << " programs: " << failure.message);
   CHECK(failure.kind == "gradient");
   CHECK(failure.message.find("the gradient graph itself is wrong") != std::string::npos);
   const std::string& shrunk = r.shrunk[0];
-  MESSAGE("shrunk:\n" << shrunk);
   CHECK(fuzz::is_gradient_program(shrunk));
   CHECK(std::count(shrunk.begin(), shrunk.end(), '%') < 20);
   {
@@ -180,20 +177,11 @@ TEST_CASE(
   // many indices is inlined, it runs once per read, and at the fuzzer's small sizes
   // that is rarely more than the kernels and buffers inlining saves.
   fuzz::RunOptions options;
-  options.stop_at_first = true;
   options.generate.packed_matmul_elements = 16384;
   options.check.kernel_checker = false;  // the schedule's cost is what differs, not its values
-  fuzz::RunResult r;
-  {
-    PlantFault fault(PlantedFault::InlineEveryBuffer);
-    r = fuzz::run(kCiSeed, kCiPrograms, options);
-  }
-  REQUIRE(r.failures.size() == 1);
-  const auto& [seed, failure] = r.failures[0];
-  MESSAGE("caught after " << r.programs << " programs: " << failure.message);
-  CHECK(failure.kind == "recompute");
+  const fuzz::RunResult r = caught_with(PlantedFault::InlineEveryBuffer, options);
+  CHECK(r.failures[0].second.kind == "recompute");
   const std::string& shrunk = r.shrunk[0];
-  MESSAGE("shrunk:\n" << shrunk);
   CHECK(std::count(shrunk.begin(), shrunk.end(), '\n') < 40);
   {
     PlantFault fault(PlantedFault::InlineEveryBuffer);
