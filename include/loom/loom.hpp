@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a loom program uses.
+#include <loom/autocast.hpp>
 #include <loom/capture.hpp>
 #include <loom/checkpoint.hpp>
 #include <loom/context.hpp>
