@@ -9,6 +9,7 @@
 #include <loom/dist.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
+#include <loom/grad_scaler.hpp>
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
 #include <loom/lr_scheduler.hpp>
