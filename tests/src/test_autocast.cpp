@@ -142,10 +142,22 @@ TEST_CASE("conv2d and Conv2d under Autocast: rounded operands and bias, Float32 
   const Tensor b = f32({0.1}, {1});
   const double want = 1 + 1 + 0.75 + 4 + 0.10009765625;
   {
-    Autocast ac(DType::BFloat16);
-    const Tensor y = nn::functional::conv2d(x, w, b);
+    const Tensor xg = x.detach().requires_grad_(), wg = w.detach().requires_grad_(),
+                 bg = b.detach().requires_grad_();
+    Tensor y;
+    {
+      Autocast ac(DType::BFloat16);
+      y = nn::functional::conv2d(xg, wg, bg);
+    }
     CHECK(y.dtype() == DType::Float32);
     check_values(y, {want});
+    // Through conv2d's own gradient and the rounding casts: dx = w', dw = x', db = 1, in Float32.
+    y.sum().backward();
+    CHECK(xg.grad().dtype() == DType::Float32);
+    CHECK(wg.grad().dtype() == DType::Float32);
+    check_values(xg.grad(), {1, 0.5, 0.25, 1});
+    check_values(wg.grad(), {1, 2, 3, 4});
+    check_values(bg.grad(), {1});
   }
   nn::Conv2d conv(1, 1, {2, 2});
   conv.weight = w;
