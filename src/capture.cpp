@@ -10,6 +10,7 @@
 #include "src/random.hpp"
 #include "src/step_recording.hpp"
 
+#include <loom/autocast.hpp>
 #include <loom/debug.hpp>
 #include <loom/error.hpp>
 
@@ -210,8 +211,11 @@ struct SignatureState {
 // A signature whose recordings went stale this often runs uncaptured from then on.
 constexpr int kMaxDropped = 3;
 
+// The arguments' dtypes, shapes and aliasing, after the thread's autocast dtype: a step
+// recorded under loom::Autocast ran other kernels than the same step outside it.
 Signature signature_of(const std::vector<Tensor>& args) {
-  Signature sig;
+  const std::optional<DType> autocast = autocast_dtype();
+  Signature sig{autocast ? static_cast<int64_t>(autocast->scalar) : -1};
   for (size_t i = 0; i < args.size(); ++i) {
     const void* mem = base_buffer(args[i].node()->uop)->storage().get();
     size_t alias = i;

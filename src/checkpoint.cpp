@@ -13,7 +13,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
+#include <type_traits>
 
 namespace loom {
 
@@ -31,8 +33,24 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr DTypeName dtype_names[] = {{DType::Bool, "BOOL"}, {DType::UInt8, "U8"},    {DType::Int32, "I32"},
-                                     {DType::Int64, "I64"}, {DType::Float32, "F32"}, {DType::Float64, "F64"}};
+// loom's dtypes as safetensors names them: BF16 and F16 are little-endian 2-byte values.
+constexpr DTypeName dtype_names[] = {
+    {DType::Bool, "BOOL"},   {DType::UInt8, "U8"},    {DType::Int32, "I32"},     {DType::Int64, "I64"},
+    {DType::Float32, "F32"}, {DType::Float64, "F64"}, {DType::BFloat16, "BF16"}, {DType::Float16, "F16"}};
+
+// safetensors integer dtypes loom lacks, each read into the smallest loom dtype that
+// holds every value exactly (U64 into Int64: a value of 2^63 or more is an error).
+struct Widened {
+  const char* name;
+  int bytes;
+  bool is_signed;
+  DType dtype;
+};
+constexpr Widened widened_names[] = {{"I8", 1, true, DType::Int32},
+                                     {"I16", 2, true, DType::Int32},
+                                     {"U16", 2, false, DType::Int32},
+                                     {"U32", 4, false, DType::Int64},
+                                     {"U64", 8, false, DType::Int64}};
 
 const char* safetensors_name(DType dt) {
   for (const auto& d : dtype_names)
@@ -109,7 +127,8 @@ std::string read_file(const std::filesystem::path& path) {
 
 struct TensorEntry {
   std::string name;
-  DType dtype;
+  DType dtype;             // loom's dtype of the loaded tensor
+  const Widened* widened;  // the file's dtype when loom converts it, else null
   Shape shape;
   uint64_t begin, end;
 };
@@ -124,12 +143,19 @@ TensorEntry parse_entry(const std::string& name, const json& e, const std::strin
     throw bad("expected an object with dtype, shape and data_offsets");
   const json &dt = e["dtype"], &shape = e["shape"], &off = e["data_offsets"];
   if (!dt.is_string()) throw bad("dtype is not a string");
+  const std::string dt_name = dt.get<std::string>();
   const auto* known = std::find_if(std::begin(dtype_names), std::end(dtype_names),
-                                   [&](const DTypeName& d) { return dt.get<std::string>() == d.name; });
-  if (known == std::end(dtype_names))
+                                   [&](const DTypeName& d) { return dt_name == d.name; });
+  const auto* widened = std::find_if(std::begin(widened_names), std::end(widened_names),
+                                     [&](const Widened& d) { return dt_name == d.name; });
+  if (known == std::end(dtype_names) && widened == std::end(widened_names))
     throw bad(
-        fmt::format("dtype {} is not one loom has (BOOL, U8, I32, I64, F32, F64)", dt.get<std::string>()));
-  TensorEntry out{name, known->dtype, {}, 0, 0};
+        fmt::format("dtype {} is not one loom reads (BOOL, U8, I8, I16, U16, I32, U32, I64, U64, BF16, "
+                    "F16, F32, F64)",
+                    dt_name));
+  const bool is_widened = known == std::end(dtype_names);
+  const uint64_t itemsize = is_widened ? widened->bytes : known->dtype.itemsize();
+  TensorEntry out{name, is_widened ? widened->dtype : known->dtype, is_widened ? widened : nullptr, {}, 0, 0};
   if (!shape.is_array()) throw bad("shape is not an array");
   uint64_t elements = 1;
   for (const auto& d : shape) {
@@ -143,10 +169,9 @@ TensorEntry parse_entry(const std::string& name, const json& e, const std::strin
     throw bad("data_offsets is not a pair of non-negative integers");
   out.begin = off[0].get<uint64_t>();
   out.end = off[1].get<uint64_t>();
-  if (out.end < out.begin || out.end - out.begin != elements * known->dtype.itemsize())
+  if (out.end < out.begin || out.end - out.begin != elements * itemsize)
     throw bad(fmt::format("data_offsets [{}, {}) hold {} bytes, but shape {} of {} needs {}", out.begin,
-                          out.end, out.end - out.begin, shape.dump(), known->name,
-                          elements * known->dtype.itemsize()));
+                          out.end, out.end - out.begin, shape.dump(), dt_name, elements * itemsize));
   return out;
 }
 
@@ -170,9 +195,43 @@ json parse_header(const std::string& bytes, const std::string& file) {
   return header;
 }
 
-Tensor tensor_of(const TensorEntry& e, const char* data) {
+// Copies a widened integer tensor's little-endian values into `dst` (Int32 or Int64),
+// sign- or zero-extended, so each is exact.
+void widen(const TensorEntry& e, const char* src, void* dst, const std::string& file) {
+  const uint64_t n = (e.end - e.begin) / static_cast<uint64_t>(e.widened->bytes);
+  auto copy = [&]<class From, class To>(From, To* out) {
+    for (uint64_t i = 0; i < n; ++i) {
+      From v;
+      std::memcpy(&v, src + i * sizeof(From), sizeof(From));
+      if constexpr (std::is_same_v<From, uint64_t>)
+        if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+          throw Error(
+              fmt::format("load {}: tensor '{}': U64 element {} is {}, which Int64 (loom's widest "
+                          "integer) cannot hold exactly",
+                          file, e.name, i, v));
+      out[i] = static_cast<To>(v);
+    }
+  };
+  const std::string_view name = e.widened->name;
+  if (name == "I8")
+    copy(int8_t{}, static_cast<int32_t*>(dst));
+  else if (name == "I16")
+    copy(int16_t{}, static_cast<int32_t*>(dst));
+  else if (name == "U16")
+    copy(uint16_t{}, static_cast<int32_t*>(dst));
+  else if (name == "U32")
+    copy(uint32_t{}, static_cast<int64_t*>(dst));
+  else
+    copy(uint64_t{}, static_cast<int64_t*>(dst));
+}
+
+Tensor tensor_of(const TensorEntry& e, const char* data, const std::string& file) {
   UOpPtr buf = detail::allocate_buffer(e.dtype, count(e.shape), false);
   auto* dst = static_cast<unsigned char*>(detail::buffer_data(buf));
+  if (e.widened) {
+    widen(e, data + e.begin, dst, file);
+    return detail::make_tensor(reshape_uop(buf, e.shape));
+  }
   std::memcpy(dst, data + e.begin, e.end - e.begin);
   if (e.dtype == DType::Bool)  // loom's Bool is 0 or 1; safetensors only says "one byte"
     for (uint64_t i = 0; i < e.end - e.begin; ++i) dst[i] = dst[i] != 0;
@@ -213,7 +272,7 @@ std::map<std::string, Tensor> load(const std::filesystem::path& path) {
                     file, at, data_size));
   std::map<std::string, Tensor> out;
   const char* data = bytes.data() + 8 + n;
-  for (const auto& e : entries) out.emplace(e.name, tensor_of(e, data));
+  for (const auto& e : entries) out.emplace(e.name, tensor_of(e, data, file));
   return out;
 }
 

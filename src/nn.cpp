@@ -1,6 +1,7 @@
 // loom::nn: layers, losses and initialisers composed from Tensor ops, so the
 // gradient and the scheduler see nothing but ordinary graphs.
 #include "schedule/schedule.hpp"
+#include "src/autocast.hpp"
 #include "src/nn_common.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -91,6 +92,12 @@ Tensor Linear::forward(const Tensor& x) const {
   if (!x.defined() || x.ndim() == 0 || x.shape().back() != weight.shape()[1])
     throw Error(fmt::format("Linear: input of shape {} does not end in in_features {}",
                             x.defined() ? str(x.shape()) : "undefined", weight.shape()[1]));
+  // Under Autocast the operands, the bias included as in torch.autocast, are rounded to the
+  // autocast dtype and the result is Float32 (src/autocast.hpp).
+  if (loom::detail::autocasts({&x, &weight, &bias})) {
+    const Tensor y = x.matmul(weight.transpose());
+    return bias.defined() ? y + loom::detail::autocast_operand(bias) : y;
+  }
   check_same_dtype("Linear", x, "input", weight, "weight");
   Tensor y = x.matmul(weight.transpose());
   return bias.defined() ? y + bias : y;
@@ -123,13 +130,16 @@ LayerNorm::LayerNorm(int64_t dim_, double eps_, bool elementwise_affine)
   }
 }
 
-Tensor LayerNorm::forward(const Tensor& x) const {
-  check_float(x, "LayerNorm");
+// Under Autocast, norms and losses take half inputs and parameters in Float32 (src/autocast.hpp).
+Tensor LayerNorm::forward(const Tensor& input) const {
+  check_float(input, "LayerNorm");
+  const Tensor x = loom::detail::autocast_float32(input), w = loom::detail::autocast_float32(weight),
+               b = loom::detail::autocast_float32(bias);
   check_last_axis(x, dim, "LayerNorm");
-  if (weight.defined()) check_same_dtype("LayerNorm", x, "input", weight, "weight");
+  if (w.defined()) check_same_dtype("LayerNorm", x, "input", w, "weight");
   const Tensor centred = x - x.mean(-1, true);
   Tensor y = centred * (centred.square().mean(-1, true) + eps).rsqrt();
-  return weight.defined() ? y * weight + bias : y;
+  return w.defined() ? y * w + b : y;
 }
 
 RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affine)
@@ -139,14 +149,15 @@ RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affi
   if (elementwise_affine) weight = parameter(Tensor::ones({dim}));
 }
 
-Tensor RMSNorm::forward(const Tensor& x) const {
-  check_float(x, "RMSNorm");
+Tensor RMSNorm::forward(const Tensor& input) const {
+  check_float(input, "RMSNorm");
+  const Tensor x = loom::detail::autocast_float32(input), w = loom::detail::autocast_float32(weight);
   check_last_axis(x, dim, "RMSNorm");
-  if (weight.defined()) check_same_dtype("RMSNorm", x, "input", weight, "weight");
+  if (w.defined()) check_same_dtype("RMSNorm", x, "input", w, "weight");
   const double e = eps.value_or(x.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                             : std::numeric_limits<float>::epsilon());
   Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
-  return weight.defined() ? y * weight : y;
+  return w.defined() ? y * w : y;
 }
 
 // ---- functions ------------------------------------------------------------------------
@@ -178,9 +189,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return scores.softmax(-1).matmul(v);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
+Tensor cross_entropy(const Tensor& input, const Tensor& labels) {
   const char* op = "cross_entropy";
-  check_float(logits, op);
+  check_float(input, op);
+  const Tensor logits = loom::detail::autocast_float32(input);
   if (!labels.defined()) throw Error("cross_entropy: the labels are undefined (default-constructed)");
   if (logits.ndim() != 2 || labels.ndim() != 1 || labels.shape()[0] != logits.shape()[0])
     throw Error(fmt::format("{}: expected logits [N, C] and labels [N], got logits {} and labels {}", op,
@@ -191,9 +203,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
   return -picked.mean();
 }
 
-Tensor mse(const Tensor& pred, const Tensor& target) {
-  check_float(pred, "mse");
-  if (!target.defined()) throw Error("mse: the target is undefined (default-constructed)");
+Tensor mse(const Tensor& input, const Tensor& target_input) {
+  check_float(input, "mse");
+  if (!target_input.defined()) throw Error("mse: the target is undefined (default-constructed)");
+  const Tensor pred = loom::detail::autocast_float32(input),
+               target = loom::detail::autocast_float32(target_input);
   check_same_dtype("mse", target, "target", pred, "pred");
   return (pred - target).square().mean();
 }

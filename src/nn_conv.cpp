@@ -1,5 +1,6 @@
 // Conv1d, Conv2d and ConvTranspose2d: parameters with PyTorch's default
 // initialisation, forwarded to nn::functional's convolutions.
+#include "src/autocast.hpp"
 #include "src/nn_common.hpp"
 
 #include <loom/gradient.hpp>
@@ -70,7 +71,7 @@ void check_input(const char* op, const Tensor& x, int64_t rank, int64_t channels
   if (!rank_ok || x.shape()[x.ndim() - rank + 1] != channels)
     throw Error(fmt::format("{}: expected input of shape {} with C = in_channels = {}, got {}", op, layout,
                             channels, str(x.shape())));
-  detail_nn::check_same_dtype(op, x, "input", weight, "weight");
+  if (!loom::detail::autocasts({&x, &weight})) detail_nn::check_same_dtype(op, x, "input", weight, "weight");
 }
 
 // Runs a batched convolution on an unbatched input by adding and removing the batch axis.

@@ -8,6 +8,7 @@
 // view's repeats, indexed by divmods): a conv2d's dx is a conv_transpose2d of dy and a
 // conv_transpose2d's dx a conv2d of dy, each a forward-shaped window reduce that gathers; dw
 // is a correlation of the input's windows with dy, reduced over batch and output positions.
+#include "src/autocast.hpp"
 #include "src/custom_gradient.hpp"
 #include "src/nn_conv_correlate.hpp"
 #include "src/nn_conv_phase.hpp"
@@ -103,6 +104,12 @@ using detail_conv::weight_grad;
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
               Size2d dilation, int64_t groups) {
   const char* op = "conv2d";
+  // Under Autocast: bf16- or f16-rounded operands, products and sums in Float32 (src/autocast.hpp).
+  if (loom::detail::autocasts({&x, &w, &b})) {
+    const Autocast off(*autocast_dtype(), false);
+    return conv2d(loom::detail::autocast_operand(x), loom::detail::autocast_operand(w),
+                  loom::detail::autocast_operand(b), stride, padding, dilation, groups);
+  }
   check_conv(x, w, b, groups, op);
   check_positive(stride, "stride", op);
   check_positive(dilation, "dilation", op);
@@ -170,6 +177,12 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride,
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
                         Size2d output_padding, int64_t groups, Size2d dilation) {
   const char* op = "conv_transpose2d";
+  if (loom::detail::autocasts({&x, &w, &b})) {
+    const Autocast off(*autocast_dtype(), false);
+    return conv_transpose2d(loom::detail::autocast_operand(x), loom::detail::autocast_operand(w),
+                            loom::detail::autocast_operand(b), stride, padding, output_padding, groups,
+                            dilation);
+  }
   check_conv(x, w, b, groups, op);
   check_positive(stride, "stride", op);
   check_positive(dilation, "dilation", op);

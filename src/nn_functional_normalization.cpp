@@ -2,6 +2,7 @@
 // normalises by the batch's mean and biased variance and assigns the running statistics their
 // momentum updates (the unbiased variance, as PyTorch); the assign is lazy, so the update runs
 // in the same realize as the step that reads the batch.
+#include "src/autocast.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <loom/gradient.hpp>
@@ -23,6 +24,15 @@ void check_channel_vector(const Tensor& t, const Tensor& x, const char* what) {
 
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  // Under Autocast a half input and its affine parameters compute in Float32 when the running
+  // statistics (if any) are Float32 (src/autocast.hpp); half statistics keep the input's dtype.
+  const auto half = [](const Tensor& t) { return t.defined() && t.dtype().is_half(); };
+  if (autocast_dtype() && (half(x) || half(weight) || half(bias)) && !half(running_mean) &&
+      !half(running_var)) {
+    const Autocast off(*autocast_dtype(), false);
+    auto f32 = [](const Tensor& t) { return t.defined() ? t.cast(DType::Float32) : t; };
+    return batch_norm(f32(x), running_mean, running_var, f32(weight), f32(bias), training, momentum, eps);
+  }
   const Shape& xs = detail::uop(x, "batch_norm")->shape().value();
   if (xs.size() < 2)
     throw Error(

@@ -35,6 +35,31 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, const char* name)
     for (size_t j = 0; j < i; ++j)
       if (params_[j].node() == p.node()) throw Error(fmt::format("{}: parameter {} appears twice", name, i));
   }
+  for (const Tensor& p : params_)
+    masters_.push_back(p.dtype().is_half() ? p.detach().cast(DType::Float32).realize() : Tensor());
+}
+
+Tensor Optimizer::master_of(size_t i) const {
+  const Tensor &p = params_[i], &m = masters_[i];
+  if (!m.defined()) return p;
+  return m.cast(p.dtype()).eq(p).where(m, p.cast(DType::Float32));
+}
+
+void Optimizer::write_param(size_t i, const Tensor& updated, std::vector<Tensor>& assigned) {
+  Tensor& p = params_[i];
+  p.assign(updated.cast(p.dtype()));
+  assigned.push_back(p);
+  if (Tensor& m = masters_[i]; m.defined()) {
+    m.assign(updated);
+    assigned.push_back(m);
+  }
+}
+
+NamedTensors Optimizer::state_and_masters() const {
+  NamedTensors out = state_tensors();
+  for (size_t i = 0; i < masters_.size(); ++i)
+    if (masters_[i].defined()) out.emplace_back(fmt::format("state.{}.master_param", i), masters_[i]);
+  return out;
 }
 
 void Optimizer::zero_grad() {
@@ -54,7 +79,8 @@ Tensor Optimizer::lr_as(DType dtype) const { return lr_.cast(dtype); }
 
 std::vector<Tensor> Optimizer::zeros_like_params() const {
   std::vector<Tensor> out;
-  for (const auto& p : params_) out.push_back(Tensor::zeros(p.shape(), p.dtype()).realize());
+  for (const auto& p : params_)
+    out.push_back(Tensor::zeros(p.shape(), p.dtype().is_half() ? DType::Float32 : p.dtype()).realize());
   return out;
 }
 
@@ -86,7 +112,7 @@ NamedTensors Optimizer::state_dict() const {
     out.emplace_back(kGroup + key, f64_scalar(*v));
   if (initial_lr) out.emplace_back(kGroup + "initial_lr", f64_scalar(*initial_lr));
   out.emplace_back("steps", Tensor::from_vector<int64_t>({steps_}, {}));
-  for (auto& named : state_tensors()) out.push_back(std::move(named));
+  for (auto& named : state_and_masters()) out.push_back(std::move(named));
   return out;
 }
 
@@ -119,6 +145,7 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
     if (key == kGroup + "initial_lr") continue;  // optional: set by a scheduler
     expected.insert(key);
     const auto it = state.find(key);
+    if (it == state.end() && key.ends_with(".master_param")) continue;  // optional: from the parameter
     if (it == state.end())
       missing.push_back(key);
     else if (it->second.shape() != t.shape())
@@ -146,6 +173,13 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
     const Tensor& v = state.at(key);
     t.assign(v.dtype() == t.dtype() ? v : v.cast(t.dtype()));
     written.push_back(t);
+  }
+  // A master missing from the state (PyTorch's optimizers keep none) restarts from the parameter.
+  for (size_t i = 0; i < masters_.size(); ++i) {
+    if (!masters_[i].defined()) continue;
+    const auto it = state.find(fmt::format("state.{}.master_param", i));
+    masters_[i].assign(it != state.end() ? it->second.cast(DType::Float32) : params_[i].cast(DType::Float32));
+    written.push_back(masters_[i]);
   }
   loom::realize(written);
 }
@@ -201,18 +235,18 @@ void SGD::step() {
   NoGrad no_grad;
   std::vector<Tensor> assigned;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
+    const Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
-    Tensor g = p.grad();
-    if (weight_decay_ != 0) g = g + p * weight_decay_;
+    const Tensor w = master_of(i);  // Float32 for a half parameter
+    Tensor g = p.grad().cast(w.dtype());
+    if (weight_decay_ != 0) g = g + w * weight_decay_;
     if (momentum_ != 0) {
       Tensor& buf = momentum_buffers_[i];
       buf.assign(buf * momentum_ + g);
       assigned.push_back(buf);
       g = buf;
     }
-    p.assign(p - lr_as(p.dtype()) * g);
-    assigned.push_back(p);
+    write_param(i, w - lr_as(w.dtype()) * g, assigned);
   }
   realize_step(std::move(assigned));
 }
@@ -269,19 +303,20 @@ void Adam::step() {
   const Tensor step_size = lr_ / bc1, bc2_sqrt = bc2.sqrt();
   std::vector<Tensor> assigned;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
+    const Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
-    const DType dt = p.dtype();
-    Tensor g = p.grad();
-    Tensor decayed = p;
-    if (weight_decay_ != 0 && decoupled_) decayed = p * (1.0 - lr_ * weight_decay_).cast(dt);
-    if (weight_decay_ != 0 && !decoupled_) g = g + p * weight_decay_;
+    const Tensor w = master_of(i);  // Float32 for a half parameter
+    const DType dt = w.dtype();
+    Tensor g = p.grad().cast(dt);
+    Tensor decayed = w;
+    if (weight_decay_ != 0 && decoupled_) decayed = w * (1.0 - lr_ * weight_decay_).cast(dt);
+    if (weight_decay_ != 0 && !decoupled_) g = g + w * weight_decay_;
     Tensor &m = m_[i], &v = v_[i];
     m.assign(m * b1_ + g * (1 - b1_));
     v.assign(v * b2_ + g.square() * (1 - b2_));
     const Tensor denom = v.sqrt() / bc2_sqrt.cast(dt) + eps_;
-    p.assign(decayed - step_size.cast(dt) * m / denom);
-    for (const Tensor* s : {&p, &m, &v}) assigned.push_back(*s);
+    write_param(i, decayed - step_size.cast(dt) * m / denom, assigned);
+    for (const Tensor* s : {&m, &v}) assigned.push_back(*s);
   }
   t_.assign(t);
   assigned.push_back(t_);

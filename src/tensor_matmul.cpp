@@ -1,5 +1,6 @@
 // matmul with numpy's rules: a broadcast multiply [.., m, n, k] summed over k,
 // so the kernel is one REDUCE over k with both operands read in place.
+#include "src/autocast.hpp"
 #include "src/tensor_ops.hpp"
 
 namespace loom {
@@ -27,6 +28,11 @@ Shape concat(Shape s, std::initializer_list<int64_t> tail) {
 // A 1-D left operand is a row [1, k] and a 1-D right operand a column [k, 1]; the added axis is
 // removed from the result. The dtype is that of a * b (Bool @ Bool counts in Int32).
 Tensor Tensor::matmul(const Tensor& other) const {
+  // Under Autocast: bf16- or f16-rounded operands, multiplied and summed in Float32, a Float32 result.
+  if (autocasts({this, &other})) {
+    const Autocast off(*autocast_dtype(), false);
+    return autocast_operand(*this).matmul(autocast_operand(other));
+  }
   const UOpPtr &x = uop(*this, "matmul"), &y = uop(other, "matmul");
   const Shape &xu = *x->shape(), &yu = *y->shape();
   if (xu.empty() || yu.empty())

@@ -1,5 +1,6 @@
 // Reductions: REDUCE_AXIS with the dtype rules of docs/semantics.md, and the
 // composites built on it (min, mean, argmax, softmax, logsumexp).
+#include "src/autocast.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -65,7 +66,9 @@ UOpPtr reverse_order(const UOpPtr& x) {
 }
 
 // Small integer products widen like sums (PyTorch widens them to Int64; loom to Int32, as for sum).
+// Under Autocast a half input sums in Float32 and stays Float32 (src/autocast.hpp).
 Tensor widened(const Tensor& t) {
+  if (t.dtype().is_half()) return autocast_float32(t);
   const DType dt = t.dtype();
   return dt.is_bool() || dt == DType::UInt8 ? t.cast(DType::Int32) : t;
 }
@@ -91,7 +94,9 @@ Tensor first_argmax(const UOpPtr& x, int axis, const char* name) {
 
 // A float copy of `t` (integers compute in Float32, as exp and log do) and its normalised axis.
 std::pair<Tensor, int> float_along(const Tensor& t, int axis, const char* name) {
-  const UOpPtr& x = uop(t, name);
+  uop(t, name);
+  const Tensor input = autocast_float32(t);
+  const UOpPtr& x = uop(input, name);
   return {make_tensor(cast_uop(x, float_dtype(x->dtype))), norm_axis(axis, x->shape()->size(), name)};
 }
 
@@ -116,7 +121,9 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
 
 // sum / n in the float dtype; an empty axis gives 0 / 0 = NaN, as in PyTorch.
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
-  const UOpPtr& x = uop(*this, "mean");
+  uop(*this, "mean");
+  const Tensor input = autocast_float32(*this);
+  const UOpPtr& x = uop(input, "mean");
   const Shape& in = *x->shape();
   int64_t n = 1;
   for (int64_t a : reduce_axes(in, axes, "mean")) n *= in[a];
@@ -188,7 +195,8 @@ Tensor Tensor::var(std::vector<int> dims, double correction, bool keepdim) const
   }
   int64_t n = 1;
   for (int64_t a : reduce_axes(in, dims, "var")) n *= in[a];
-  const Tensor deviation = *this - mean(dims, true);
+  const Tensor input = autocast_float32(*this);
+  const Tensor deviation = input - input.mean(dims, true);
   const Tensor squares = (deviation * deviation).sum(dims, keepdim);
   return squares / Tensor::scalar(std::max(0.0, static_cast<double>(n) - correction), squares.dtype());
 }

@@ -1,5 +1,6 @@
 #pragma once
 // The umbrella header: everything a loom program uses.
+#include <loom/autocast.hpp>
 #include <loom/capture.hpp>
 #include <loom/checkpoint.hpp>
 #include <loom/context.hpp>
@@ -8,6 +9,7 @@
 #include <loom/dist.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
+#include <loom/grad_scaler.hpp>
 #include <loom/gradient.hpp>
 #include <loom/graph_file.hpp>
 #include <loom/lr_scheduler.hpp>

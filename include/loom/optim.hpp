@@ -56,8 +56,17 @@ class Optimizer {
   Optimizer(std::vector<Tensor> params, double lr, const char* name);
   // Realizes the assigned tensors together with every parameter's gradient.
   void realize_step(std::vector<Tensor> assigned);
-  // A zero-filled buffer shaped like each parameter.
+  // A zero-filled buffer shaped like each parameter, in its master's dtype (Float32 for halves).
   std::vector<Tensor> zeros_like_params() const;
+  // What parameter i's update starts from: the parameter, or for a BFloat16 or Float16
+  // parameter its Float32 master copy, unless the parameter no longer is the master rounded
+  // (something assigned it since the last step: load_state_dict, a fill), when the update
+  // restarts from the parameter's value.
+  Tensor master_of(size_t i) const;
+  // Assigns `updated` (in the master's dtype) to parameter i, rounded once, and to its master.
+  void write_param(size_t i, const Tensor& updated, std::vector<Tensor>& assigned);
+  // state_tensors() and the masters ("state.i.master_param").
+  NamedTensors state_and_masters() const;
   // The learning rate as a scalar tensor of `dtype`, read from its buffer.
   Tensor lr_as(DType dtype) const;
   // The hyper-parameters state_dict saves beside the lr, by name ("momentum"), and the state tensors.
@@ -67,6 +76,9 @@ class Optimizer {
   virtual void hyper_parameters_loaded() = 0;
 
   std::vector<Tensor> params_;
+  // Float32 copies of the BFloat16 and Float16 parameters (undefined for the others): an update
+  // smaller than half a bf16 ulp of the weight accumulates there instead of rounding away.
+  std::vector<Tensor> masters_;
   Tensor lr_;  // Float64 scalar buffer
   double lr_value_;
   int64_t steps_ = 0;

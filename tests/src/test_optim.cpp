@@ -240,3 +240,74 @@ TEST_CASE("clip_grad_norm_ scales gradients by max_norm / (total + 1e-6) when ab
   CHECK(optim::clip_grad_norm_({unused}, 1).item<float>() == 0);
   check_message(error_of([&] { optim::clip_grad_norm_({p}, -1); }), {"clip_grad_norm_", "max_norm", "-1"});
 }
+
+// ---- Float32 master weights of half parameters ---------------------------------------------------
+
+namespace {
+// One step of lr 1 on loss = sum(p * 2^-10): the gradient is 2^-10, a quarter of bf16's ulp
+// 2^-8 just below 1, so a bf16 weight updated in place would stay 1 forever.
+void tiny_step(optim::Optimizer& opt, const Tensor& p) {
+  opt.zero_grad();
+  (p * Tensor::scalar(0x1p-10, p.dtype())).sum().backward();
+  opt.step();
+}
+double master_of(const optim::Optimizer& opt) {
+  for (const auto& [key, t] : opt.state_dict())
+    if (key == "state.0.master_param") return values(t)[0];
+  FAIL("no master_param in the state dict");
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("a bfloat16 parameter is updated through a Float32 master: small steps accumulate") {
+  Tensor p = Tensor::ones({1}, DType::BFloat16).realize().requires_grad_();
+  optim::SGD opt({p}, 1.0);
+  // bf16's values next to 1 are 1 - 2^-8 and 1: 1 - 2^-10 rounds to 1, 1 - 2^-9 is a tie (the
+  // even 1), 1 - 3 2^-10 is nearer 1 - 2^-8.
+  const std::vector<double> want_p{1, 1, 1 - 0x1p-8, 1 - 0x1p-8};
+  for (int s = 1; s <= 4; ++s) {
+    INFO("step " << s);
+    tiny_step(opt, p);
+    CHECK(p.dtype() == DType::BFloat16);
+    CHECK(values(p)[0] == want_p[s - 1]);
+    CHECK(master_of(opt) == 1 - s * 0x1p-10);
+  }
+}
+
+TEST_CASE("a half parameter assigned outside the optimizer restarts its master from the new value") {
+  Tensor p = Tensor::ones({1}, DType::BFloat16).realize().requires_grad_();
+  optim::SGD opt({p}, 1.0);
+  tiny_step(opt, p);
+  {
+    NoGrad no_grad;
+    p.assign(Tensor::full({1}, 0.5, DType::BFloat16)).realize();
+  }
+  tiny_step(opt, p);
+  // 0.5 - 2^-10 is a tie between 0.5 and 0.5 - 2^-9 (bf16's ulp below 0.5): the even 0.5.
+  CHECK(values(p)[0] == 0.5);
+  CHECK(master_of(opt) == 0.5 - 0x1p-10);
+  tiny_step(opt, p);
+  CHECK(values(p)[0] == 0.5 - 0x1p-9);
+  // A state dict without master_param (PyTorch's) restarts the master from the parameter.
+  NamedTensors saved = opt.state_dict();
+  std::map<std::string, Tensor> without;
+  for (const auto& [key, t] : saved)
+    if (key != "state.0.master_param") without.emplace(key, t);
+  opt.load_state_dict(without);
+  CHECK(master_of(opt) == 0.5 - 0x1p-9);
+}
+
+TEST_CASE("Adam keeps a float16 parameter's moments and master in Float32") {
+  Tensor p = Tensor::ones({1}, DType::Float16).realize().requires_grad_();
+  optim::Adam opt({p}, 1e-4);
+  tiny_step(opt, p);
+  for (const auto& [key, t] : opt.state_dict())
+    if (key.starts_with("state.0.")) {
+      INFO(key);
+      CHECK(t.dtype() == DType::Float32);
+    }
+  // Adam's first step moves by lr (m / sqrt(v) = 1, less eps's 1e-5 relative): 1 - 1e-4 within two
+  // Float32 ulps at 1 in the master, 1 in float16 (its ulp below 1 is 2^-11).
+  CHECK(std::abs(master_of(opt) - (1 - 1e-4)) <= 2 * 0x1p-24);
+  CHECK(values(p)[0] == 1.0);
+}
