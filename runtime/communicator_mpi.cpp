@@ -152,7 +152,14 @@ void poll(RequestState& s) {
       look = now + std::chrono::milliseconds(50);
     }
     if (now >= deadline) give_up(s.what, seconds);
-    std::this_thread::yield();  // the ranks may share cores: let the one we wait for run
+    // The ranks may share cores with each other and with other work: past a short
+    // spin, a rank waiting for a slower one sleeps between tests rather than hold a
+    // core the others (and what else runs there) could use. A test every 50 us or so
+    // adds at most that to each round of the collective's progress.
+    if (now - start < std::chrono::microseconds(200))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
