@@ -52,6 +52,8 @@ bool test(Request& r);
 // another path of the program) does not block the others forever. On expiry it
 // logs an error naming this rank, the collective and the wait, and ends the
 // whole job with a non-zero exit (MPI_Abort), so no process is left behind.
+// A rank on this host whose process has ended is seen sooner (within 50 ms):
+// the error then names the dead rank.
 void wait(Request& r);
 
 // start_collective and wait at once: the blocking collective.

@@ -11,11 +11,19 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace loom::comm {
 
@@ -23,6 +31,17 @@ namespace {
 // Did init start MPI (so finalize ends it)? Set and read only by init and
 // finalize, which the program calls from its main thread.
 bool g_started = false;
+
+// The other ranks on this host (same host name and pid namespace), whose
+// processes a waiting rank can see end: a dead rank is named at once rather
+// than after LOOM_DIST_TIMEOUT. Set once by init; ranks elsewhere are caught
+// by the timeout alone.
+struct Neighbour {
+  int rank;
+  pid_t pid;
+};
+std::vector<Neighbour> g_neighbours;
+bool g_neighbours_known = false;
 
 void check(int status, const std::string& what) {
   if (status == MPI_SUCCESS) return;
@@ -75,35 +94,117 @@ namespace {
   throw Error(message);  // MPI_Abort does not return; if it did, the error still stops this rank
 }
 
+// Ends the whole job: rank `dead` on this host has ended (killed, crashed, or
+// exited) while this rank waited for it in `what`.
+[[noreturn]] void dead_rank(const std::string& what, const Neighbour& dead) {
+  int me = -1, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  const std::string message = fmt::format(
+      "{}: rank {} of {} (pid {}, on this host) has died or exited while rank {} waited for it; "
+      "ending the job",
+      what, dead.rank, n, dead.pid, me);
+  log().error(message);
+  log().flush();
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  throw Error(message);
+}
+
+// Has process `pid` of this host ended? Gone, or a zombie its launcher has not
+// reaped yet.
+bool ended(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;  // no /proc: kill's answer stands
+  const size_t paren = line.rfind(')');         // the state follows "pid (name)"
+  return paren != std::string::npos && paren + 2 < line.size() &&
+         (line[paren + 2] == 'Z' || line[paren + 2] == 'X');
+}
+
+std::optional<Neighbour> dead_neighbour() {
+  for (const Neighbour& p : g_neighbours)
+    if (ended(p.pid)) return p;
+  return std::nullopt;
+}
+
 void finish(RequestState& s) {
   if (s.done) return;
   s.done = true;
   if (s.zero) std::memset(s.zero, 0, s.zero_bytes);
 }
 
-// Polls `s` until it ends or LOOM_DIST_TIMEOUT seconds have passed.
+// Polls `s` until it ends or LOOM_DIST_TIMEOUT seconds have passed, looking
+// every 50 ms for a rank of this host that has ended.
 void poll(RequestState& s) {
   if (s.done) return;
   const double seconds = flags()->dist_timeout;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(seconds);
+  auto look = start + std::chrono::milliseconds(50);
   for (;;) {
-    int ended = 0;
-    check(MPI_Test(&s.request, &ended, MPI_STATUS_IGNORE), s.what);
-    if (ended) return finish(s);
-    if (std::chrono::steady_clock::now() >= deadline) give_up(s.what, seconds);
-    std::this_thread::yield();  // the ranks may share cores: let the one we wait for run
+    int done = 0;
+    check(MPI_Test(&s.request, &done, MPI_STATUS_IGNORE), s.what);
+    if (done) return finish(s);
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= look) {
+      if (const auto dead = dead_neighbour()) dead_rank(s.what, *dead);
+      look = now + std::chrono::milliseconds(50);
+    }
+    if (now >= deadline) give_up(s.what, seconds);
+    // The ranks may share cores with each other and with other work: past a short
+    // spin, a rank waiting for a slower one sleeps between tests rather than hold a
+    // core the others (and what else runs there) could use. A test every 50 us or so
+    // adds at most that to each round of the collective's progress.
+    if (now - start < std::chrono::microseconds(200))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+// Each rank's host name, pid namespace and pid, gathered once: the ranks that
+// share this rank's host and namespace become its neighbours.
+void find_neighbours() {
+  if (g_neighbours_known) return;
+  g_neighbours_known = true;
+  struct Entry {
+    char host[MPI_MAX_PROCESSOR_NAME + 64] = {};
+    int64_t pid = 0;
+  } mine;
+  int length = 0;
+  MPI_Get_processor_name(mine.host, &length);
+  char ns[64] = {};  // "pid:[4026531836]": ranks in other containers see other pids
+  if (readlink("/proc/self/ns/pid", ns, sizeof ns - 1) > 0)
+    std::strncat(mine.host, ns, sizeof mine.host - std::strlen(mine.host) - 1);
+  mine.pid = getpid();
+  int me = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  std::vector<Entry> all(static_cast<size_t>(n));
+  RequestState s{MPI_REQUEST_NULL, "loom::dist::init", nullptr, 0, false};
+  check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD,
+                       &s.request),
+        s.what);
+  poll(s);
+  for (int r = 0; r < n; ++r)
+    if (r != me && std::strcmp(all[static_cast<size_t>(r)].host, mine.host) == 0)
+      g_neighbours.push_back({r, static_cast<pid_t>(all[static_cast<size_t>(r)].pid)});
 }
 }  // namespace
 
 void init(int* argc, char*** argv) {
-  if (initialized()) return;
+  if (initialized()) {  // MPI started by the program
+    find_neighbours();
+    return;
+  }
   int provided = 0;
   // Serialized: the realize that runs a collective may be on any thread, one at a time.
   check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "loom::dist::init");
   g_started = true;
   // Errors come back as codes, which become loom::Errors, instead of aborting the job.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  find_neighbours();
 }
 
 void finalize() {

@@ -51,6 +51,35 @@ std::vector<UOpPtr> ready_collectives(const UOpPtr& root) {
   return ready;
 }
 
+// The targets that reach no COLLECTIVE and may be computed with the first
+// round's collective inputs, in one schedule: what they share with the
+// backward pass (a loss, batch-norm statistics of the forward's activations)
+// is computed once, not again after the collectives, and their kernels run
+// while the collectives are in flight. A target assigned into a buffer
+// stays in the last part when anything else reads that buffer: the rest of
+// the graph must see its old value.
+std::vector<char> independent_targets(const std::vector<UOpPtr>& targets, const std::vector<UOpPtr>& into) {
+  std::unordered_set<const UOp*> reaching;  // nodes that are or reach a COLLECTIVE
+  for (const UOpPtr& u : toposort(UOp::make(Op::SINK, DType::Bool, targets))) {
+    bool reaches = u->op == Op::COLLECTIVE;
+    for (const auto& s : u->src) reaches = reaches || reaching.count(s.get()) > 0;
+    if (reaches) reaching.insert(u.get());
+  }
+  std::vector<char> out(targets.size(), 0);
+  std::vector<UOpPtr> others;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    out[i] = reaching.count(targets[i].get()) == 0;
+    if (!out[i]) others.push_back(targets[i]);
+  }
+  std::unordered_set<const UOp*> read_elsewhere;
+  if (!others.empty())
+    for (const UOpPtr& u : toposort(UOp::make(Op::SINK, DType::Bool, others)))
+      if (u->op == Op::BUFFER) read_elsewhere.insert(u.get());
+  for (size_t i = 0; i < targets.size() && i < into.size(); ++i)
+    if (out[i] && into[i] && read_elsewhere.count(into[i].get()) > 0) out[i] = 0;
+  return out;
+}
+
 int64_t elements(const UOpPtr& u) {
   int64_t n = 1;
   for (int64_t d : *u->shape()) n *= d;
@@ -127,15 +156,29 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   const ScheduleOptions options{matmul_panel_bytes(*f), matmul_panel_rows(*f), matmul_panel_depth(*f),
                                 target_of(*f)};
   // Each round schedules the inputs of the collectives that depend on no other,
-  // then runs them: their results are buffers the rest of the graph reads.
+  // then runs them: their results are buffers the rest of the graph reads. The
+  // first round also schedules the targets that need no collective.
   UOpPtr graph = abstract;
+  std::vector<char> early;  // per target: scheduled in the first round
+  std::vector<UOpPtr> early_results(targets.size());
   for (size_t part = 0;; ++part) {
     const std::vector<UOpPtr> ready = ready_collectives(graph);
     if (ready.empty()) break;
-    std::vector<UOpPtr> inputs_of;
+    std::vector<UOpPtr> inputs_of, inputs_into;
     for (const UOpPtr& c : ready) inputs_of.push_back(c->src[0]);
+    if (part == 0) {
+      early = independent_targets(graph->src, abstract_into);
+      inputs_into.resize(inputs_of.size());
+      for (size_t t = 0; t < early.size(); ++t)
+        if (early[t]) {
+          inputs_of.push_back(graph->src[t]);
+          inputs_into.push_back(t < abstract_into.size() ? abstract_into[t] : nullptr);
+        }
+    }
     const size_t first = plan.kernels.size();
-    const Part computed = schedule_part(plan, inputs_of, make_buffer, {}, options, part);
+    const Part computed = schedule_part(plan, inputs_of, make_buffer, inputs_into, options, part);
+    for (size_t t = 0, j = ready.size(); part == 0 && t < early.size(); ++t)
+      if (early[t]) early_results[t] = computed.results[j++];
     std::vector<uint32_t> input(ready.size());
     std::unordered_map<uint32_t, int> readers;  // buffer -> the collectives of this round reading it
     for (size_t i = 0; i < ready.size(); ++i) {
@@ -143,6 +186,9 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
       input[i] = table_index(r->op == Op::BUFFER ? r : r->src[0]);
       ++readers[input[i]];
     }
+    for (const UOpPtr& r : early_results)  // a target's value is no collective's to overwrite
+      if (r && (r->op == Op::BUFFER || r->src[0]->op == Op::BUFFER))
+        ++readers[table_index(r->op == Op::BUFFER ? r : r->src[0])];
     // Each collective starts as soon as the kernels writing its input have run.
     std::vector<std::pair<UOpPtr, UOpPtr>> results;
     for (const size_t i : order_for_inputs(plan.kernels, first, input)) {
@@ -165,11 +211,19 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     }
     graph = substitute(graph, results);
   }
-  const Part last =
-      schedule_part(plan, graph->src, make_buffer, abstract_into, options, plan.collectives.size());
+  std::vector<UOpPtr> rest, rest_into;
+  for (size_t t = 0; t < graph->src.size(); ++t)
+    if (early.empty() || !early[t]) {
+      rest.push_back(graph->src[t]);
+      rest_into.push_back(t < abstract_into.size() ? abstract_into[t] : nullptr);
+    }
+  const Part last = schedule_part(plan, rest, make_buffer, rest_into, options, plan.collectives.size());
   if (!flags()->disabled(kOffsetVarsPass)) share_offset_kernels(plan.kernels);
   set_waits(plan);
-  for (const auto& r : last.results) {
+  std::vector<UOpPtr> results;
+  for (size_t t = 0, j = 0; t < graph->src.size(); ++t)
+    results.push_back(!early.empty() && early[t] ? early_results[t] : last.results[j++]);
+  for (const auto& r : results) {
     const bool view = r->op == Op::RESHAPE;
     plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});
   }

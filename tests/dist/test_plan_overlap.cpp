@@ -103,3 +103,40 @@ TEST_CASE("a DataParallel step's all-reduces are interleaved with the backward k
   REQUIRE(end.collectives.size() == 1);
   CHECK(end.collectives[0].after > first.after);
 }
+
+TEST_CASE("what a DataParallel step realizes beside the update is computed before the all-reduce, once") {
+  // The loss needs no collective: it is scheduled with the bucket's gradients and
+  // shares their forward pass, instead of computing it again after the all-reduce.
+  // The plan's kernels then read the batch no more often than the plan of the same
+  // step without DataParallel (the forward's first layer, the first weight's gradient).
+  const Tensor x = batch(dist::rank());
+  // The kernels of an SGD step's plan (the loss realized with the update) that read x,
+  // and the plan.
+  auto x_readers = [&](const Mlp& m, Plan& plan) {
+    const Tensor loss = m.loss(x);
+    loss.backward();
+    std::vector<UOpPtr> targets;
+    for (const Tensor& p : m.params) targets.push_back((p - p.grad() * 0.1f).node()->uop);
+    targets.push_back(loss.node()->uop);
+    const GraphSignature sig = sign_graph(targets);
+    plan = plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
+    size_t x_slot = sig.inputs();  // the batch's buffer: the one of 6 x 8 elements
+    for (size_t p = 0; p < sig.inputs(); ++p)
+      if (sig.buffer(p)->get<std::vector<int64_t>>().at(1) == 6 * 8) x_slot = p;
+    REQUIRE(x_slot < sig.inputs());
+    std::vector<size_t> readers;
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      if (std::count(plan.kernels[k].args.begin(), plan.kernels[k].args.end(), x_slot) > 0)
+        readers.push_back(k);
+    return readers;
+  };
+  Mlp m, plain;
+  const dist::DataParallel all(m.params, INT64_MAX);
+  Plan plan, plain_plan;
+  const std::vector<size_t> reading_x = x_readers(m, plan), plain_reading_x = x_readers(plain, plain_plan);
+  REQUIRE(plan.collectives.size() == 1);
+  REQUIRE(plain_plan.collectives.empty());
+  REQUIRE(!reading_x.empty());
+  CHECK(reading_x.size() <= plain_reading_x.size());
+  CHECK(reading_x.back() < plan.collectives[0].wait);
+}
