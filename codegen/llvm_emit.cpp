@@ -425,10 +425,12 @@ Value* Emitter::half_to_f32(DType from, Value* v) {
     return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
   };
   llvm::Type* f32 = type_of(DType::Float32.vec(lanes));
-  if (from.scalar == Scalar::Float16 && isa_.f16c) {  // vcvtph2ps: exact, a NaN quieted
+  // vcvtph2ps: exact, a NaN quieted. Fenced: LLVM would narrow an op on two widened
+  // halves (a compare, a select) back to half, which x86 then does lane by lane.
+  if (from.scalar == Scalar::Float16 && isa_.f16c) {
     llvm::Type* half = b_.getHalfTy();
-    return b_.CreateFPExt(b_.CreateBitCast(v, lanes > 1 ? llvm::FixedVectorType::get(half, lanes) : half),
-                          f32);
+    Value* x = b_.CreateBitCast(v, lanes > 1 ? llvm::FixedVectorType::get(half, lanes) : half);
+    return b_.CreateArithmeticFence(b_.CreateFPExt(x, f32), f32);
   }
   Value* h = b_.CreateZExt(v, type_of(DType::Int32.vec(lanes)));
   if (from.scalar == Scalar::BFloat16) return b_.CreateBitCast(b_.CreateShl(h, i32(16)), f32);  // exact
