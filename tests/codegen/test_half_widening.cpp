@@ -103,8 +103,12 @@ void check_every_float(DType to, Format f, const std::vector<std::string>& targe
         void* bufs[] = {out.data(), in.data()};
         fns[t](bufs, nullptr, 0, kChunk / 16);
         int64_t bad = 0;
-        for (int64_t k = 0; k < kChunk; ++k)
-          if (y[k] != w[k] && bad++ == 0) first_bad[t] = x[k];
+        for (int64_t k = 0; k < kChunk; ++k) bad += y[k] != w[k];  // branch-free: vectorised
+        for (int64_t k = 0; bad > 0 && k < kChunk; ++k)
+          if (y[k] != w[k]) {
+            first_bad[t] = x[k];
+            break;
+          }
         mismatches[t] += bad;
       }
       checked += kChunk;
