@@ -63,6 +63,22 @@ void register_workloads() {
     run(
         s, [&] { return a.softmax(-1); }, 2 * a.numel() * 4);
   });
+  // The bandwidth-bound rows again in bfloat16 and float16 (half the bytes; each
+  // op computes in float32 and rounds once, docs/semantics.md): bench/compare
+  // prints each against its float32 row.
+  for (const auto& [suffix, dt] :
+       {std::pair{"bf16", loom::DType::BFloat16}, std::pair{"f16", loom::DType::Float16}}) {
+    add(fmt::format("add_{}_4096x4096", suffix), [dt](benchmark::State& s) {
+      Tensor a = square(4096).cast(dt).realize(), b = square(4096).cast(dt).realize();
+      run(
+          s, [&] { return a + b; }, 3 * a.numel() * 2);
+    });
+    add(fmt::format("softmax_{}_4096x1024", suffix), [dt](benchmark::State& s) {
+      Tensor a = input({4096, 1024}).cast(dt).realize();
+      run(
+          s, [&] { return a.softmax(-1); }, 2 * a.numel() * 2);
+    });
+  }
   add("log_softmax_4096x1024", [](benchmark::State& s) {
     Tensor a = input({4096, 1024});
     run(

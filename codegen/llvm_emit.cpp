@@ -98,6 +98,7 @@ class Emitter {
   bool check_bounds_;
   int64_t streaming_store_bytes_;
   int register_bytes_;     // one SIMD register of the target's ISA
+  TargetIsa isa_;          // its instructions (the half conversions use F16C's and AVX512_BF16's)
   bool streamed_ = false;  // a non-temporal store was emitted: sfence before returning
   std::map<int64_t, llvm::BasicBlock*> out_of_bounds_;  // per slot: `ret 1 + slot`
 
@@ -130,6 +131,8 @@ class Emitter {
   Value* half_to_f32(DType from, Value* v);
   Value* f32_to_half(DType to, Value* v);
   Value* f32_to_f16_subnormal(Value* a);
+  Value* f32_to_bf16_vcvtneps2bf16(Value* v, unsigned lanes);
+  Value* f32_to_f16_vcvtps2ph(Value* v, unsigned lanes);
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
@@ -164,7 +167,8 @@ Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::st
       streaming_store_bytes_(!llvm::Triple(llvm::sys::getProcessTriple()).isX86() ? INT64_MAX
                              : options.streaming_store_bytes >= 0 ? options.streaming_store_bytes
                                                                   : options.target.l3_complex_bytes),
-      register_bytes_(options.target.vector_bytes) {
+      register_bytes_(options.target.vector_bytes),
+      isa_(options.target.isa) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* i64 = b_.getInt64Ty();
   llvm::Type* result = check_bounds_ ? b_.getInt32Ty() : b_.getVoidTy();
@@ -216,7 +220,7 @@ llvm::Type* Emitter::type_of(DType dt) {
     case Scalar::Float32: return b_.getFloatTy();
     case Scalar::Float64: return b_.getDoubleTy();
     // Halves are their 16 bits: loads, stores and selects move them, and CAST
-    // converts them by integer arithmetic (Emitter::half_to_f32, f32_to_half).
+    // converts them (Emitter::half_to_f32, f32_to_half).
     case Scalar::BFloat16:
     case Scalar::Float16: return b_.getInt16Ty();
   }
@@ -409,16 +413,25 @@ Value* Emitter::cast(DType from, DType to, Value* v) {
   return from.is_unsigned() ? b_.CreateZExtOrTrunc(v, target) : b_.CreateSExtOrTrunc(v, target);
 }
 
-// The conversions of docs/semantics.md ("Half-precision dtypes") by integer
-// arithmetic, lane-wise, on every Target alike: LLVM's fptrunc to bfloat or half
-// is a libm call on x86 without AVX512_BF16 or F16C. include/loom/half.hpp
-// states the same rules in C++ for the API's values.
+// The conversions of docs/semantics.md ("Half-precision dtypes"): by the
+// Target's instructions where it has them (F16C's for float16, AVX512_BF16's
+// for float32 -> bfloat16), else by integer arithmetic, lane-wise (LLVM's fptrunc
+// to bfloat or half is a libm call on x86 without them). Both give the same bits
+// (tests/codegen/test_half_widening.cpp checks every float32 at each preset);
+// include/loom/half.hpp states the same rules in C++ for the API's values.
 Value* Emitter::half_to_f32(DType from, Value* v) {
   const unsigned lanes = from.lanes;
   auto i32 = [&](uint32_t c) -> Value* {
     return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
   };
   llvm::Type* f32 = type_of(DType::Float32.vec(lanes));
+  // vcvtph2ps: exact, a NaN quieted. Fenced: LLVM would narrow an op on two widened
+  // halves (a compare, a select) back to half, which x86 then does lane by lane.
+  if (from.scalar == Scalar::Float16 && isa_.f16c) {
+    llvm::Type* half = b_.getHalfTy();
+    Value* x = b_.CreateBitCast(v, lanes > 1 ? llvm::FixedVectorType::get(half, lanes) : half);
+    return b_.CreateArithmeticFence(b_.CreateFPExt(x, f32), f32);
+  }
   Value* h = b_.CreateZExt(v, type_of(DType::Int32.vec(lanes)));
   if (from.scalar == Scalar::BFloat16) return b_.CreateBitCast(b_.CreateShl(h, i32(16)), f32);  // exact
   Value* sign = b_.CreateShl(b_.CreateAnd(h, i32(0x8000)), i32(16));
@@ -456,8 +469,74 @@ Value* Emitter::f32_to_f16_subnormal(Value* a) {
   return b_.CreateAdd(q, b_.CreateZExt(up, q->getType()));
 }
 
+// vcvtneps2bf16 rounds to nearest even and quiets a NaN as the integer formula
+// does, but reads a float32 subnormal as 0. With the exponent's lowest bit set,
+// such a value rounds exactly as the formula rounds it (the same low 16 bits),
+// 0x80 (that bit) higher.
+Value* Emitter::f32_to_bf16_vcvtneps2bf16(Value* v, unsigned lanes) {
+  auto i32 = [&](uint32_t c) -> Value* {
+    return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
+  };
+  auto i16 = [&](uint16_t c) -> Value* {
+    return llvm::ConstantInt::get(type_of(DType::BFloat16.vec(lanes)), c);
+  };
+  Value* w = b_.CreateBitCast(v, type_of(DType::Int32.vec(lanes)));
+  Value* tiny = b_.CreateICmpEQ(b_.CreateAnd(w, i32(0x7f800000)), i32(0));
+  Value* in = b_.CreateBitCast(b_.CreateSelect(tiny, b_.CreateOr(w, i32(0x800000)), w), v->getType());
+  llvm::Type* bf16 = b_.getBFloatTy();
+  Value* r =
+      b_.CreateBitCast(b_.CreateFPTrunc(in, lanes > 1 ? llvm::FixedVectorType::get(bf16, lanes) : bf16),
+                       type_of(DType::BFloat16.vec(lanes)));
+  return b_.CreateSub(r, b_.CreateSelect(tiny, i16(0x80), i16(0)));
+}
+
+// vcvtps2ph with its rounding in the immediate (0: to nearest even, whatever
+// MXCSR says), 16, 8 or 4 lanes an instruction. The intrinsic rather than
+// fptrunc: LLVM folds fptrunc(fpext x) to x, which would keep a signalling NaN
+// that the conversion quiets.
+Value* Emitter::f32_to_f16_vcvtps2ph(Value* v, unsigned lanes) {
+  if (lanes == 1)
+    v = b_.CreateInsertElement(
+        llvm::ConstantAggregateZero::get(llvm::FixedVectorType::get(b_.getFloatTy(), 4)), v, uint64_t{0});
+  const unsigned width = isa_.avx512f && lanes >= 16 ? 16 : lanes >= 8 ? 8 : 4;
+  const unsigned padded = (std::max(lanes, 4u) + width - 1) / width * width;
+  const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_mask_vcvtps2ph_512
+                                 : width == 8 ? llvm::Intrinsic::x86_vcvtps2ph_256
+                                              : llvm::Intrinsic::x86_vcvtps2ph_128;
+  auto lanes_of = [&](Value* x, unsigned first, unsigned count) {
+    llvm::SmallVector<int, 16> idx;
+    for (unsigned k = 0; k < count; ++k) idx.push_back(static_cast<int>(first + k));
+    return b_.CreateShuffleVector(x, llvm::ConstantAggregateZero::get(x->getType()), idx);
+  };
+  std::vector<Value*> parts;
+  for (unsigned first = 0; first < padded; first += width) {
+    Value* chunk = lanes_of(v, first, width);  // lanes past the value's read the zero vector
+    std::vector<Value*> args{chunk, b_.getInt32(0)};
+    if (width == 16)
+      args.insert(args.end(),
+                  {llvm::ConstantAggregateZero::get(type_of(DType::Float16.vec(16))), b_.getInt16(0xffff)});
+    Value* bits = b_.CreateIntrinsic(id, {}, args);
+    parts.push_back(width == 4 ? lanes_of(bits, 0, 4) : bits);  // the 128-bit form zeroes lanes 4 to 7
+  }
+  while (parts.size() > 1) {  // concatenated pairwise
+    if (parts.size() % 2) parts.push_back(llvm::ConstantAggregateZero::get(parts.back()->getType()));
+    std::vector<Value*> joined;
+    for (size_t k = 0; k < parts.size(); k += 2) {
+      const auto n = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
+      llvm::SmallVector<int, 64> idx;
+      for (unsigned e = 0; e < 2 * n; ++e) idx.push_back(static_cast<int>(e));
+      joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], idx));
+    }
+    parts = std::move(joined);
+  }
+  return lanes == 1 ? b_.CreateExtractElement(parts[0], uint64_t{0}) : lanes_of(parts[0], 0, lanes);
+}
+
 Value* Emitter::f32_to_half(DType to, Value* v) {
   const unsigned lanes = to.lanes;
+  if (to.scalar == Scalar::Float16 && isa_.f16c) return f32_to_f16_vcvtps2ph(v, lanes);
+  if (to.scalar == Scalar::BFloat16 && isa_.avx512bf16 && isa_.avx512vl)
+    return f32_to_bf16_vcvtneps2bf16(v, lanes);
   auto i32 = [&](uint32_t c) -> Value* {
     return constant(DType::Int32.vec(lanes), 0, static_cast<int32_t>(c));
   };

@@ -49,6 +49,7 @@ TargetIsa detect_isa() {
   isa.sse42 = bit(l1.c, 20);
   isa.avx = ymm && bit(l1.c, 28);
   isa.fma = isa.avx && bit(l1.c, 12);
+  isa.f16c = isa.avx && bit(l1.c, 29);
   isa.avx2 = isa.avx && bit(l7.b, 5);
   isa.avx512f = zmm && bit(l7.b, 16);
   isa.avx512dq = isa.avx512f && bit(l7.b, 17);
@@ -207,11 +208,11 @@ Target detect_host() {
   return t;
 }
 
-// The x86-64 psABI levels: v2 up to SSE4.2, v3 adds AVX, AVX2 and FMA, v4 AVX-512 F/BW/DQ/VL.
+// The x86-64 psABI levels: v2 up to SSE4.2, v3 adds AVX, AVX2, FMA and F16C, v4 AVX-512 F/BW/DQ/VL.
 TargetIsa level_isa(int level) {
   TargetIsa isa;
   isa.sse42 = level >= 2;
-  isa.avx = isa.avx2 = isa.fma = level >= 3;
+  isa.avx = isa.avx2 = isa.fma = isa.f16c = level >= 3;
   isa.avx512f = isa.avx512bw = isa.avx512dq = isa.avx512vl = level >= 4;
   return isa;
 }
@@ -232,6 +233,7 @@ std::string missing(const TargetIsa& want, const TargetIsa& have) {
   need(want.sse42, have.sse42, "sse4.2");
   need(want.avx2, have.avx2, "avx2");
   need(want.fma, have.fma, "fma");
+  need(want.f16c, have.f16c, "f16c");
   need(want.avx512f, have.avx512f, "avx512f");
   need(want.avx512bw, have.avx512bw, "avx512bw");
   need(want.avx512dq, have.avx512dq, "avx512dq");
@@ -320,10 +322,11 @@ Target target_of(const Flags& flags) {
 Target current_target() { return target_of(*flags()); }
 
 std::string Target::features() const {
-  const std::array<std::pair<const char*, bool>, 13> all{{{"sse4.2", isa.sse42},
+  const std::array<std::pair<const char*, bool>, 14> all{{{"sse4.2", isa.sse42},
                                                           {"avx", isa.avx},
                                                           {"avx2", isa.avx2},
                                                           {"fma", isa.fma},
+                                                          {"f16c", isa.f16c},
                                                           {"avx512f", isa.avx512f},
                                                           {"avx512bw", isa.avx512bw},
                                                           {"avx512dq", isa.avx512dq},

@@ -20,11 +20,12 @@ struct TargetIsa {
   bool avx = false;
   bool avx2 = false;
   bool fma = false;
+  bool f16c = false;  // vcvtph2ps/vcvtps2ph: float16 <-> float32
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512dq = false;
   bool avx512vl = false;
-  bool avx512bf16 = false;
+  bool avx512bf16 = false;  // vcvtneps2bf16 and vdpbf16ps
   bool avx512vnni = false;
   bool amx_tile = false;
   bool amx_bf16 = false;

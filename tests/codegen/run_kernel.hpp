@@ -57,6 +57,17 @@ inline KernelFn compile_kernel(const UOpPtr& kernel, const std::string& name) {
       .fn;
 }
 
+// The same for the LOOM_TARGET preset `target` named explicitly (emitter, vector
+// width and JIT alike), whatever the flags say; `assembly` keeps the JIT's listing.
+inline JitResult compile_kernel_for(const UOpPtr& kernel, const std::string& name, const std::string& target,
+                                    bool assembly = false) {
+  const Target& t = target_named(target);
+  const UOpPtr lowered =
+      lower_numerics(split_vectors(lower_reduce(expand_lanes(kernel), t.vector_bytes), t.vector_bytes));
+  return Jit::instance().compile(emit_llvm_ir(lowered, name, EmitOptions{.target = t}), name,
+                                 JitOptions{.keep_assembly = assembly, .target = target});
+}
+
 // One kernel argument: a buffer's memory and its size in bytes.
 struct Slot {
   void* data;

@@ -74,7 +74,7 @@ TEST_CASE("Target: a preset restricts the ISA, vectors and registers and keeps t
   if (host.isa.avx2 && host.isa.fma) {
     const Target& v3 = target_named("x86-64-v3");
     CHECK(v3.name == "x86-64-v3");
-    CHECK((v3.isa.avx2 && v3.isa.fma && v3.isa.avx && v3.isa.sse42));
+    CHECK((v3.isa.avx2 && v3.isa.fma && v3.isa.avx && v3.isa.sse42 && v3.isa.f16c));
     CHECK_FALSE(v3.isa.avx512f);
     CHECK_FALSE(v3.isa.avx512bf16);
     CHECK_FALSE(v3.isa.amx_tile);
@@ -89,6 +89,7 @@ TEST_CASE("Target: a preset restricts the ISA, vectors and registers and keeps t
   CHECK(v2.isa.sse42);
   CHECK_FALSE(v2.isa.avx);
   CHECK_FALSE(v2.isa.fma);
+  CHECK_FALSE(v2.isa.f16c);  // F16C comes with x86-64-v3
   CHECK(v2.vector_bytes == 16);
   CHECK(v2.vector_registers == 16);
   same_caches(v2);

@@ -274,3 +274,26 @@ TEST_CASE("LOOM_TARGET=x86-64-v3: the 1024 matmul's assembly has no AVX-512 regi
   REQUIRE(native.code == 0);
   CHECK(has(native.out, "zmm"));
 }
+
+// Half conversions by the Target's instructions (docs/semantics.md, "Half-precision dtypes"):
+// a bfloat16 add narrows with vcvtneps2bf16 where the host has AVX512_BF16 and not at
+// x86-64-v3; a float16 add uses F16C at x86-64-v3 and not at x86-64-v2.
+TEST_CASE("the half conversions' instructions follow LOOM_TARGET") {
+  auto asm_of = [](const char* dtype, const char* target) {
+    const Run r = loom_dump(
+        {"-e", fmt::format("a = randn(64, 64).cast({0}); b = randn(64, 64).cast({0}); out = a + b", dtype),
+         "--stage=asm", "--color=never"},
+        {fmt::format("LOOM_TARGET={}", target), "LOOM_CACHE_DIR=off"});
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  CHECK_FALSE(has(asm_of("f16", "x86-64-v2"), "vcvtps2ph"));
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c"))
+    return;
+  const std::string bf16_v3 = asm_of("bf16", "x86-64-v3"), f16_v3 = asm_of("f16", "x86-64-v3");
+  CHECK_FALSE(has(bf16_v3, "vcvtneps2bf16"));
+  CHECK(has(f16_v3, "vcvtps2ph"));
+  CHECK(has(f16_v3, "vcvtph2ps"));
+  if (!__builtin_cpu_supports("avx512bf16")) return;
+  CHECK(has(asm_of("bf16", "native"), "vcvtneps2bf16"));
+}
