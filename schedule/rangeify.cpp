@@ -1,5 +1,6 @@
 #include "schedule/rangeify.hpp"
 
+#include "ir/contraction.hpp"
 #include "schedule/movement_index.hpp"
 
 #include <algorithm>
@@ -35,6 +36,7 @@ struct NodeInfo {
   std::vector<Access> requests;      // how each consumer reads the node
   bool under_expand = false;         // a consumer broadcasts it before the next buffer
   bool shared_by_broadcast = false;  // a broadcast of it is read at several indices
+  bool in_reduce = false;            // a consumer is computed inside a reduce's loop
   Placement placement = Placement::Unused;
   Access out;                 // where its value is computed
   std::vector<Access> needs;  // how it reads each source (by source slot)
@@ -108,8 +110,10 @@ class Rangeifier {
     } else if (broadcasts(*x) && (!agree || ni.shared_by_broadcast)) {
       forward(x, ni);
       return;
-    } else if (agree && !ni.shared_by_broadcast &&
-               !(x->op == Op::REDUCE_AXIS && (ni.under_expand || padded_read(ni.requests[0], *x->shape())))) {
+    } else if (costly_chain_under_broadcast(*x, ni)) {
+      ni.placement = Placement::Realized;
+      ni.out = fresh(*x->shape());
+    } else if (agree && !ni.shared_by_broadcast && !costly_under_broadcast(*x, ni)) {
       ni.placement = Placement::Fused;
       ni.out = {ni.requests[0].idx, any_of_valids(ni.requests)};
     } else {
@@ -135,6 +139,67 @@ class Rangeifier {
         std::none_of(idx.begin(), idx.end(), [](const UOpPtr& i) { return !i->ranges().empty(); });
     if (any && any != requests[0].valid && range_free) return nullptr;
     return any;
+  }
+
+  // Fused under a broadcast, a node runs once per element of the broadcast: a reduce
+  // repeats its loop, a transcendental computed inside a reduce's loop its polynomial
+  // (an exp under a pooling window, a GELU's tanh inside a matmul's). Either is a
+  // candidate instead, and buffer_removal's keep rules decide. One computed outside
+  // any reduce stays fused: codegen hoists it out of the broadcast's inner loops (a
+  // layernorm's rsqrt per row). A reduce read through a pad is a candidate too: fused,
+  // its loop would run at the masked elements as well.
+  static bool costly_under_broadcast(const UOp& x, const NodeInfo& ni) {
+    if (x.op == Op::REDUCE_AXIS) return ni.under_expand || padded_read(ni.requests[0], *x.shape());
+    return is_transcendental(x.op) && ni.under_expand && computed_in_reduce(ni);
+  }
+  // Likewise a chain of more than kCheapFactorOps ALU ops (integer arithmetic, a
+  // normalisation's (x - mean) * rstd * w + b inside a matmul): stored once and loaded
+  // it costs less, so it is a buffer no stage removes.
+  bool costly_chain_under_broadcast(const UOp& x, const NodeInfo& ni) const {
+    return is_alu(x.op) && !is_transcendental(x.op) && ni.under_expand && computed_in_reduce(ni) &&
+           costly_chain(x);
+  }
+  // A consumer may compute it inside a reduce's loop: it reads it there, or it is
+  // itself computed there (fused, or a candidate buffer_removal may inline).
+  static bool computed_in_reduce(const NodeInfo& ni) {
+    return ni.in_reduce || std::any_of(ni.requests.begin(), ni.requests.end(), read_in_reduce);
+  }
+
+  // Whether the ALU ops `x`'s value runs per element, with what it reads fused into it
+  // down to buffers, realization points and reduces, are more than kCheapFactorOps (a
+  // chain of integer arithmetic, a normalisation's (x - mean) * rstd * w + b). Shared
+  // nodes count once; a chain that computes on an arange is addressing (a one-hot's
+  // compare, which reduce_collapse turns into a gather only while it stays fused).
+  bool costly_chain(const UOp& x) const {
+    constexpr size_t kMaxVisited = 64;  // a walk's bound: past it, the chain is costly
+    std::unordered_set<const UOp*> seen{&x};
+    std::vector<const UOp*> stack{&x};
+    int64_t ops = 0;
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (u->op == Op::IOTA) return false;
+      ops += is_alu(u->op) && !joins_pieces(*u) ? 1 : 0;
+      if (ops > kCheapFactorOps || seen.size() > kMaxVisited) return true;
+      for (const UOpPtr& s : u->src)
+        if (!is_leaf(s->op) || s->op == Op::IOTA)
+          if (s->op != Op::REDUCE_AXIS && !points_.contains(s.get()) && seen.insert(s.get()).second)
+            stack.push_back(s.get());
+    }
+    return false;
+  }
+  // An ADD of a padded piece: a concatenation or a stack (the hand-built convolution's
+  // shifted slices), which picks one piece per element and computes nothing.
+  static bool joins_pieces(const UOp& u) {
+    if (u.op != Op::ADD) return false;
+    return std::any_of(u.src.begin(), u.src.end(), [](UOpPtr s) {
+      while (is_movement(s->op) && s->op != Op::PAD) s = s->src[0];
+      return s->op == Op::PAD;
+    });
+  }
+  static bool read_in_reduce(const Access& a) {
+    return std::any_of(a.idx.begin(), a.idx.end(),
+                       [](const UOpPtr& i) { return i->ranges().has_kind(AxisKind::Reduce); });
   }
 
   // A read under a validity condition by a reader whose output (its loop ranges, not a
@@ -196,12 +261,16 @@ class Rangeifier {
     } else {
       throw Error("rangeify: cannot index " + std::string(op_name(x->op)) + " (no rule for this op)");
     }
-    const bool expands = ni.placement == Placement::Fused && (ni.under_expand || broadcasts(*x));
+    // A broadcast's source is read under it whatever the broadcast's placement (a
+    // realized broadcast of a column max reads each max once per row).
+    const bool expands = broadcasts(*x) || (ni.placement == Placement::Fused && ni.under_expand);
+    const bool in_reduce = ni.placement != Placement::Realized && computed_in_reduce(ni);
     for (size_t i = 0; i < x->src.size(); ++i) {
       if (x->op == Op::ASSIGN && i == 0) continue;
       NodeInfo& si = info_[x->src[i].get()];
       si.requests.push_back(ni.needs[i]);
       si.under_expand |= expands;
+      si.in_reduce |= in_reduce;
     }
   }
 

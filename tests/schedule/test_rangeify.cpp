@@ -318,3 +318,44 @@ TEST_CASE("the kernel-size cap walks a broadcast shared by many paths once (x + 
   CHECK(points.back() == y);
   CHECK(points.size() <= 80);
 }
+
+namespace {
+// sum_k f(x)[k] * w[m, k] for m < 32, k < 64: f(x) broadcast over the product's rows.
+UOpPtr matvec_of(const UOpPtr& fx) {
+  const UOpPtr row = UOp::make(Op::RESHAPE, DType::Float32, {fx}, Shape{1, 64});
+  const UOpPtr rows = UOp::make(Op::EXPAND, DType::Float32, {row}, Shape{32, 64});
+  return reduce_axis(rows * input(2, {32, 64}), Op::ADD, {1});
+}
+size_t ops_in(const Schedule& s, Op op) {
+  size_t n = 0;
+  for (const auto& k : s.kernels) n += count_op(k.ast, op);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a transcendental or a costly chain broadcast into a reduce's loop is computed once, in a buffer") {
+  const UOpPtr x = input(1, {64});
+  FakeBuffers fb;
+  SUBCASE("exp2(x) read by a matrix-vector product: fused, it would run once per row") {
+    const Schedule s = create_schedule({matvec_of(alu(Op::EXP2, {x}))}, fb.factory());
+    REQUIRE(s.kernels.size() == 2);
+    CHECK(count_op(s.kernels.back().ast, Op::EXP2) == 0);
+    CHECK(ops_in(s, Op::EXP2) == 1);
+  }
+  SUBCASE("x * x * x + x, three ops, likewise") {
+    const Schedule s = create_schedule({matvec_of(x * x * x + x)}, fb.factory());
+    REQUIRE(s.kernels.size() == 2);
+    size_t float_muls = 0;  // the product's own; index arithmetic multiplies integers
+    for (const auto& u : toposort(s.kernels.back().ast))
+      float_muls += u->op == Op::MUL && u->dtype.is_float();
+    CHECK(float_muls == 1);
+  }
+  SUBCASE("x * x + x, two ops, is cheaper recomputed than stored and loaded: one kernel") {
+    CHECK(create_schedule({matvec_of(x * x + x)}, fb.factory()).kernels.size() == 1);
+  }
+  SUBCASE("exp2(x) broadcast outside any reduce stays fused: codegen hoists it out of the row loop") {
+    const UOpPtr row = UOp::make(Op::RESHAPE, DType::Float32, {alu(Op::EXP2, {x})}, Shape{1, 64});
+    const UOpPtr y = UOp::make(Op::EXPAND, DType::Float32, {row}, Shape{32, 64}) + input(2, {32, 64});
+    CHECK(create_schedule({y}, fb.factory()).kernels.size() == 1);
+  }
+}
