@@ -42,6 +42,7 @@ struct Graph {
   std::unordered_map<const UOp*, size_t> index;
   std::vector<size_t> parent;                // union-find over nodes: the kernel each joins
   std::vector<std::vector<size_t>> members;  // per root of the union-find, its nodes in order
+  std::vector<std::vector<size_t>> mates;    // per node, the others listing one of its ranges: one kernel
 
   explicit Graph(const UOpPtr& sink) {
     std::unordered_map<const UOp*, int> listed, bodies;  // RANGE -> BUFFERIZEs listing it, reaching it
@@ -82,6 +83,15 @@ struct Graph {
       x.candidate = ok;
       for (const auto& [y, same] : x.reads) nodes[y].readers.push_back(k);
     }
+    std::unordered_map<const UOp*, std::vector<size_t>> listing;  // RANGE -> the BUFFERIZEs listing it
+    for (size_t k = 0; k < nodes.size(); ++k)
+      for (size_t i = 1; i < nodes[k].buf->src.size(); ++i)
+        if (nodes[k].buf->src[i]->op == Op::RANGE) listing[nodes[k].buf->src[i].get()].push_back(k);
+    mates.resize(nodes.size());
+    for (const auto& [range, listers] : listing)
+      for (size_t a : listers)
+        for (size_t b : listers)
+          if (a != b) mates[a].push_back(b);
     for (const auto& r : sink->src)
       if (const auto it = index.find(r.get()); it != index.end()) nodes[it->second].root = true;
     parent.resize(nodes.size());
@@ -120,19 +130,26 @@ struct Graph {
     for (size_t a : both)
       for (const auto& [b, same] : nodes[a].reads)
         if (inside(b) && !same) return false;
-    // Kernels are in toposort order: a chain back into the pair ends before its last member.
+    // Kernels are in toposort order: a chain back into the pair ends before its last
+    // member. A kernel of several BUFFERIZEs (joined here, or sharing ranges from
+    // multi_output) is one step of a chain: its members' readers are all its readers.
     const size_t last = both.back();
     std::vector<char> seen(nodes.size(), 0);
     std::vector<size_t> stack;
+    const auto enter = [&](size_t k) {
+      if (!seen[k]++) stack.push_back(k);
+    };
     for (size_t a : both)
       for (size_t r : nodes[a].readers)
-        if (!inside(r) && r < last && !seen[r]++) stack.push_back(r);
+        if (!inside(r) && r < last) enter(r);
     while (!stack.empty()) {
       const size_t k = stack.back();
       stack.pop_back();
+      for (size_t m : mates[k]) enter(m);
+      for (size_t m : members[find(k)]) enter(m);
       for (size_t r : nodes[k].readers) {
         if (inside(r)) return false;
-        if (r < last && !seen[r]++) stack.push_back(r);
+        if (r < last) enter(r);
       }
     }
     return true;
@@ -156,6 +173,20 @@ UOpPtr join_elementwise(const Match& m) {
         g.join(y, x);
         joined = true;
       }
+  }
+  // Siblings: elementwise buffers reading one buffer at their own element share a kernel
+  // (the buffer loaded once, one launch), whatever computed it.
+  for (size_t y = 0; y < g.nodes.size(); ++y) {
+    std::optional<size_t> first;
+    for (size_t x : g.nodes[y].readers) {
+      if (!g.nodes[x].candidate || !g.nodes[x].reads.at(y)) continue;
+      if (!first)
+        first = x;
+      else if (g.may_join(*first, x)) {
+        g.join(*first, x);
+        joined = true;
+      }
+    }
   }
   if (!joined) return nullptr;
   // Each group takes the ranges of its first member (in toposort order).

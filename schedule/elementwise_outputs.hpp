@@ -21,6 +21,9 @@
 // in order (the same element); and joining makes no cycle of kernels (no chain from one
 // to the other through a kernel outside both). A chain of such pairs (m and v both read
 // by p, g by both) is one kernel over the ranges of its first member in toposort order.
+// Siblings join the same way: elementwise buffers that read one buffer (whatever made
+// it, a reduce included) at their own element, under the same guards, are one kernel
+// that loads it once (two outputs of a row sum: a compare with it and a copy of it).
 // An output written in place stays in place only where kernel_split finds each load of
 // the buffer it overwrites feeding its own store (kernel_split.hpp,
 // reads_output_only_in_place); otherwise it goes to a fresh buffer.

@@ -1,6 +1,7 @@
 // elementwise_outputs: an elementwise buffer read at its own element by an elementwise
 // buffer of the same ranges joins the reader's kernel (its ranges, its value used
-// directly); each guard refusing. Before graph in, After graph out, by pointer.
+// directly), and elementwise siblings reading one buffer at their own element share a
+// kernel; each guard refusing. Before graph in, After graph out, by pointer.
 #include "schedule/elementwise_outputs.hpp"
 #include "stage_testing.hpp"
 
@@ -91,4 +92,25 @@ TEST_CASE(
       "%lt = LOAD f32 %it\n%imn = INDEX f32* %bm, %rj\n%lmn = LOAD f32 %imn\n%mt = MUL f32 %lmn, %lt\n" +
       update("%mt") + "%root = SINK bool %bm, %bp\n";
   CHECK(apply_stage(elementwise_outputs(), chained) == expect(chained));
+}
+
+TEST_CASE("two elementwise buffers reading one sum at their own element share a kernel (siblings)") {
+  // S[i] = sum_k g[k] * m[i]; A[j] = S[j] * 0.9 and B[l] = S[l] + 0.1, both roots.
+  const std::string sum =
+      "%ri = RANGE i64 %n [axis 0 loop]\n%rk = RANGE i64 %n [axis 1 reduce]\n"
+      "%ig = INDEX f32* %g, %rk\n%lg = LOAD f32 %ig\n%im = INDEX f32* %m, %ri\n%lm = LOAD f32 %im\n"
+      "%pr = MUL f32 %lg, %lm\n%s = REDUCE f32 %pr, %rk [reduce ADD ()]\n%cs = CONTIGUOUS f32 %s\n"
+      "%bs = BUFFERIZE f32 %cs, %ri [(8)]\n%rj = RANGE i64 %n [axis 2 loop]\n";
+  const std::string a =
+      "%ia = INDEX f32* %bs, %rj\n%la = LOAD f32 %ia\n%va = MUL f32 %la, %b1\n"
+      "%ca = CONTIGUOUS f32 %va\n%ba = BUFFERIZE f32 %ca, %rj [(8)]\n";
+  const auto b = [](const std::string& r) {
+    return "%ib = INDEX f32* %bs, " + r + "\n%lb = LOAD f32 %ib\n%vb = ADD f32 %lb, %c1\n" +
+           "%cb = CONTIGUOUS f32 %vb\n%bb = BUFFERIZE f32 %cb, " + r + " [(8)]\n";
+  };
+  const std::string before = kBuffers + sum + a + "%rl = RANGE i64 %n [axis 3 loop]\n" + b("%rl") +
+                             "%root = SINK bool %bs, %ba, %bb\n";
+  // B over A's range: one kernel loads S[j] once and stores both.
+  const std::string after = kBuffers + sum + a + b("%rj") + "%root = SINK bool %bs, %ba, %bb\n";
+  CHECK(apply_stage(elementwise_outputs(), before) == expect(after));
 }
