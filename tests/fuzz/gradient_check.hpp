@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace loom::fuzz {
@@ -54,6 +55,8 @@ class GradientCheck {
   std::vector<Probe> probes() const;
   double loss_at(const Overrides& overrides) const;
   double finite_difference(const Probe& p, double step) const;
+  // The backward and forward difference quotients at x: (f(x) - f(x - h)) / h, (f(x + h) - f(x)) / h.
+  std::pair<double, double> one_sided(const Probe& p, double step) const;
   double step_for(const Probe& p) const;
   static double along(const Probe& p, const std::vector<std::vector<double>>& grads);
 
