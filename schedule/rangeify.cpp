@@ -166,7 +166,8 @@ class Rangeifier {
   }
 
   // Whether the ALU ops `x`'s value runs per element, with what it reads fused into it
-  // down to buffers, realization points and reduces, are more than kCheapFactorOps (a
+  // down to buffers, realization points, reduces and broadcasts (what is computed below
+  // a broadcast runs at its source's size, and is judged there), are more than kCheapFactorOps (a
   // chain of integer arithmetic, a normalisation's (x - mean) * rstd * w + b). Shared
   // nodes count once; a chain that computes on an arange is addressing (a one-hot's
   // compare, which reduce_collapse turns into a gather only while it stays fused).
@@ -183,19 +184,22 @@ class Rangeifier {
       if (ops > kCheapFactorOps || seen.size() > kMaxVisited) return true;
       for (const UOpPtr& s : u->src)
         if (!is_leaf(s->op) || s->op == Op::IOTA)
-          if (s->op != Op::REDUCE_AXIS && !points_.contains(s.get()) && seen.insert(s.get()).second)
+          if (s->op != Op::REDUCE_AXIS && !broadcasts(*s) && !points_.contains(s.get()) &&
+              seen.insert(s.get()).second)
             stack.push_back(s.get());
     }
     return false;
   }
-  // An ADD of a padded piece: a concatenation or a stack (the hand-built convolution's
-  // shifted slices), which picks one piece per element and computes nothing.
+  // A pick of a padded piece: a concatenation or a stack (the hand-built convolution's
+  // shifted slices), whose WHERE's condition is a padded mask (or an ADD of disjoint
+  // padded pieces), chooses one piece per element and computes nothing.
   static bool joins_pieces(const UOp& u) {
-    if (u.op != Op::ADD) return false;
-    return std::any_of(u.src.begin(), u.src.end(), [](UOpPtr s) {
+    const auto padded = [](UOpPtr s) {
       while (is_movement(s->op) && s->op != Op::PAD) s = s->src[0];
       return s->op == Op::PAD;
-    });
+    };
+    if (u.op == Op::WHERE) return padded(u.src[0]);
+    return u.op == Op::ADD && std::any_of(u.src.begin(), u.src.end(), padded);
   }
   static bool read_in_reduce(const Access& a) {
     return std::any_of(a.idx.begin(), a.idx.end(),
@@ -262,8 +266,12 @@ class Rangeifier {
       throw Error("rangeify: cannot index " + std::string(op_name(x->op)) + " (no rule for this op)");
     }
     // A broadcast's source is read under it whatever the broadcast's placement (a
-    // realized broadcast of a column max reads each max once per row).
-    const bool expands = broadcasts(*x) || (ni.placement == Placement::Fused && ni.under_expand);
+    // realized broadcast of a column max reads each max once per row); so are the
+    // sources of a fused node under one, or of a candidate buffer_removal may inline
+    // there (not a reduce's: it keeps its buffer, its sources computed in its own loops).
+    const bool inlinable = ni.placement == Placement::Fused ||
+                           (ni.placement == Placement::Candidate && x->op != Op::REDUCE_AXIS);
+    const bool expands = broadcasts(*x) || (inlinable && ni.under_expand);
     const bool in_reduce = ni.placement != Placement::Realized && computed_in_reduce(ni);
     for (size_t i = 0; i < x->src.size(); ++i) {
       if (x->op == Op::ASSIGN && i == 0) continue;
