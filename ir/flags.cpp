@@ -73,7 +73,8 @@ const std::vector<FlagInfo> kFlagTable = {
      "(docs/distributed.md)"},
     {"LOOM_DIST_TIMEOUT", "seconds (a decimal number, more than 0)",
      "how long a rank waits for the others in a collective or barrier (default 300); then it logs an "
-     "error naming itself and the collective, and ends the whole job with a non-zero exit (MPI_Abort)"},
+     "error naming itself and the collective, and ends the whole job with a non-zero exit (MPI_Abort). "
+     "A rank on the same host that has died is named sooner (within 50 ms)"},
 };
 // clang-format on
 
