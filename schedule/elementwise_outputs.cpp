@@ -132,16 +132,18 @@ struct Graph {
         if (inside(b) && !same) return false;
     // Kernels are in toposort order: a chain back into the pair ends before its last
     // member. A kernel of several BUFFERIZEs (joined here, or sharing ranges from
-    // multi_output) is one step of a chain: its members' readers are all its readers.
+    // multi_output) is one step of a chain, its members' readers all its readers, and
+    // any of them may come after the pair's last while another comes before.
     const size_t last = both.back();
     std::vector<char> seen(nodes.size(), 0);
     std::vector<size_t> stack;
     const auto enter = [&](size_t k) {
-      if (!seen[k]++) stack.push_back(k);
+      const bool company = !mates[k].empty() || members[find(k)].size() > 1;
+      if ((k < last || company) && !seen[k]++) stack.push_back(k);
     };
     for (size_t a : both)
       for (size_t r : nodes[a].readers)
-        if (!inside(r) && r < last) enter(r);
+        if (!inside(r)) enter(r);
     while (!stack.empty()) {
       const size_t k = stack.back();
       stack.pop_back();
@@ -149,7 +151,7 @@ struct Graph {
       for (size_t m : members[find(k)]) enter(m);
       for (size_t r : nodes[k].readers) {
         if (inside(r)) return false;
-        if (r < last) enter(r);
+        enter(r);
       }
     }
     return true;
