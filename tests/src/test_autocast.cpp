@@ -5,6 +5,7 @@
 // rounded operands, and every result is also checked against the reference interpreter.
 #include "check.hpp"
 #include "support/error_message.hpp"
+#include "support/small_regression.hpp"
 
 #include <loom/autocast.hpp>
 #include <loom/capture.hpp>
@@ -239,12 +240,8 @@ TEST_CASE("the same graph built in and out of Autocast compiles to different ker
 // and both decrease.
 TEST_CASE("an MLP trained under bf16 Autocast tracks its Float32 training within 1 %") {
   auto train = [](bool autocast) {
-    manual_seed(11);
-    nn::Linear fc1(4, 16), fc2(16, 1);
-    const Tensor x = Tensor::randn({64, 4}).realize();
-    const Tensor y = (x.sum(1, true) * 0.5).sin().realize();
-    std::vector<Tensor> params = fc1.parameters();
-    for (const Tensor& p : fc2.parameters()) params.push_back(p);
+    testing::SmallRegression model(11);
+    const std::vector<Tensor> params = model.parameters();
     optim::SGD opt(params, 0.1);
     std::vector<double> losses;
     for (int step = 0; step < 8; ++step) {
@@ -252,7 +249,7 @@ TEST_CASE("an MLP trained under bf16 Autocast tracks its Float32 training within
       Tensor loss;
       {
         Autocast ac(DType::BFloat16, autocast);
-        loss = nn::mse(fc2.forward(fc1.forward(x).relu()), y);
+        loss = model.loss();
       }
       CHECK(loss.dtype() == DType::Float32);
       loss.backward();

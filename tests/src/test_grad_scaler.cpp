@@ -3,6 +3,7 @@
 // update() backs off by 0.5 or grows by 2 after growth_interval good steps.
 #include "check.hpp"
 #include "support/error_message.hpp"
+#include "support/small_regression.hpp"
 
 #include <loom/autocast.hpp>
 #include <loom/grad_scaler.hpp>
@@ -184,13 +185,8 @@ TEST_CASE("an MLP trained under float16 Autocast with a GradScaler tracks its Fl
     std::vector<bool> stepped;
   };
   auto train = [](bool mixed) {
-    manual_seed(5);
-    nn::Linear fc1(4, 16), fc2(16, 1);
-    const Tensor x = Tensor::randn({64, 4}).realize();
-    const Tensor y = (x.sum(1, true) * 0.5).sin().realize();
-    std::vector<Tensor> params = fc1.parameters();
-    for (const Tensor& p : fc2.parameters()) params.push_back(p);
-    optim::SGD opt(params, 0.1);
+    testing::SmallRegression model(5);
+    optim::SGD opt(model.parameters(), 0.1);
     GradScaler scaler(65536, 2, 0.5, 2, mixed);
     Run run;
     for (int step = 0; step < 10; ++step) {
@@ -198,7 +194,7 @@ TEST_CASE("an MLP trained under float16 Autocast with a GradScaler tracks its Fl
       Tensor loss;
       {
         Autocast ac(DType::Float16, mixed);
-        loss = nn::mse(fc2.forward(fc1.forward(x).relu()), y);
+        loss = model.loss();
       }
       scaler.scale(loss).backward();
       run.stepped.push_back(scaler.step(opt));
