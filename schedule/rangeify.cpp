@@ -33,10 +33,11 @@ enum class Placement : uint8_t {
 };
 
 struct NodeInfo {
-  std::vector<Access> requests;      // how each consumer reads the node
-  bool under_expand = false;         // a consumer broadcasts it before the next buffer
-  bool shared_by_broadcast = false;  // a broadcast of it is read at several indices
-  bool in_reduce = false;            // a consumer is computed inside a reduce's loop
+  std::vector<Access> requests;         // how each consumer reads the node
+  bool under_expand = false;            // a consumer broadcasts it before the next buffer
+  bool under_candidate_expand = false;  // or a candidate's does, which buffer_removal may inline
+  bool shared_by_broadcast = false;     // a broadcast of it is read at several indices
+  bool in_reduce = false;               // a consumer is computed inside a reduce's loop
   Placement placement = Placement::Unused;
   Access out;                 // where its value is computed
   std::vector<Access> needs;  // how it reads each source (by source slot)
@@ -150,7 +151,8 @@ class Rangeifier {
   // its loop would run at the masked elements as well.
   static bool costly_under_broadcast(const UOp& x, const NodeInfo& ni) {
     if (x.op == Op::REDUCE_AXIS) return ni.under_expand || padded_read(ni.requests[0], *x.shape());
-    return is_transcendental(x.op) && ni.under_expand && computed_in_reduce(ni);
+    return is_transcendental(x.op) && (ni.under_expand || ni.under_candidate_expand) &&
+           computed_in_reduce(ni);
   }
   // Likewise a chain of more than kCheapFactorOps ALU ops (integer arithmetic, a
   // normalisation's (x - mean) * rstd * w + b inside a matmul): stored once and loaded
@@ -170,7 +172,8 @@ class Rangeifier {
   // a broadcast runs at its source's size, and is judged there), are more than kCheapFactorOps (a
   // chain of integer arithmetic, a normalisation's (x - mean) * rstd * w + b). Shared
   // nodes count once; a chain that computes on an arange is addressing (a one-hot's
-  // compare, which reduce_collapse turns into a gather only while it stays fused).
+  // compare, which reduce_collapse turns into a gather only while it stays fused); a
+  // compare or a logical op, a mask (relu's gradient's), costs nothing beside its select.
   bool costly_chain(const UOp& x) const {
     constexpr size_t kMaxVisited = 64;  // a walk's bound: past it, the chain is costly
     std::unordered_set<const UOp*> seen{&x};
@@ -180,7 +183,7 @@ class Rangeifier {
       const UOp* u = stack.back();
       stack.pop_back();
       if (u->op == Op::IOTA) return false;
-      ops += is_alu(u->op) && !joins_pieces(*u) ? 1 : 0;
+      ops += is_alu(u->op) && u->dtype.scalar != Scalar::Bool && !joins_pieces(*u) ? 1 : 0;
       if (ops > kCheapFactorOps || seen.size() > kMaxVisited) return true;
       for (const UOpPtr& s : u->src)
         if (!is_leaf(s->op) || s->op == Op::IOTA)
@@ -267,17 +270,22 @@ class Rangeifier {
     }
     // A broadcast's source is read under it whatever the broadcast's placement (a
     // realized broadcast of a column max reads each max once per row); so are the
-    // sources of a fused node under one, or of a candidate buffer_removal may inline
-    // there (not a reduce's: it keeps its buffer, its sources computed in its own loops).
-    const bool inlinable = ni.placement == Placement::Fused ||
-                           (ni.placement == Placement::Candidate && x->op != Op::REDUCE_AXIS);
-    const bool expands = broadcasts(*x) || (inlinable && ni.under_expand);
+    // sources of a fused node under one. A candidate buffer_removal may inline there
+    // (not a reduce's: it keeps its buffer) passes it on for the transcendentals alone: a
+    // cheap chain's recomputation there (relu's gradient's mask in the next product's
+    // loads) costs less than a kernel of its own.
+    const bool fused = ni.placement == Placement::Fused;
+    const bool expands = broadcasts(*x) || (fused && ni.under_expand);
+    const bool candidate_expands =
+        (fused || (ni.placement == Placement::Candidate && x->op != Op::REDUCE_AXIS)) &&
+        (ni.under_expand || ni.under_candidate_expand);
     const bool in_reduce = ni.placement != Placement::Realized && computed_in_reduce(ni);
     for (size_t i = 0; i < x->src.size(); ++i) {
       if (x->op == Op::ASSIGN && i == 0) continue;
       NodeInfo& si = info_[x->src[i].get()];
       si.requests.push_back(ni.needs[i]);
       si.under_expand |= expands;
+      si.under_candidate_expand |= candidate_expands;
       si.in_reduce |= in_reduce;
     }
   }
