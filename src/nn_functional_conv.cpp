@@ -106,9 +106,11 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
   const char* op = "conv2d";
   // Under Autocast: bf16- or f16-rounded operands, products and sums in Float32 (src/autocast.hpp).
   if (loom::detail::autocasts({&x, &w, &b})) {
+    // The operands are rounded while the scope is on: out of it, autocast_dtype() is empty.
+    const Tensor xr = loom::detail::autocast_operand(x), wr = loom::detail::autocast_operand(w),
+                 br = loom::detail::autocast_operand(b);
     const Autocast off(*autocast_dtype(), false);
-    return conv2d(loom::detail::autocast_operand(x), loom::detail::autocast_operand(w),
-                  loom::detail::autocast_operand(b), stride, padding, dilation, groups);
+    return conv2d(xr, wr, br, stride, padding, dilation, groups);
   }
   check_conv(x, w, b, groups, op);
   check_positive(stride, "stride", op);
@@ -178,10 +180,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
                         Size2d output_padding, int64_t groups, Size2d dilation) {
   const char* op = "conv_transpose2d";
   if (loom::detail::autocasts({&x, &w, &b})) {
+    const Tensor xr = loom::detail::autocast_operand(x), wr = loom::detail::autocast_operand(w),
+                 br = loom::detail::autocast_operand(b);
     const Autocast off(*autocast_dtype(), false);
-    return conv_transpose2d(loom::detail::autocast_operand(x), loom::detail::autocast_operand(w),
-                            loom::detail::autocast_operand(b), stride, padding, output_padding, groups,
-                            dilation);
+    return conv_transpose2d(xr, wr, br, stride, padding, output_padding, groups, dilation);
   }
   check_conv(x, w, b, groups, op);
   check_positive(stride, "stride", op);

@@ -30,8 +30,10 @@ Shape concat(Shape s, std::initializer_list<int64_t> tail) {
 Tensor Tensor::matmul(const Tensor& other) const {
   // Under Autocast: bf16- or f16-rounded operands, multiplied and summed in Float32, a Float32 result.
   if (autocasts({this, &other})) {
+    // The operands are rounded while the scope is on: out of it, autocast_dtype() is empty.
+    const Tensor a = autocast_operand(*this), b = autocast_operand(other);
     const Autocast off(*autocast_dtype(), false);
-    return autocast_operand(*this).matmul(autocast_operand(other));
+    return a.matmul(b);
   }
   const UOpPtr &x = uop(*this, "matmul"), &y = uop(other, "matmul");
   const Shape &xu = *x->shape(), &yu = *y->shape();
