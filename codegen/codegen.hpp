@@ -40,7 +40,7 @@ UOpPtr widen_halves(const UOpPtr& kernel);
 UOpPtr lower_transcendental(const UOpPtr& kernel);
 
 // Upcast and unroll ranges become SIMD lanes (VECTORIZE, GEP, vector loads and
-// stores, a REDUCE over lane ranges folded pairwise after its loop).
+// stores, a REDUCE over lane ranges folded by halves after its loop).
 UOpPtr expand_lanes(const UOpPtr& kernel);
 
 // Every REDUCE becomes accumulator registers (DEFINE_REG) with their updates

@@ -8,7 +8,7 @@
 // node that does not stays scalar and is broadcast where a vector needs it.
 // Memory accesses are laid out by their lanes' addresses: consecutive lanes at
 // consecutive elements are one vector access (or a few, concatenated), others
-// a gather; a REDUCE over lane ranges folds those lanes pairwise at the end.
+// a gather; a REDUCE over lane ranges folds those lanes by halves at the end.
 #include "codegen/codegen.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/contraction.hpp"
@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -321,7 +322,7 @@ class Expander {
 
   // ---- loops -----------------------------------------------------------------------
   // REDUCE over loop ranges keeps one accumulator lane per value lane; the lanes
-  // of its lane ranges are folded pairwise after the loop.
+  // of its lane ranges are folded by halves after the loop (whole vectors, one op a level).
   Expanded reduce(const UOpPtr& n) const {
     const Op op = n->get<ReduceArg>().op;
     LaneAxes folded;
@@ -343,11 +344,13 @@ class Expander {
     LaneAxes kept;
     for (const auto& a : all)
       if (std::find(folded.begin(), folded.end(), a) == folded.end()) kept.push_back(a);
-    std::vector<UOpPtr> parts;
-    for (int f = 0; f < lane_count(folded); ++f) {
+    // The accumulator's lanes reordered folded-major: F blocks of K kept lanes.
+    const int64_t kept_lanes = lane_count(kept);
+    int64_t blocks = lane_count(folded);
+    std::vector<int64_t> order;
+    for (int64_t f = 0; f < blocks; ++f) {
       const std::vector<int64_t> at_folded = coordinates(folded, f);
-      std::vector<int64_t> picks;
-      for (int k = 0; k < lane_count(kept); ++k) {
+      for (int64_t k = 0; k < kept_lanes; ++k) {
         const std::vector<int64_t> at_kept = coordinates(kept, k);
         std::vector<int64_t> at(all.size());
         for (size_t a = 0; a < all.size(); ++a) {
@@ -357,11 +360,25 @@ class Expander {
                   ? at_folded[static_cast<size_t>(fk - folded.begin())]
                   : at_kept[static_cast<size_t>(std::find(kept.begin(), kept.end(), all[a]) - kept.begin())];
         }
-        picks.push_back(lane_at(all, all, at));
+        order.push_back(lane_at(all, all, at));
       }
-      parts.push_back(gep(acc, std::move(picks)));
     }
-    while (parts.size() > 1) {  // pairwise: (p0 op p1) op (p2 op p3) ...
+    UOpPtr blocked = pick(acc, order);
+    const auto lanes_from = [&](int64_t first, int64_t count) {
+      std::vector<int64_t> lanes(static_cast<size_t>(count));
+      std::iota(lanes.begin(), lanes.end(), first);
+      return count == static_cast<int64_t>(blocked->dtype.lanes) ? blocked : gep(blocked, std::move(lanes));
+    };
+    // Halves while the count of blocks is even: the first half op the second, one vector op a
+    // level (log2 levels of whole registers, then of their halves), not one op per lane.
+    while (blocks > 1 && blocks % 2 == 0) {
+      blocks /= 2;
+      blocked =
+          alu(op, {lanes_from(0, blocks * kept_lanes), lanes_from(blocks * kept_lanes, blocks * kept_lanes)});
+    }
+    std::vector<UOpPtr> parts;
+    for (int64_t f = 0; f < blocks; ++f) parts.push_back(lanes_from(f * kept_lanes, kept_lanes));
+    while (parts.size() > 1) {  // an odd count left: pairwise, (p0 op p1) op (p2 op p3) ...
       std::vector<UOpPtr> next;
       for (size_t i = 0; i + 1 < parts.size(); i += 2) next.push_back(alu(op, {parts[i], parts[i + 1]}));
       if (parts.size() % 2) next.push_back(parts.back());

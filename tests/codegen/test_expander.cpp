@@ -126,7 +126,7 @@ TEST_CASE("expander: a transposing copy's lanes load and store whole vectors, tr
   CHECK(ir.find("llvm.masked.scatter") == std::string::npos);
 }
 
-TEST_CASE("expander: a REDUCE over lane ranges folds them pairwise; over a loop range it keeps its lanes") {
+TEST_CASE("expander: a REDUCE over lane ranges folds them by halves; over a loop range it keeps its lanes") {
   auto out = global(0, f32), in = global(1, f32);
   SUBCASE("reduced lanes: out[i] = sum over k of in[i*32 + k], k = outer*8 + lane") {
     auto i = make_range(3, 0), ko = make_range(4, 1, AxisKind::Reduce),
@@ -136,6 +136,9 @@ TEST_CASE("expander: a REDUCE over lane ranges folds them pairwise; over a loop 
     const auto expanded = expand_lanes(kernel);
     CHECK(count(expanded, Op::REDUCE, 8) == 1);  // one vector accumulator over ko
     CHECK(count(expanded, Op::STORE, 1) == 1);   // the folded sum
+    // by halves: 8 lanes -> 4 -> 2 -> 1, one vector add a level, not 7 scalar adds
+    CHECK(count(expanded, Op::ADD, 4) == 1);
+    CHECK(count(expanded, Op::ADD, 2) == 1);
     Aligned<float> o(3), x(ramp(96));
     check_expansion(kernel, expanded, {o, x}, "vec_fold", true);
   }
