@@ -68,9 +68,9 @@ const std::vector<FlagInfo> kFlagTable = {
      "is called (a small all-gather); a mismatch is a loom::Error naming the collective and both ranks' "
      "shapes and dtypes (docs/distributed.md)"},
     {"LOOM_DIST_DETERMINISTIC", "0 or 1",
-     "1 makes loom::dist's all_reduce sums (Op::Sum, Op::Mean) an all-gather then a sum in rank order, "
-     "so every rank gets the same bits in every run, whatever the MPI library's reduction order "
-     "(docs/distributed.md)"},
+     "1 makes loom::dist's float sums (all_reduce with Op::Sum or Op::Mean, reduce_scatter, broadcast's "
+     "gradient) move every rank's values unreduced and add them in rank order, so every rank gets the "
+     "same bits in every run, whatever the MPI library's reduction order (docs/distributed.md)"},
     {"LOOM_DIST_TIMEOUT", "seconds (a decimal number, more than 0)",
      "how long a rank waits for the others in a collective or barrier (default 300); then it logs an "
      "error naming itself and the collective, and ends the whole job with a non-zero exit (MPI_Abort). "

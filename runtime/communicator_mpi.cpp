@@ -15,6 +15,7 @@
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -74,6 +75,13 @@ struct RequestState {
   void* zero = nullptr;  // a reduce's non-root output, zeroed once it has ended
   size_t zero_bytes = 0;
   bool done = false;
+  // LOOM_DIST_DETERMINISTIC: every rank's block as received (rank 0's first),
+  // summed in rank order into `sum_out` once the exchange has ended.
+  std::vector<std::byte> rows;
+  void* sum_out = nullptr;
+  DType sum_dtype = DType::Float32;
+  int64_t sum_elements = 0;
+  int ranks = 1;
 };
 
 namespace {
@@ -128,10 +136,31 @@ std::optional<Neighbour> dead_neighbour() {
   return std::nullopt;
 }
 
+// out[i] = ((rows[0][i] + rows[1][i]) + rows[2][i]) + ...: a left fold in rank
+// order, the same code and order on every rank (no -ffast-math here: the
+// compiler may not reassociate, and vectorising over i keeps each element's order).
+template <class T>
+void sum_in_rank_order(const std::byte* rows, void* out, int64_t n, int ranks) {
+  const T* in = reinterpret_cast<const T*>(rows);
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    T acc = in[i];
+    for (int r = 1; r < ranks; ++r) acc += in[static_cast<int64_t>(r) * n + i];
+    o[i] = acc;
+  }
+}
+
 void finish(RequestState& s) {
   if (s.done) return;
   s.done = true;
   if (s.zero) std::memset(s.zero, 0, s.zero_bytes);
+  if (s.sum_out) {
+    if (s.sum_dtype == DType::Float64)
+      sum_in_rank_order<double>(s.rows.data(), s.sum_out, s.sum_elements, s.ranks);
+    else
+      sum_in_rank_order<float>(s.rows.data(), s.sum_out, s.sum_elements, s.ranks);
+    s.rows = {};
+  }
 }
 
 // Polls `s` until it ends or LOOM_DIST_TIMEOUT seconds have passed, looking
@@ -280,6 +309,39 @@ Request start_collective(const CollectiveArg& c, const void* in, void* out, DTyp
   auto s = std::make_shared<RequestState>();
   s->what = what;
   MPI_Request* req = &s->request;
+  // LOOM_DIST_DETERMINISTIC: MPI may add the ranks' floats in any order (Open MPI
+  // picks its algorithm by message size and layout), so a float sum moves every
+  // rank's block unreduced, and finish() adds them in rank order: the same bits on
+  // every rank and in every run. Integer sums and maxima are exact in any order.
+  const int ranks = world_size(what.c_str());
+  if (flags()->dist_deterministic && ranks > 1 && c.reduce == CollectiveReduce::Sum &&
+      (dtype == DType::Float32 || dtype == DType::Float64) && c.kind != CollectiveKind::Broadcast &&
+      c.kind != CollectiveKind::AllGather) {
+    const bool receives = c.kind != CollectiveKind::Reduce || me == c.root;
+    const size_t block = static_cast<size_t>(n) * dtype.itemsize();
+    if (receives) {
+      s->rows.resize(block * static_cast<size_t>(ranks));
+      s->sum_out = out;
+      s->sum_dtype = dtype;
+      s->sum_elements = n;
+      s->ranks = ranks;
+    }
+    switch (c.kind) {
+      case CollectiveKind::AllReduce:  // every rank gets every rank's whole input
+        check(MPI_Iallgather(in, n, type, s->rows.data(), n, type, MPI_COMM_WORLD, req), what);
+        break;
+      case CollectiveKind::Reduce:  // the root gets every rank's input; the others zeros
+        check(MPI_Igather(in, n, type, receives ? s->rows.data() : nullptr, n, type, static_cast<int>(c.root),
+                          MPI_COMM_WORLD, req),
+              what);
+        if (!receives) s->zero = out, s->zero_bytes = bytes;
+        break;
+      default:  // ReduceScatter: rank r gets block r of every rank's input
+        check(MPI_Ialltoall(in, n, type, s->rows.data(), n, type, MPI_COMM_WORLD, req), what);
+        break;
+    }
+    return Request{std::move(s)};
+  }
   switch (c.kind) {
     case CollectiveKind::AllReduce:
       check(MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, out, n, type, op, MPI_COMM_WORLD, req), what);

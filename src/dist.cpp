@@ -56,15 +56,8 @@ Tensor all_reduce(const Tensor& t, Op op) {
     throw Error(fmt::format("all_reduce: Op::Mean of a {} tensor of shape {} (expected a floating dtype)",
                             to_string(x->dtype), detail::str(*x->shape())));
   const CollectiveReduce r = op == Op::Max ? CollectiveReduce::Max : CollectiveReduce::Sum;
-  // LOOM_DIST_DETERMINISTIC: every rank's rows, then one kernel summing them in
-  // rank order, the same code on every rank: the same bits everywhere, run
-  // after run, whatever order MPI's reduction takes (a float maximum has no order).
-  if (op != Op::Max && x->dtype.is_float() && flags()->dist_deterministic) {
-    const Tensor rows = detail::make_tensor(
-        collective(x, {CollectiveKind::AllGather, CollectiveReduce::Sum, 0, world_size()}));
-    const Tensor sum = rows.sum(0);
-    return op == Op::Mean ? sum / static_cast<double>(world_size()) : sum;
-  }
+  // Under LOOM_DIST_DETERMINISTIC the communicator adds float sums in rank order
+  // (runtime/communicator_mpi.cpp): the graph, and so the plan, are the same either way.
   Tensor out = detail::make_tensor(collective(x, {CollectiveKind::AllReduce, r, 0, world_size()}));
   return op == Op::Mean ? out / static_cast<double>(world_size()) : out;
 }

@@ -14,6 +14,8 @@ using namespace loom;
 namespace {
 const std::vector<Shape> kShapes = {{}, {0}, {1}, {3, 4}, {2, 3, 5}};
 
+double ranks_sum_of(int n) { return n * (n + 1) / 2.0; }  // 1 + 2 + ... + n
+
 int64_t numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -35,7 +37,9 @@ std::vector<double> values(const Tensor& t, const Shape& shape, DType dtype) {
 }
 
 // The halves' values here are small integers and halves of them: exact in both.
-const DType kDTypes[] = {DType::Float32, DType::Float64, DType::Int32, DType::BFloat16, DType::Float16};
+// UInt8's largest here, a sum over 3 ranks of 30 * (r + 1), is 180: no wrap up to 3 ranks.
+const DType kDTypes[] = {DType::Float32, DType::Float64,  DType::Int32,  DType::Int64,
+                         DType::UInt8,   DType::BFloat16, DType::Float16};
 }  // namespace
 
 TEST_CASE("all_reduce: sum, mean and max of every rank's tensor") {
@@ -161,4 +165,70 @@ TEST_CASE("reduce_scatter of a size the ranks cannot split, and a dim out of ran
   if (n > 1) CHECK_THROWS_AS(dist::reduce_scatter(x, 0), Error);
   CHECK_THROWS_AS(dist::all_gather(x, 2), Error);
   CHECK_THROWS_AS(dist::all_gather(Tensor::scalar(1), 0), Error);
+}
+
+TEST_CASE("all_gather and reduce_scatter along the middle dim of a 3-d tensor, and sizes 0 and 1") {
+  const int n = dist::world_size(), me = dist::rank();
+  const double ranks_sum = n * (n + 1) / 2.0;
+  for (DType dtype : kDTypes) {
+    CAPTURE(to_string(dtype));
+    // x[a, b, c] = (rank + 1) * (15a + 5b + c + 1) on [2, 3, 5], gathered along 1: [2, 3n, 5].
+    const auto got = values(dist::all_gather(ranked({2, 3, 5}, dtype), 1), {2, 3 * n, 5}, dtype);
+    for (int r = 0; r < n; ++r)
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 3; ++b)
+          for (int c = 0; c < 5; ++c)
+            CHECK(got[static_cast<size_t>((a * 3 * n + 3 * r + b) * 5 + c)] ==
+                  (r + 1.0) * (15 * a + 5 * b + c + 1));
+    // A gathered dim of size 0, and [1, 1] along its last dim.
+    CHECK(values(dist::all_gather(ranked({0}, dtype), 0), {0}, dtype).empty());
+    const auto one = values(dist::all_gather(ranked({1, 1}, dtype), -1), {1, n}, dtype);
+    for (int r = 0; r < n; ++r) CHECK(one[static_cast<size_t>(r)] == r + 1.0);
+    // x[a, b, c] = (rank + 1) * (2n * 2 a + 2 b + c + 1) on [2, 2n, 2]: rank me keeps b in [2me, 2me + 2).
+    const auto rs = values(dist::reduce_scatter(ranked({2, 2 * n, 2}, dtype), 1), {2, 2, 2}, dtype);
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        for (int c = 0; c < 2; ++c)
+          CHECK(rs[static_cast<size_t>((a * 2 + b) * 2 + c)] ==
+                ranks_sum * (4 * n * a + 2 * (2 * me + b) + c + 1));
+    CHECK(values(dist::reduce_scatter(ranked({0, n}, dtype), 1), {0, 1}, dtype).empty());
+  }
+}
+
+TEST_CASE("Bool tensors broadcast and gather; reducing them, and Op::Mean of integers, are errors") {
+  const int n = dist::world_size(), me = dist::rank();
+  // Rank r's element i: (i + r) odd.
+  auto bits = [](int r, int64_t count) {
+    std::vector<double> v;
+    for (int64_t i = 0; i < count; ++i) v.push_back(static_cast<double>((i + r) % 2));
+    return v;
+  };
+  const Tensor x = Tensor::from_vector(bits(me, 6), {2, 3}).cast(DType::Bool);
+  const int root = n - 1;
+  const Tensor b = dist::broadcast(x, root);
+  CHECK(b.dtype() == DType::Bool);
+  CHECK(b.cast(DType::Float64).to_vector<double>() == bits(root, 6));
+  const auto gathered = values(dist::all_gather(x, 0), {2 * n, 3}, DType::Bool);
+  for (int r = 0; r < n; ++r) {
+    const std::vector<double> want = bits(r, 6);
+    CHECK(std::vector<double>(gathered.begin() + 6 * r, gathered.begin() + 6 * (r + 1)) == want);
+  }
+  CHECK_THROWS_AS(dist::all_reduce(x, dist::Op::Max), Error);
+  CHECK_THROWS_AS(dist::reduce_scatter(Tensor::zeros({n}, DType::Bool), 0), Error);
+  CHECK_THROWS_AS(dist::all_reduce(ranked({3}, DType::Int32), dist::Op::Mean), Error);
+}
+
+TEST_CASE("all_reduce(max) of negative and mixed values, and of a value only one rank holds") {
+  const int n = dist::world_size(), me = dist::rank();
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32, DType::Int64}) {
+    CAPTURE(to_string(dtype));
+    // Rank r: {-(r + 1), -10 + r, r == 0 ? 7 : -7}: maxima -1, -10 + (n - 1), 7.
+    const Tensor x =
+        Tensor::from_vector(std::vector<double>{-(me + 1.0), -10.0 + me, me == 0 ? 7.0 : -7.0}, {3})
+            .cast(dtype);
+    CHECK(values(dist::all_reduce(x, dist::Op::Max), {3}, dtype) ==
+          std::vector<double>{-1, -10.0 + (n - 1), 7});
+    CHECK(values(dist::all_reduce(x, dist::Op::Sum), {3}, dtype) ==
+          std::vector<double>{-ranks_sum_of(n), -10.0 * n + n * (n - 1) / 2.0, 7.0 - 7.0 * (n - 1)});
+  }
 }

@@ -1,8 +1,9 @@
 // DataParallel: N ranks each with batch B / N reach the parameters one process
 // reaches with batch B (each rank trains that one-process reference itself, on
 // the whole batch, without collectives), within a bound on float32's reordering
-// derived below; bitwise under LOOM_DIST_DETERMINISTIC; and a captured step
-// replays without building a graph.
+// derived below; under LOOM_DIST_DETERMINISTIC, bitwise equal to one process
+// accumulating the ranks' micro-batches' gradients in rank order; and a captured
+// step replays without building a graph.
 //
 // The model is linear least squares, loss = mean_i sum_j (x_i W + b - y_i)_j^2,
 // so its gradient G(theta) = H theta - c is affine, with the same Hessian
@@ -44,6 +45,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -267,9 +269,46 @@ TEST_CASE("DataParallel Adam: N ranks on B / N rows each match one process on B 
   }
 }
 
+namespace {
+// LOOM_DIST_DETERMINISTIC's promise (docs/distributed.md): the job's averaged
+// gradient is, bit for bit, ((g_0 + g_1) + ... + g_{N-1}) / N in float32, g_r
+// being rank r's own gradient of its B / N rows. One process gets those bits by
+// gradient accumulation over the same N micro-batches in rank order: each
+// micro-batch's gradient is the same arithmetic on the same rows (its bits are
+// loom's, whichever process runs it), the sum a left fold in rank order, and the
+// division the same op. This reference trains that way, without collectives:
+// with `loom_adds`, as a program would (N backward() calls, each adding to the
+// gradients, then the gradients divided by N); else with the fold written out here.
+std::vector<double> accumulated(Model& model, optim::Optimizer& opt, const Batch& batch, bool loom_adds) {
+  const int n = dist::world_size();
+  for (int64_t s = 0; s < kSteps; ++s) {
+    std::vector<float> gw(kIn * kOut, 0.0f), gb(kOut, 0.0f);
+    opt.zero_grad();
+    for (int r = 0; r < n; ++r) {
+      if (!loom_adds) opt.zero_grad();
+      model
+          .loss(batch.x(kRowsPerRank * r, kRowsPerRank * (r + 1)),
+                batch.y(kRowsPerRank * r, kRowsPerRank * (r + 1)))
+          .backward();
+      if (loom_adds) continue;
+      const std::vector<float> w = model.w.grad().to_vector<float>(), b = model.b.grad().to_vector<float>();
+      for (size_t i = 0; i < gw.size(); ++i)
+        gw[i] = r == 0 ? w[i] : gw[i] + w[i];  // float32 adds, in rank order
+      for (size_t i = 0; i < gb.size(); ++i) gb[i] = r == 0 ? b[i] : gb[i] + b[i];
+    }
+    Tensor w_grad = model.w.grad(), b_grad = model.b.grad();
+    const Tensor w_sum = loom_adds ? w_grad : Tensor::from_vector(gw, {kIn, kOut});
+    const Tensor b_sum = loom_adds ? b_grad : Tensor::from_vector(gb, {kOut});
+    w_grad.assign(w_sum / static_cast<double>(n));  // DataParallel's mean
+    b_grad.assign(b_sum / static_cast<double>(n));
+    opt.step();
+  }
+  return model.values();
+}
+}  // namespace
+
 TEST_CASE("LOOM_DIST_DETERMINISTIC: the ranks' gradients summed in rank order, the same bits every run") {
-  const int n = dist::world_size(), me = dist::rank();
-  const Batch batch(n);
+  const Batch batch(dist::world_size());
   Context deterministic{{"DIST_DETERMINISTIC", true}};
   constexpr int64_t steps = 10;  // bits either agree or not; the sanitizer pass pays per step
   auto run = [&] {
@@ -281,29 +320,74 @@ TEST_CASE("LOOM_DIST_DETERMINISTIC: the ranks' gradients summed in rank order, t
   };
   const std::vector<double> first = run(), second = run();
   CHECK(same_bits(first, second));
+  // Every rank holds the same bits.
+  const Tensor bits = Tensor::from_vector(first, {static_cast<int64_t>(first.size())});
+  CHECK(same_bits(dist::all_reduce(bits, dist::Op::Max).to_vector<double>(), first));
+}
 
-  // Each rank computes every rank's gradient itself and sums them in rank order
-  // as the deterministic all-reduce does (stack, sum over the first axis, divide):
-  // the same bits as the job's.
-  Model sim(0);
-  optim::SGD opt(sim.parameters(), 0.05);
-  for (int64_t s = 0; s < steps; ++s) {
-    std::vector<Tensor> gw, gb;
-    for (int r = 0; r < n; ++r) {
-      opt.zero_grad();
-      sim.loss(batch.x(kRowsPerRank * r, kRowsPerRank * (r + 1)),
-               batch.y(kRowsPerRank * r, kRowsPerRank * (r + 1)))
-          .backward();
-      gw.push_back(Tensor::from_vector(sim.w.grad().to_vector<float>(), {kIn, kOut}));
-      gb.push_back(Tensor::from_vector(sim.b.grad().to_vector<float>(), {kOut}));
-    }
-    Tensor w_grad = sim.w.grad(), b_grad = sim.b.grad();
-    w_grad.assign(stack(gw).sum(0) / static_cast<double>(n));
-    b_grad.assign(stack(gb).sum(0) / static_cast<double>(n));
-    opt.step();
+TEST_CASE(
+    "LOOM_DIST_DETERMINISTIC: 50 steps of SGD and of Adam, bit for bit one process accumulating the N "
+    "micro-batches") {
+  const Batch batch(dist::world_size());
+  Context deterministic{{"DIST_DETERMINISTIC", true}};
+  const std::vector<double> start = Model(0).values();
+  for (const bool adam : {false, true}) {
+    CAPTURE(adam);
+    auto optimizer = [adam](const Model& m) -> std::unique_ptr<optim::Optimizer> {
+      if (adam) return std::make_unique<optim::Adam>(m.parameters(), 0.005);
+      return std::make_unique<optim::SGD>(m.parameters(), 0.05);
+    };
+    Model model(0.5 * dist::rank()), folded(0), added(0);
+    dist::DataParallel ddp(model.parameters());
+    const auto opt = optimizer(model), folded_opt = optimizer(folded), added_opt = optimizer(added);
+    train(model, *opt, batch, &ddp);
+    const std::vector<double> got = model.values();
+    CHECK(same_bits(got, accumulated(folded, *folded_opt, batch, false)));
+    CHECK(same_bits(got, accumulated(added, *added_opt, batch, true)));
+    CHECK(got != start);
   }
-  CHECK(same_bits(first, sim.values()));
-  (void)me;
+}
+
+namespace {
+// Rank r's element e: 1 where e % 3 == r % 3, else t = 2^-24, whose sums depend on
+// the order of the adds from three ranks on: 1 + t is a tie that rounds to 1, while
+// t + t is exact, so ((1 + t) + t) = 1 but 1 + (t + t) = 1 + 2^-23. At 3 ranks the
+// three elements of a period tell the three pairings apart (the left fold gives
+// 1, 1, 1 + 2^-23). The long tensor has Open MPI reduce in pieces, by other
+// algorithms (a ring's pieces start at different ranks).
+std::vector<float> order_sensitive(int rank, int64_t count) {
+  std::vector<float> v;
+  for (int64_t e = 0; e < count; ++e) v.push_back(e % 3 == rank % 3 ? 1.0f : 0x1p-24f);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("LOOM_DIST_DETERMINISTIC: sums are a left fold in rank order, on every rank") {
+  const int n = dist::world_size(), me = dist::rank();
+  Context deterministic{{"DIST_DETERMINISTIC", true}};
+  for (const int64_t count : {int64_t{3}, int64_t{3 * 40000}}) {
+    CAPTURE(count);
+    // ((v_0 + v_1) + v_2) + ... in float32, as every rank must get it.
+    std::vector<float> want = order_sensitive(0, count);
+    for (int r = 1; r < n; ++r) {
+      const std::vector<float> v = order_sensitive(r, count);
+      for (size_t i = 0; i < want.size(); ++i) want[i] += v[i];
+    }
+    const Tensor x = Tensor::from_vector(order_sensitive(me, count), {count});
+    CHECK(dist::all_reduce(x, dist::Op::Sum).to_vector<float>() == want);
+    std::vector<float> mean = want;
+    for (float& v : mean) v /= static_cast<float>(n);
+    CHECK(dist::all_reduce(x, dist::Op::Mean).to_vector<float>() == mean);
+    // reduce_scatter: rank r gets column r of the fold of [count, n] tensors whose
+    // columns each hold this rank's values; broadcast's gradient (a reduce to the
+    // root) folds the same way.
+    const Tensor columns = x.reshape({count, 1}).expand({count, n}).contiguous();
+    CHECK(dist::reduce_scatter(columns, 1).to_vector<float>() == want);
+    const Tensor leaf = Tensor::zeros({count}).requires_grad_();
+    (dist::broadcast(leaf, 0) * x).sum().backward();
+    CHECK(leaf.grad().to_vector<float>() ==
+          (me == 0 ? want : std::vector<float>(static_cast<size_t>(count), 0)));
+  }
 }
 
 TEST_CASE("A captured DataParallel step replays with no graph built and equals the uncaptured step") {

@@ -81,3 +81,33 @@ TEST_CASE("the gradients of all_gather and reduce_scatter are each other") {
   check_gradient([](const Tensor& x) { return dist::reduce_scatter(x.exp(), 0) * 1.5; }, {2 * n, 2}, {2, 2});
   check_gradient([](const Tensor& x) { return dist::reduce_scatter(dist::all_gather(x, 0) * 2.0, 0); }, {3});
 }
+
+TEST_CASE("gradients through collectives of sizes 1 and 0, and along a 3-d tensor's middle dim") {
+  const int n = dist::world_size();
+  check_gradient([](const Tensor& x) { return dist::all_reduce(x * x, dist::Op::Sum) * x; }, {});
+  check_gradient([](const Tensor& x) { return dist::all_reduce(x.exp(), dist::Op::Mean); }, {1});
+  check_gradient([](const Tensor& x) { return dist::all_gather(x.sin(), 1) * 2.0; }, {2, 2, 3},
+                 {2, 2 * n, 3});
+  check_gradient([](const Tensor& x) { return dist::reduce_scatter(x * x, 1); }, {2, n, 3}, {2, 1, 3});
+  check_gradient([](const Tensor& x) { return dist::all_gather(x, 0).exp(); }, {1}, {n});
+  // Size 0: the gradient has x's shape and nothing in it (every rank runs the collectives).
+  for (int64_t dim : {0, 1}) {
+    const Tensor x = Tensor::from_vector(std::vector<double>{}, {0, n});
+    const Tensor y = dim == 0 ? dist::all_gather(x, 0) : dist::reduce_scatter(x, 1);
+    const Tensor g = gradient((dist::all_reduce(y) * 3.0).sum(), {x})[0];
+    CHECK(g.shape() == Shape{0, n});
+    CHECK(g.to_vector<double>().empty());
+  }
+}
+
+TEST_CASE("the gradient of all_reduce(max) at a tie goes to every tying rank") {
+  // Every rank holds the same x: each gets the whole sum over ranks of the upstream
+  // gradient w_r, (sum_r 1 + r / 4 - i / 8) = n (1 - i / 8) + n (n - 1) / 8.
+  const int n = dist::world_size();
+  const Tensor x = Tensor::from_vector(std::vector<double>{0.5, -1.0, 2.0}, {3});
+  const Tensor w = Tensor::from_vector(weights(3), {3});
+  const std::vector<double> g =
+      gradient((dist::all_reduce(x, dist::Op::Max) * w).sum(), {x})[0].to_vector<double>();
+  REQUIRE(g.size() == 3);
+  for (int i = 0; i < 3; ++i) CHECK(g[static_cast<size_t>(i)] == n * (1 - i / 8.0) + n * (n - 1) / 8.0);
+}
