@@ -162,8 +162,11 @@ Tensor RMSNorm::forward(const Tensor& input) const {
   if (w.defined()) check_same_dtype("RMSNorm", x, "input", w, "weight");
   const double e = eps.value_or(x.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                             : std::numeric_limits<float>::epsilon());
-  Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
-  return w.defined() ? y * w : y;
+  // A half input computes in Float32 and rounds once (src/half_compute.hpp), as LayerNorm.
+  const Tensor xf = loom::detail::widened_half(x), wf = loom::detail::widened_half(w);
+  Tensor y = xf * (xf.square().mean(-1, true) + e).rsqrt();
+  if (wf.defined()) y = y * wf;
+  return loom::detail::is_half(x) ? y.cast(x.dtype()) : y;
 }
 
 // ---- functions ------------------------------------------------------------------------
