@@ -15,6 +15,8 @@
 //   loom keeps the single rounding (as current PyTorch does) and the test counts those elements.
 #include "torch_table.hpp"
 
+#include "ir/target.hpp"
+
 #include <loom/half.hpp>
 #include <loom/nn.hpp>
 #include <loom/nn_functional.hpp>
@@ -337,6 +339,11 @@ TEST_CASE("half parity: every op of the PyTorch tables, in bfloat16 and float16,
   // LOOM_TARGET=x86-64-v3 (no AVX512_BF16, no AVX-512: the integer bfloat16 narrowing, 8 float
   // lanes), which must give this digest of every result's bits too. A deliberate change to
   // loom's Float32 arithmetic (a new exp polynomial, another summation order) changes it: check
-  // that both runs agree, then update it.
-  CHECK(digest == kHalfParityDigest);
+  // that both runs agree, then update it. A Target without FMA (x86-64-v2) rounds each product of
+  // a sum of products (docs/semantics.md), so its Float32 results, and rarely its half ones,
+  // differ in the last bit: the digest is for Targets with FMA.
+  if (current_target().isa.fma)
+    CHECK(digest == kHalfParityDigest);
+  else
+    MESSAGE("no FMA on this Target: the digest of the results' bits is not compared");
 }
