@@ -7,6 +7,7 @@
 //   fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N]
 //                 [--test-limit N] [--seed S] [--lr LR] [--checkpoint PATH]
 //                 [--resume] [--stop-after N] [--data DIR] [--min-accuracy PERCENT] [--ddp]
+//                 [--autocast bf16|f16]
 // --ddp trains data parallel over the ranks of an MPI job (docs/distributed.md):
 //   mpirun -np 2 -x LOOM_THREADS=1 fashion_mnist --ddp
 // each rank on its shard with batches of B, rank 0 printing and checkpointing.
@@ -36,7 +37,7 @@ namespace {
 constexpr const char* usage =
     "usage: fashion_mnist [--model cnn|mlp] [--epochs N] [--batch-size B] [--limit N] [--test-limit N]\n"
     "                     [--seed S] [--lr LR] [--checkpoint PATH] [--resume] [--stop-after N]\n"
-    "                     [--data DIR] [--min-accuracy PERCENT] [--ddp]\n";
+    "                     [--data DIR] [--min-accuracy PERCENT] [--ddp] [--autocast bf16|f16]\n";
 
 struct Args {
   fashion::Options options;
@@ -62,6 +63,11 @@ Args parse(int argc, char** argv) {
       {"--data", [&](const std::string& v) { a.options.dir = v; }},
       {"--min-accuracy", [&](const std::string& v) { a.min_accuracy = std::stod(v); }},
       {"--stop-after", [&](const std::string& v) { a.stop_after = std::stoll(v); }},
+      {"--autocast",
+       [&](const std::string& v) {
+         if (v != "bf16" && v != "f16") throw std::invalid_argument("--autocast is bf16 or f16, not " + v);
+         a.options.autocast = v == "bf16" ? loom::DType::BFloat16 : loom::DType::Float16;
+       }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -151,11 +157,15 @@ int run(const Args& args) {
   for (const Tensor& p : trainer.model.parameters()) params += static_cast<size_t>(p.numel());
   say(lead, "Fashion-MNIST: {} training images (batches of {}, {} steps an epoch), {} test images\n",
       trainer.train.size(), batch, steps, test.size());
-  say(lead, "model {} ({} parameters), Adam lr {} annealed (cosine) over {} epochs, seed {}, {} threads{}\n",
+  say(lead,
+      "model {} ({} parameters), Adam lr {} annealed (cosine) over {} epochs, seed {}, {} threads{}{}\n",
       args.options.model, params, trainer.opt.lr(), args.options.epochs, args.options.seed, get_num_threads(),
       args.options.ddp ? fmt::format(" on each of {} ranks (data parallel, {} images a rank a step)", ranks,
                                      args.options.batch_size)
-                       : "");
+                       : "",
+      args.options.autocast ? fmt::format(", autocast {}{}", scalar_name(args.options.autocast->scalar),
+                                          trainer.scaler ? " with a GradScaler" : "")
+                            : "");
   if (args.resume) {
     trainer.resume(args.checkpoint);
     say(lead, "resumed from {} after epoch {}\n", args.checkpoint.string(), trainer.epoch);

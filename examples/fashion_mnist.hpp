@@ -76,6 +76,10 @@ struct Options {
   // on its shard of every epoch with batches of batch_size, so a step sees
   // batch_size * ranks images, and the gradients are averaged across ranks.
   bool ddp = false;
+  // Mixed precision (loom::Autocast around the forward, in training and testing): the convs and
+  // linear layers multiply BFloat16- or Float16-rounded operands and accumulate in Float32; the
+  // parameters, norms and loss stay Float32. Float16 scales the loss (loom::GradScaler).
+  std::optional<loom::DType> autocast;
 };
 
 // A model, its optimizer and the shuffled training data: everything a
@@ -98,16 +102,28 @@ class Trainer {
         // in two epochs over a constant rate (PyTorch, same model and data).
         schedule(opt, options.epochs * loader.size()) {
     if (options.ddp) ddp.emplace(model.parameters());
+    if (options.autocast == loom::DType::Float16) scaler.emplace();
   }
 
   // One training step on a batch; returns its loss (already computed: the
   // optimizer's step realizes it with the parameters).
   float step(const loom::Tensor& images, const loom::Tensor& labels) {
     opt.zero_grad();
-    loom::Tensor loss = loom::nn::cross_entropy(model(to_input(images)), labels.cast(loom::DType::Int32));
-    loss.backward();
-    if (ddp) ddp->average_gradients();
-    opt.step();
+    loom::Tensor loss;
+    {
+      const auto ac = autocast_scope();
+      loss = loom::nn::cross_entropy(model(to_input(images)), labels.cast(loom::DType::Int32));
+    }
+    if (scaler) {
+      scaler->scale(loss).backward();
+      if (ddp) ddp->average_gradients();
+      scaler->step(opt);
+      scaler->update();
+    } else {
+      loss.backward();
+      if (ddp) ddp->average_gradients();
+      opt.step();
+    }
     schedule.step();
     return loss.item<float>();
   }
@@ -135,6 +151,7 @@ class Trainer {
     model.eval();
     loom::data::DataLoader batches({split.images, split.labels}, batch_size);
     int64_t right = 0;
+    const auto ac = autocast_scope();
     while (auto b = batches.next())
       right += model(to_input((*b)[0])).argmax(1).eq((*b)[1].cast(loom::DType::Int32)).sum().item<int32_t>();
     model.train();
@@ -192,9 +209,14 @@ class Trainer {
   loom::data::DataLoader loader;
   loom::optim::CosineAnnealingLR schedule;
   std::optional<loom::dist::DataParallel> ddp;
-  int64_t epoch = 0;  // epochs done
+  std::optional<loom::GradScaler> scaler;  // with --autocast f16
+  int64_t epoch = 0;                       // epochs done
 
  private:
+  // A scope of options.autocast; without one, a disabled scope (autocast off, as outside any).
+  loom::Autocast autocast_scope() const {
+    return loom::Autocast(options.autocast.value_or(loom::DType::BFloat16), options.autocast.has_value());
+  }
   // What the batches, and the rate, depend on besides the epoch.
   std::vector<int64_t> data_order() const {
     return {static_cast<int64_t>(options.seed), options.batch_size, options.limit, options.epochs,

@@ -2,6 +2,7 @@
 // gradient and the scheduler see nothing but ordinary graphs.
 #include "schedule/schedule.hpp"
 #include "src/autocast.hpp"
+#include "src/half_compute.hpp"
 #include "src/nn_common.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -137,9 +138,14 @@ Tensor LayerNorm::forward(const Tensor& input) const {
                b = loom::detail::autocast_float32(bias);
   check_last_axis(x, dim, "LayerNorm");
   if (w.defined()) check_same_dtype("LayerNorm", x, "input", w, "weight");
-  const Tensor centred = x - x.mean(-1, true);
+  // A half input computes in Float32 (weight and bias widened too) and rounds once
+  // (src/half_compute.hpp), as PyTorch's CPU layer_norm.
+  const Tensor xf = loom::detail::widened_half(x), wf = loom::detail::widened_half(w),
+               bf = loom::detail::widened_half(b);
+  const Tensor centred = xf - xf.mean(-1, true);
   Tensor y = centred * (centred.square().mean(-1, true) + eps).rsqrt();
-  return w.defined() ? y * w + b : y;
+  if (wf.defined()) y = y * wf + bf;
+  return loom::detail::is_half(x) ? y.cast(x.dtype()) : y;
 }
 
 RMSNorm::RMSNorm(int64_t dim_, std::optional<double> eps_, bool elementwise_affine)
@@ -156,8 +162,11 @@ Tensor RMSNorm::forward(const Tensor& input) const {
   if (w.defined()) check_same_dtype("RMSNorm", x, "input", w, "weight");
   const double e = eps.value_or(x.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                             : std::numeric_limits<float>::epsilon());
-  Tensor y = x * (x.square().mean(-1, true) + e).rsqrt();
-  return w.defined() ? y * w : y;
+  // A half input computes in Float32 and rounds once (src/half_compute.hpp), as LayerNorm.
+  const Tensor xf = loom::detail::widened_half(x), wf = loom::detail::widened_half(w);
+  Tensor y = xf * (xf.square().mean(-1, true) + e).rsqrt();
+  if (wf.defined()) y = y * wf;
+  return loom::detail::is_half(x) ? y.cast(x.dtype()) : y;
 }
 
 // ---- functions ------------------------------------------------------------------------
@@ -199,8 +208,11 @@ Tensor cross_entropy(const Tensor& input, const Tensor& labels) {
                             str(logits.shape()), str(labels.shape())));
   const int64_t classes = logits.shape()[1];
   check_indices(labels, classes, op, "labels");
-  const Tensor picked = (logits.log_softmax(1) * labels.one_hot(classes).cast(logits.dtype())).sum(1);
-  return -picked.mean();
+  // A half input computes in Float32 and rounds the loss once (src/half_compute.hpp).
+  return loom::detail::rounded_once(logits, [&](const Tensor& z) {
+    const Tensor picked = (z.log_softmax(1) * labels.one_hot(classes).cast(z.dtype())).sum(1);
+    return -picked.mean();
+  });
 }
 
 Tensor mse(const Tensor& input, const Tensor& target_input) {
@@ -209,7 +221,9 @@ Tensor mse(const Tensor& input, const Tensor& target_input) {
   const Tensor pred = loom::detail::autocast_float32(input),
                target = loom::detail::autocast_float32(target_input);
   check_same_dtype("mse", target, "target", pred, "pred");
-  return (pred - target).square().mean();
+  // Halves: the differences and their mean in Float32, rounded once (src/half_compute.hpp).
+  const Tensor mean = (loom::detail::widened_half(pred) - loom::detail::widened_half(target)).square().mean();
+  return loom::detail::is_half(pred) ? mean.cast(pred.dtype()) : mean;
 }
 
 // ---- initialisers -----------------------------------------------------------------------

@@ -10,6 +10,7 @@
 // is a correlation of the input's windows with dy, reduced over batch and output positions.
 #include "src/autocast.hpp"
 #include "src/custom_gradient.hpp"
+#include "src/half_compute.hpp"
 #include "src/nn_conv_correlate.hpp"
 #include "src/nn_conv_phase.hpp"
 #include "src/tensor_ops.hpp"
@@ -100,6 +101,7 @@ Tensor weight_grad(const Tensor& input, const Tensor& grad, int64_t kh, int64_t 
 
 using detail_conv::correlate;
 using detail_conv::weight_grad;
+using loom::detail::widened_half;
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
               Size2d dilation, int64_t groups) {
@@ -113,6 +115,11 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
     return conv2d(xr, wr, br, stride, padding, dilation, groups);
   }
   check_conv(x, w, b, groups, op);
+  // Halves: products and sums in Float32 (the products are exact there), the bias added there
+  // too, the result rounded once (src/half_compute.hpp), as PyTorch's CPU convolution.
+  if (loom::detail::is_half(x))
+    return conv2d(widened_half(x), widened_half(w), widened_half(b), stride, padding, dilation, groups)
+        .cast(x.dtype());
   check_positive(stride, "stride", op);
   check_positive(dilation, "dilation", op);
   if (padding.h < 0 || padding.w < 0)
@@ -186,6 +193,10 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
     return conv_transpose2d(xr, wr, br, stride, padding, output_padding, groups, dilation);
   }
   check_conv(x, w, b, groups, op);
+  if (loom::detail::is_half(x))  // in Float32, rounded once, as conv2d
+    return conv_transpose2d(widened_half(x), widened_half(w), widened_half(b), stride, padding,
+                            output_padding, groups, dilation)
+        .cast(x.dtype());
   check_positive(stride, "stride", op);
   check_positive(dilation, "dilation", op);
   const Shape &xs = x.shape(), &ws = w.shape();

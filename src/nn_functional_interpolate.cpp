@@ -1,6 +1,7 @@
 // F.interpolate over the last two axes. nearest selects rows and columns (index_select, so the
 // gradient sums into the selected elements); bilinear multiplies by two [out, in] matrices of
 // interpolation weights, one per axis, computed on the host with PyTorch's source-index rules.
+#include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <loom/nn_functional.hpp>
@@ -71,9 +72,12 @@ Tensor interpolate(const Tensor& x, Size2d size, std::optional<double> scale_fac
   if (mode == "nearest")
     return x.index_select(2, nearest_index(h, oh, scale_factor))
         .index_select(3, nearest_index(w, ow, scale_factor));
-  return bilinear_weights(h, oh, scale_factor, align_corners, x.dtype())
-      .matmul(x)
-      .matmul(bilinear_weights(w, ow, scale_factor, align_corners, x.dtype()).transpose());
+  // A half input: both products in Float32 (weights not rounded), rounded once (src/half_compute.hpp).
+  return detail::rounded_once(x, [&](const Tensor& xf) {
+    return bilinear_weights(h, oh, scale_factor, align_corners, xf.dtype())
+        .matmul(xf)
+        .matmul(bilinear_weights(w, ow, scale_factor, align_corners, xf.dtype()).transpose());
+  });
 }
 
 }  // namespace loom::nn::functional

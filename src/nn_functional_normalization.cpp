@@ -3,6 +3,7 @@
 // momentum updates (the unbiased variance, as PyTorch); the assign is lazy, so the update runs
 // in the same realize as the step that reads the batch.
 #include "src/autocast.hpp"
+#include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <loom/gradient.hpp>
@@ -56,29 +57,38 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
       axes.push_back(static_cast<int>(a));
       n *= xs[a];
     }
+  // A half input computes in Float32 (its statistics and parameters widened) and rounds the
+  // output and the running statistics' updates once (src/half_compute.hpp).
+  using loom::detail::widened_half;
+  const auto rounded_as = [](const Tensor& v, const Tensor& like) {
+    return loom::detail::is_half(like) ? v.cast(like.dtype()) : v;
+  };
+  const Tensor xf = widened_half(x);
   Tensor mean, var;
   if (training) {
     if (n <= 1)
       throw Error(
           fmt::format("batch_norm: training needs more than 1 value per channel, got input {}", str(xs)));
-    mean = x.mean(axes, true);
-    var = x.var(axes, 0, true);
+    mean = xf.mean(axes, true);
+    var = xf.var(axes, 0, true);
     if (running_mean.defined()) {
       NoGrad no_grad;
       const Tensor batch_mean = mean.detach().reshape({xs[1]});
       const Tensor unbiased =
           var.detach().reshape({xs[1]}) * (static_cast<double>(n) / static_cast<double>(n - 1));
-      running_mean.assign(running_mean * (1 - momentum) + batch_mean * momentum);
-      running_var.assign(running_var * (1 - momentum) + unbiased * momentum);
+      running_mean.assign(
+          rounded_as(widened_half(running_mean) * (1 - momentum) + batch_mean * momentum, running_mean));
+      running_var.assign(
+          rounded_as(widened_half(running_var) * (1 - momentum) + unbiased * momentum, running_var));
     }
   } else {
-    mean = running_mean.reshape(channel);
-    var = running_var.reshape(channel);
+    mean = widened_half(running_mean).reshape(channel);
+    var = widened_half(running_var).reshape(channel);
   }
-  Tensor y = (x - mean) * (var + eps).rsqrt();
-  if (weight.defined()) y = y * weight.reshape(channel);
-  if (bias.defined()) y = y + bias.reshape(channel);
-  return y;
+  Tensor y = (xf - mean) * (var + eps).rsqrt();
+  if (weight.defined()) y = y * widened_half(weight).reshape(channel);
+  if (bias.defined()) y = y + widened_half(bias).reshape(channel);
+  return rounded_as(y, x);
 }
 
 }  // namespace loom::nn::functional

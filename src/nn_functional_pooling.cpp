@@ -2,6 +2,7 @@
 // padded input, a view, so they read the input in place. max_pool2d selects the first maximum of
 // each window (row-major) with a one-hot mask, so its gradient goes there alone, as PyTorch's
 // (a max reduce would split a tie). adaptive_avg_pool2d multiplies by two averaging matrices.
+#include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 #include "src/window.hpp"
 
@@ -74,6 +75,10 @@ Tensor max_pool2d(const Tensor& x, Size2d kernel, Size2d stride, Size2d padding,
 Tensor avg_pool2d(const Tensor& x, Size2d kernel, Size2d stride, Size2d padding, bool ceil_mode,
                   bool count_include_pad) {
   const Window win = check_pool(x, kernel, stride, padding, {1, 1}, ceil_mode, "avg_pool2d");
+  if (detail::is_half(x))  // the sum and the division in Float32, rounded once (src/half_compute.hpp)
+    return detail::rounded_once(x, [&](const Tensor& xf) {
+      return avg_pool2d(xf, kernel, stride, padding, ceil_mode, count_include_pad);
+    });
   const Tensor sum = windows(x, win, 0).sum(-1);
   if (count_include_pad || (padding.h == 0 && padding.w == 0))
     return sum / static_cast<double>(win.kernel.h * win.kernel.w);
@@ -107,9 +112,12 @@ Tensor adaptive_avg_pool2d(const Tensor& x, Size2d output_size) {
     throw Error(
         fmt::format("{}: output size ({}, {}) and the input's spatial size {}x{} must be positive (input {})",
                     op, output_size.h, output_size.w, h, w, str(xs)));
-  return averaging(output_size.h, h, x.dtype())
-      .matmul(x)
-      .matmul(averaging(output_size.w, w, x.dtype()).transpose());
+  // A half input: both products in Float32 (weights not rounded), rounded once (src/half_compute.hpp).
+  return detail::rounded_once(x, [&](const Tensor& xf) {
+    return averaging(output_size.h, h, xf.dtype())
+        .matmul(xf)
+        .matmul(averaging(output_size.w, w, xf.dtype()).transpose());
+  });
 }
 
 }  // namespace loom::nn::functional

@@ -4,6 +4,7 @@
 // (src/composites.hpp): the gradient applies erf' = 2/sqrt(pi) exp(-x^2) instead of the
 // derivative of its polynomials.
 #include "src/composites.hpp"
+#include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -103,6 +104,7 @@ Tensor Tensor::erf() const {
 Tensor Tensor::gelu(std::string_view approximate) const {
   const UOpPtr& x = uop(*this, "gelu");
   require_float(x, "gelu");
+  if (x->dtype.is_half()) return rounded_once(*this, [&](const Tensor& t) { return t.gelu(approximate); });
   if (approximate == "none")
     return make_tensor(x * const_as(x, 0.5) *
                        (const_as(x, 1) + erf_of(x * const_as(x, std::numbers::sqrt2 / 2))));
@@ -117,6 +119,7 @@ Tensor Tensor::gelu(std::string_view approximate) const {
 Tensor Tensor::silu() const {
   const UOpPtr& x = uop(*this, "silu");
   require_float(x, "silu");
+  if (x->dtype.is_half()) return rounded_once(*this, [&](const Tensor& t) { return t.silu(); });
   return make_tensor(x * sigmoid_of(x));
 }
 
@@ -130,16 +133,21 @@ Tensor Tensor::silu() const {
 Tensor Tensor::softplus(double beta, double threshold) const {
   const UOpPtr& x = uop(*this, "softplus");
   require_float(x, "softplus");
+  if (x->dtype.is_half())
+    return rounded_once(*this, [&](const Tensor& t) { return t.softplus(beta, threshold); });
   const UOpPtr z = x * const_as(x, beta), e = exp_of(-umax(z, -z)), w = const_as(e, 1) + e;
   const UOpPtr log1p = log_of(w) - ((w - const_as(w, 1)) - e) / w;
   return make_tensor(
       loom::where(const_as(z, threshold) < z, x, (umax(z, const_as(z, 0)) + log1p) / const_as(x, beta)));
 }
 
-// x where x > 0, else x * slope: PyTorch's gradient at 0 is the slope.
+// x where x > 0, else x * slope: PyTorch's gradient at 0 is the slope. A half x multiplies by
+// the Float32 slope (src/half_compute.hpp), as PyTorch's kernel, not by the slope rounded.
 Tensor Tensor::leaky_relu(double negative_slope) const {
   const UOpPtr& x = uop(*this, "leaky_relu");
   require_float(x, "leaky_relu");
+  if (x->dtype.is_half())
+    return rounded_once(*this, [&](const Tensor& t) { return t.leaky_relu(negative_slope); });
   return make_tensor(loom::where(const_as(x, 0) < x, x, x * const_as(x, negative_slope)));
 }
 

@@ -134,8 +134,10 @@ inline Tensor binary(Op op, const Tensor& a, const Tensor& b, DType dt, const ch
 
 inline DType float_dtype(DType dt) { return dt.is_float() ? dt : DType::Float32; }
 
+// Halves compute in Float32 and round once (src/half_compute.hpp).
 inline Tensor unary_float(const Tensor& t, const char* op, auto build) {
   UOpPtr x = uop(t, op);
+  if (x->dtype.is_half()) return make_tensor(cast_uop(build(cast_uop(x, DType::Float32)), x->dtype));
   return make_tensor(build(cast_uop(x, float_dtype(x->dtype))));
 }
 

@@ -1,6 +1,7 @@
 // Reductions: REDUCE_AXIS with the dtype rules of docs/semantics.md, and the
 // composites built on it (min, mean, argmax, softmax, logsumexp).
 #include "src/autocast.hpp"
+#include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <cmath>
@@ -143,29 +144,36 @@ Tensor Tensor::argmin(int axis) const {
 // ties of the max) is zero anyway. Each element is multiplied by the reciprocal of its row's
 // sum, as PyTorch's CPU kernel does: one division per row instead of one per element (a
 // rounding more, within 1.5 ulps of the quotient).
+// A half input computes in Float32 and rounds once (src/half_compute.hpp).
 Tensor Tensor::softmax(int axis) const {
-  auto [x, a] = float_along(*this, axis, "softmax");
-  if (empty_along(x, a)) return x;
-  const Tensor e = (x - x.max(a, true).detach()).exp();
-  return e * e.sum(a, true).reciprocal();
+  auto [input, a] = float_along(*this, axis, "softmax");
+  if (empty_along(input, a)) return input;
+  return rounded_once(input, [a = a](const Tensor& x) {
+    const Tensor e = (x - x.max(a, true).detach()).exp();
+    return e * e.sum(a, true).reciprocal();
+  });
 }
 Tensor Tensor::log_softmax(int axis) const {
-  auto [x, a] = float_along(*this, axis, "log_softmax");
-  if (empty_along(x, a)) return x;
-  const Tensor shifted = x - x.max(a, true).detach();
-  return shifted - shifted.exp().sum(a, true).log();
+  auto [input, a] = float_along(*this, axis, "log_softmax");
+  if (empty_along(input, a)) return input;
+  return rounded_once(input, [a = a](const Tensor& x) {
+    const Tensor shifted = x - x.max(a, true).detach();
+    return shifted - shifted.exp().sum(a, true).log();
+  });
 }
 
 // As PyTorch: an infinite max is replaced by 0 before the shift, so a row of -inf gives -inf
 // (log 0) and a row holding +inf gives +inf, instead of inf - inf = NaN.
 Tensor Tensor::logsumexp(int axis) const {
-  auto [x, a] = float_along(*this, axis, "logsumexp");
-  const DType dt = x.dtype();
-  if (empty_along(x, a)) {
-    Shape out = x.shape();
+  auto [input, a] = float_along(*this, axis, "logsumexp");
+  if (empty_along(input, a)) {
+    Shape out = input.shape();
     out.erase(out.begin() + a);
-    return Tensor::full(out, -std::numeric_limits<double>::infinity(), dt);
+    return Tensor::full(out, -std::numeric_limits<double>::infinity(), input.dtype());
   }
+  if (is_half(input)) return rounded_once(input, [a = a](const Tensor& x) { return x.logsumexp(a); });
+  const Tensor& x = input;
+  const DType dt = x.dtype();
   const UOpPtr m = uop(x.max(a, true).detach(), "logsumexp");  // a shift the result does not depend on
   const double inf = std::numeric_limits<double>::infinity();
   const Shape& ms = *m->shape();
@@ -196,6 +204,8 @@ Tensor Tensor::var(std::vector<int> dims, double correction, bool keepdim) const
   int64_t n = 1;
   for (int64_t a : reduce_axes(in, dims, "var")) n *= in[a];
   const Tensor input = autocast_float32(*this);
+  if (is_half(input))  // computed in Float32, rounded once (src/half_compute.hpp)
+    return rounded_once(input, [&](const Tensor& x) { return x.var(dims, correction, keepdim); });
   const Tensor deviation = input - input.mean(dims, true);
   const Tensor squares = (deviation * deviation).sum(dims, keepdim);
   return squares / Tensor::scalar(std::max(0.0, static_cast<double>(n) - correction), squares.dtype());
@@ -205,9 +215,12 @@ Tensor Tensor::std(std::vector<int> dims, double correction, bool keepdim) const
   if (defined() && !dtype().is_float())
     throw Error(
         fmt::format("std: expected a float tensor, got {} (as in PyTorch)", scalar_name(dtype().scalar)));
+  const Tensor input = autocast_float32(*this);
+  if (is_half(input))  // sqrt of the Float32 variance, rounded once (src/half_compute.hpp)
+    return rounded_once(input, [&](const Tensor& x) { return x.std(dims, correction, keepdim); });
   // sqrt of a safe 1 where the variance is 0, so its gradient there is 0 as PyTorch's (sqrt'(0)
   // would make it inf * 0 = NaN); the value there is 0.
-  const Tensor v = var(std::move(dims), correction, keepdim);
+  const Tensor v = input.var(std::move(dims), correction, keepdim);
   const Tensor zero = v.eq(0);
   return loom::where(zero, 0, loom::where(zero, 1, v).sqrt());
 }

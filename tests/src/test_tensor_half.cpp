@@ -6,6 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <loom/nn.hpp>
+#include <loom/nn_functional.hpp>
+
+#include <functional>
 #include <sstream>
 
 using namespace loom;
@@ -100,6 +104,57 @@ TEST_CASE("half: sums accumulate in float32") {
     check_ref(a.max({1}));
     check_ref(a.min({0}));
     check_ref(a.matmul(make(dt, iota(36, -0.07, 1), {12, 3})));
+  }
+}
+
+// docs/semantics.md: an op loom builds from primitives but PyTorch runs as one kernel computes a
+// half input in Float32 and rounds once, so its bits are those of the same op on the widened
+// input, rounded (tests/src/test_tensor_half_parity.cpp checks them against PyTorch).
+TEST_CASE("half: composite ops compute in float32 and round once") {
+  namespace F = loom::nn::functional;
+  for (DType dt : halves()) {
+    INFO(scalar_name(dt.scalar));
+    const Tensor x = make(dt, iota(48, 0.29, -5), {2, 24}), w = make(dt, iota(24, 0.05, 0.3), {24});
+    const auto once = [&](const char* what, const std::function<Tensor(const Tensor&)>& f) {
+      INFO(what);
+      const Tensor got = f(x), want = f(x.cast(DType::Float32)).cast(dt);
+      CHECK(got.dtype() == dt);
+      CHECK(got.cast(DType::Float32).to_vector<float>() == want.cast(DType::Float32).to_vector<float>());
+    };
+    once("softmax", [](const Tensor& t) { return t.softmax(1); });
+    once("log_softmax", [](const Tensor& t) { return t.log_softmax(0); });
+    once("logsumexp", [](const Tensor& t) { return t.logsumexp(1); });
+    once("var", [](const Tensor& t) { return t.var({1}); });
+    once("std", [](const Tensor& t) { return t.std({0, 1}); });
+    once("gelu", [](const Tensor& t) { return t.gelu("tanh"); });
+    once("silu", [](const Tensor& t) { return t.silu(); });
+    once("softplus", [](const Tensor& t) { return t.softplus(2, 5); });
+    once("erf", [](const Tensor& t) { return t.erf(); });
+    once("leaky_relu", [](const Tensor& t) { return t.leaky_relu(0.1); });
+    once("LayerNorm", [&](const Tensor& t) {
+      nn::LayerNorm ln(24);
+      ln.weight = w.cast(t.dtype());
+      ln.bias = (w * 0.5).cast(t.dtype());
+      return ln(t);
+    });
+    once("RMSNorm", [&](const Tensor& t) {
+      nn::RMSNorm rms(24, 1e-6);
+      rms.weight = w.cast(t.dtype());
+      return rms(t);
+    });
+    once("cross_entropy", [](const Tensor& t) {
+      return nn::cross_entropy(t.reshape({4, 12}), Tensor::from_vector<int64_t>({0, 3, 11, 5}, {4}));
+    });
+    once("avg_pool2d", [](const Tensor& t) {
+      return F::avg_pool2d(t.reshape({1, 2, 4, 6}), {3, 3}, {1, 1});
+    });
+    once("bilinear interpolate", [](const Tensor& t) {
+      return F::interpolate(t.reshape({1, 2, 4, 6}), {5, 7}, std::nullopt, "bilinear");
+    });
+    once("conv2d", [&](const Tensor& t) {
+      return F::conv2d(t.reshape({1, 2, 4, 6}), w.cast(t.dtype()).reshape({2, 1, 3, 4}), {}, {1, 1}, {1, 1},
+                       {1, 1}, 2);
+    });
   }
 }
 
