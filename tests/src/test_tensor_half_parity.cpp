@@ -231,7 +231,7 @@ const std::map<std::string, OpSpec>& ops() {
 }
 
 // The digest of every result's bits of the test case below (see there).
-constexpr uint64_t kHalfParityDigest = 0xc6b0e543d9dade1eu;
+constexpr uint64_t kHalfParityDigest = 0xdb7ee1f36fc434e9u;
 
 struct Counts {
   int cases = 0, elements = 0, torch_equal = 0, torch_rounds_more = 0, midpoint = 0;
