@@ -81,7 +81,8 @@ TEST_CASE(
   // Forward and the gradients of sum(y * w) for q, k and v, against the reference's loops
   // on the same (Float32-rounded) numbers. Up to T = 64: 2 batches of 2 heads; at 1000 and
   // 2048 one head, so the test stays a few seconds (and affordable under ASan) while the
-  // softmax still sums 2048 terms. E = 16.
+  // softmax still sums 2048 terms. E = 16. Measured with cold kernel caches (LOOM_CACHE_DIR=off,
+  // load 3.5 on 2 cores): 2.9 s in Release, 11 s under ASan and UBSan (-O1), 876 MB resident.
   //
   // Tolerance: the Float32 sums of q.k (16 terms), of the softmax's T terms and of p v (T
   // terms), and in the backward of p dP over T keys and of dS q over T queries, each err by
