@@ -171,29 +171,103 @@ Tensor RMSNorm::forward(const Tensor& input) const {
 
 // ---- functions ------------------------------------------------------------------------
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                                    std::optional<double> scale) {
+namespace {
+
+// The leading (batch) axes of an attention's scores: q's, k's and v's leading axes
+// broadcast together, or an error naming the op and all three shapes.
+Shape attention_batch(const Tensor& q, const Tensor& k, const Tensor& v, const char* op) {
+  Shape out;
+  for (const Tensor* t : {&q, &k, &v}) {
+    const Shape lead(t->shape().begin(), t->shape().end() - 2);
+    if (lead.size() > out.size()) out.insert(out.begin(), lead.size() - out.size(), 1);
+    for (size_t i = 0; i < lead.size(); ++i) {
+      int64_t& o = out[out.size() - lead.size() + i];
+      if (o != lead[i] && o != 1 && lead[i] != 1)
+        throw Error(fmt::format("{}: the leading axes of q {}, k {} and v {} do not broadcast together", op,
+                                str(q.shape()), str(k.shape()), str(v.shape())));
+      if (o == 1) o = lead[i];
+    }
+  }
+  return out;
+}
+
+// k or v with its heads (axis -3) repeated `rep` times each, as PyTorch's
+// repeat_interleave: head h of the result is head h / rep of t. An expand and a
+// reshape, so nothing is copied.
+Tensor repeat_heads(const Tensor& t, int64_t rep) {
+  if (rep == 1) return t;
+  Shape expanded = t.shape(), merged = t.shape();
+  const size_t h = t.ndim() - 3;
+  expanded.insert(expanded.begin() + static_cast<std::ptrdiff_t>(h) + 1, rep);
+  merged[h] *= rep;
+  return t.unsqueeze(static_cast<int>(h) + 1).expand(expanded).reshape(merged);
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k_in, const Tensor& v_in,
+                                    const Tensor& mask, std::optional<double> scale, bool is_causal,
+                                    bool enable_gqa) {
   const char* op = "scaled_dot_product_attention";
-  for (const Tensor* t : {&q, &k, &v}) check_float(*t, op);
-  check_same_dtype(op, k, "k", q, "q");
-  check_same_dtype(op, v, "v", q, "q");
-  if (q.ndim() < 2 || k.ndim() < 2 || v.ndim() < 2)
+  for (const Tensor* t : {&q, &k_in, &v_in}) check_float(*t, op);
+  check_same_dtype(op, k_in, "k", q, "q");
+  check_same_dtype(op, v_in, "v", q, "q");
+  if (q.ndim() < 2 || k_in.ndim() < 2 || v_in.ndim() < 2)
     throw Error(fmt::format("{}: q, k and v need at least 2 dimensions, got {}, {} and {}", op,
-                            str(q.shape()), str(k.shape()), str(v.shape())));
-  if (q.shape().back() != k.shape().back() || k.shape()[k.ndim() - 2] != v.shape()[v.ndim() - 2])
+                            str(q.shape()), str(k_in.shape()), str(v_in.shape())));
+  if (q.shape().back() != k_in.shape().back() ||
+      k_in.shape()[k_in.ndim() - 2] != v_in.shape()[v_in.ndim() - 2])
     throw Error(fmt::format("{}: q {} and k {} must agree in the last size, k and v {} in the sequence size",
-                            op, str(q.shape()), str(k.shape()), str(v.shape())));
+                            op, str(q.shape()), str(k_in.shape()), str(v_in.shape())));
+  Tensor k = k_in, v = v_in;
+  if (enable_gqa) {
+    if (q.ndim() < 3 || k.ndim() < 3 || v.ndim() < 3)
+      throw Error(fmt::format("{}: enable_gqa needs q, k and v with a heads axis (-3), got {}, {} and {}", op,
+                              str(q.shape()), str(k.shape()), str(v.shape())));
+    const int64_t hq = q.shape()[q.ndim() - 3], hk = k.shape()[k.ndim() - 3], hv = v.shape()[v.ndim() - 3];
+    if (hk != hv || hk == 0 || hq % hk != 0)
+      throw Error(
+          fmt::format("{}: enable_gqa needs k {} and v {} with equal head counts (axis -3) dividing q's "
+                      "{}, got {}, {} and {}",
+                      op, str(k.shape()), str(v.shape()), str(q.shape()), hk, hv, hq));
+    k = repeat_heads(k, hq / hk);
+    v = repeat_heads(v, hq / hk);
+  }
+  const int64_t L = q.shape()[q.ndim() - 2], S = k.shape()[k.ndim() - 2];
+  Shape scores_shape = attention_batch(q, k, v, op);
+  scores_shape.push_back(L);
+  scores_shape.push_back(S);
+  if (mask.defined()) {
+    if (is_causal)
+      throw Error(
+          fmt::format("{}: both a mask {} and is_causal were given; expected one of them (PyTorch "
+                      "refuses an explicit mask with is_causal too)",
+                      op, str(mask.shape())));
+    if (!mask.dtype().is_bool() && !mask.dtype().is_float())
+      throw Error(fmt::format("{}: mask {} has dtype {}; expected Bool or a float dtype", op,
+                              str(mask.shape()), scalar_name(mask.dtype().scalar)));
+    if (mask.dtype().is_float()) check_same_dtype(op, mask, "float mask", q, "q");
+    // The mask broadcasts to the scores, never the scores to the mask: a mask
+    // with more or larger axes is a mistake that would silently add a batch.
+    const Shape& ms = mask.shape();
+    bool fits = ms.size() <= scores_shape.size();
+    for (size_t i = 1; fits && i <= ms.size(); ++i)
+      fits = ms[ms.size() - i] == 1 || ms[ms.size() - i] == scores_shape[scores_shape.size() - i];
+    if (!fits)
+      throw Error(
+          fmt::format("{}: mask {} does not broadcast to the scores' shape {} ([..., L, S] of q {}, k {})",
+                      op, str(mask.shape()), str(scores_shape), str(q.shape()), str(k_in.shape())));
+  }
   const double s = scale.value_or(1 / std::sqrt(static_cast<double>(q.shape().back())));
   Tensor scores = q.matmul(k.transpose(-2, -1)) * s;
-  if (mask.defined()) {
-    if (mask.dtype().is_bool())
-      scores = mask.where(scores, Tensor::scalar(-std::numeric_limits<double>::infinity(), scores.dtype()));
-    else if (mask.dtype().is_float()) {
-      check_same_dtype(op, mask, "float mask", q, "q");
-      scores = scores + mask;
-    } else
-      throw Error(fmt::format("{}: mask has dtype {}; expected Bool or a float dtype", op,
-                              scalar_name(mask.dtype().scalar)));
+  const Tensor minus_inf = Tensor::scalar(-std::numeric_limits<double>::infinity(), scores.dtype());
+  if (is_causal) {
+    // Key j is visible to query i when j <= i: a comparison of two index ranges,
+    // so the schedule sees index arithmetic it can fuse, not an L x S constant.
+    const Tensor causal = Tensor::arange(S).unsqueeze(0) <= Tensor::arange(L).unsqueeze(1);
+    scores = causal.where(scores, minus_inf);
+  } else if (mask.defined()) {
+    scores = mask.dtype().is_bool() ? mask.where(scores, minus_inf) : scores + mask;
   }
   return scores.softmax(-1).matmul(v);
 }

@@ -192,8 +192,13 @@ struct AvgPool2d : Module {
 // broadcast. q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev].
 // mask (broadcast to [..., L, S]): Bool, true where attention is allowed, or
 // a float added to the scores; undefined for none. scale defaults to 1/sqrt(E).
+// is_causal: query i attends to keys 0..i (PyTorch's lower-triangular L x S mask,
+// aligned top-left), built from index comparisons; it excludes `mask`.
+// enable_gqa: k and v have fewer heads (axis -3) than q, a divisor of q's, and
+// each is repeated to q's heads (q head h reads k/v head h / (Hq / Hkv)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Tensor& mask = {}, std::optional<double> scale = std::nullopt);
+                                    const Tensor& mask = {}, std::optional<double> scale = std::nullopt,
+                                    bool is_causal = false, bool enable_gqa = false);
 
 // Mean over N of -log softmax(logits)[i, labels[i]]; logits [N, C] float,
 // labels [N] Int32 or Int64. A realized label outside [0, C) is an error naming

@@ -1,7 +1,7 @@
 #pragma once
 // Reads the tables PyTorch made once (tests/data/*.json: numbers, with "nan" and "inf" as strings,
 // and tensors as shape, dtype and values). Also reads tests/data/nn_table.json (made by
-// tests/data/make_nn_table.py) and checks
+// tests/data/make_nn_table.py), or another table of its format, and checks
 // an op's outputs and Float64 gradients against it. Each case holds the inputs, the outputs, a
 // weight w per element of the first output, and PyTorch's gradient of sum(y * w) for each Float64
 // input, in order.
@@ -53,12 +53,14 @@ inline std::vector<double> table_values(const Tensor& t) {
   return as_double(t.to_vector<bool>());
 }
 
+inline json read_table(const char* path) {
+  std::ifstream f(path);
+  REQUIRE(f.good());
+  return json::parse(f);
+}
+
 inline const json& nn_table() {
-  static const json t = [] {
-    std::ifstream f(LOOM_TEST_DATA "/nn_table.json");
-    REQUIRE(f.good());
-    return json::parse(f);
-  }();
+  static const json t = read_table(LOOM_TEST_DATA "/nn_table.json");
   return t;
 }
 
@@ -80,12 +82,14 @@ inline void check_table_values(const std::vector<double>& got, const json& want,
 
 using TableOp = std::function<std::vector<Tensor>(const json& args, const std::vector<Tensor>& inputs)>;
 
-// Runs every case of `op` through `run` and checks each output's shape, dtype and values, then the
-// gradient of sum(y * w) for each Float64 input. Float32 values within rtol32 (the sums run in
-// another order than PyTorch's), Float64 within 1e-12, integers exactly. Returns the case count.
-inline int check_torch_table(const std::string& op, const TableOp& run, double rtol32 = 1e-5) {
+// Runs every case of `op` in `table` (nn_table.json unless given) through `run` and checks each
+// output's shape, dtype and values, then the gradient of sum(y * w) for each Float64 input.
+// Float32 values within rtol32 (the sums run in another order than PyTorch's), Float64 within
+// 1e-12, integers exactly. Returns the case count.
+inline int check_torch_table(const std::string& op, const TableOp& run, double rtol32 = 1e-5,
+                             const json& table = nn_table()) {
   int n = 0;
-  for (const json& c : nn_table()["cases"]) {
+  for (const json& c : table["cases"]) {
     if (c["op"] != op) continue;
     ++n;
     CAPTURE(op);
