@@ -230,8 +230,11 @@ const PatternMatcher& symbolic() {
 }
 
 const PatternMatcher& symbolic_index() {
-  static const PatternMatcher pm =
-      symbolic().restricted("symbolic_index", [](const UOp& u) { return !u.dtype.is_float(); });
+  static const PatternMatcher pm = symbolic().restricted("symbolic_index", [](const UOp& u) {
+    // A float select on a constant condition is no float arithmetic: its dead branch
+    // (an empty slice's source, say) must not keep a buffer alive.
+    return !u.dtype.is_float() || (u.op == Op::WHERE && u.src[0]->op == Op::CONST);
+  });
   return pm;
 }
 

@@ -28,9 +28,10 @@ const PatternMatcher& symbolic_simple();
 // symbolic_simple + canonical order and reassociation, range-analysis folds,
 // comparison folds and divmod_folding.
 const PatternMatcher& symbolic();
-// symbolic on integer and bool nodes only: index arithmetic and conditions.
-// Float values are left to the per-kernel simplifier, where the kernel-level
-// checker sees every rewrite of a value.
+// symbolic on integer and bool nodes only: index arithmetic and conditions, and
+// a select on a constant condition (whatever its dtype). Float values are left to
+// the per-kernel simplifier, where the kernel-level checker sees every rewrite of
+// a value.
 const PatternMatcher& symbolic_index();
 // Division and modulo by constants (and a few by variables), each with its sign guard.
 const PatternMatcher& divmod_folding();
