@@ -1,5 +1,5 @@
 // The matmul workloads of docs/performance.md: square matmuls, a 500..520 sweep
-// (reported per FLOP by bench/compare), GEMV, a fused linear layer, an MLP's SGD
+// (reported per FLOP by bench/compare), GEMV, a fused linear layer, a classifier head, an MLP's SGD
 // step and multi-head latent attention's forward pass. The names are shared with
 // bench/peers/peers.py; bench/compare runs both and prints one table. Run alone:
 //   ./build/bench/bench_matmul --benchmark_min_time=0.2
@@ -105,6 +105,13 @@ void register_workloads() {
     const Tensor x = input({256, 784}), w = input({784, 512}), b = input({512});
     run(
         s, [&] { return (x.matmul(w) + b).relu(); }, 2.0 * 256 * 784 * 512);
+  });
+  // A classifier head, nn::Linear(128, 10) on a batch of 128: the logits are dot products
+  // along the contiguous input features, each folded from its vector accumulators.
+  add("classifier_head_128x128x10", [](benchmark::State& s) {
+    const Tensor x = input({128, 128}), w = input({10, 128}), b = input({10});
+    run(
+        s, [&] { return x.matmul(w.transpose(0, 1)) + b; }, 2.0 * 128 * 128 * 10);
   });
   add("mlp_sgd_step_256", mlp_step);
   add("mla_forward_small", [](benchmark::State& s) { mla_forward(s, {8, 20, 8, 64, 512, 128}); });

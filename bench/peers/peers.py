@@ -128,6 +128,8 @@ def torch_layer_workloads(r):
     """The layer workloads of bench/bench_matmul.cpp: a fused linear layer, an MLP's SGD step, MLA forward."""
     x, w, b = r(256, 784), r(784, 512), r(512)
     out = {"linear_relu_256x784x512": lambda: torch.relu(torch.addmm(b, x, w))}
+    xh, wh, bh = r(128, 128), r(10, 128), r(10)
+    out["classifier_head_128x128x10"] = lambda: torch.nn.functional.linear(xh, wh, bh)
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
                               torch.nn.ReLU(), torch.nn.Linear(512, 10))
