@@ -15,22 +15,11 @@ says which ran."""
 import json, math, os
 import torch
 import torch.nn.functional as F
+from torch_json import tensor_json as tj
 
 torch.manual_seed(27)
 f64, f32 = torch.float64, torch.float32
-DTYPES = {"float32": f32, "float64": f64, "bool": torch.bool}
 HAVE_SDPA = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)  # enable_gqa
-
-
-def enc(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
-
-
-def tj(t):
-    return {"shape": list(t.shape), "dtype": [k for k, d in DTYPES.items() if d == t.dtype][0],
-            "values": [enc(v) for v in t.detach().reshape(-1).tolist()]}
 
 
 def reference_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):

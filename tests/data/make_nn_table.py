@@ -8,23 +8,9 @@ output and the gradient of sum(y * w) for each Float64 input. Run once with PyTo
 import json, math, os
 import torch
 import torch.nn.functional as F
+from torch_json import tensor_json as tj
 
 torch.manual_seed(26)
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
-          "bool": torch.bool}
-
-
-def enc(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
-
-
-def tj(t):
-    return {"shape": list(t.shape), "dtype": [k for k, d in DTYPES.items() if d == t.dtype][0],
-            "values": [enc(v) for v in t.detach().reshape(-1).tolist()]}
-
-
 cases = []
 
 

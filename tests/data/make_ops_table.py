@@ -7,24 +7,9 @@ the JSON is committed, so the tests never need torch. Non-finite numbers are the
 import json, math, os
 import torch
 import torch.nn.functional as F
+from torch_json import DTYPES, enc, tensor_json
 
 torch.manual_seed(26)
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "bool": torch.bool}
-
-
-def enc(v):
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
-
-
-def tensor_json(t):
-    return {"shape": list(t.shape), "dtype": [k for k, d in DTYPES.items() if d == t.dtype][0],
-            "values": [enc(v) for v in t.detach().reshape(-1).tolist()]}
-
-
 cases = []
 
 
