@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <numbers>
 #include <string>
@@ -73,11 +72,7 @@ void check_close(const std::vector<double>& got, const json& want, Tolerance tol
 }
 
 const json& table() {
-  static const json t = [] {
-    std::ifstream f(LOOM_TEST_DATA "/ops_table.json");
-    REQUIRE(f.good());
-    return json::parse(f);
-  }();
+  static const json t = test::read_table(LOOM_TEST_DATA "/ops_table.json");
   return t;
 }
 

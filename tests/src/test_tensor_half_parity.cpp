@@ -31,11 +31,7 @@ using test::json;
 namespace {
 
 const json& half_table() {
-  static const json t = [] {
-    std::ifstream f(LOOM_TEST_DATA "/half_table.json");
-    REQUIRE(f.good());
-    return json::parse(f);
-  }();
+  static const json t = test::read_table(LOOM_TEST_DATA "/half_table.json");
   return t;
 }
 
