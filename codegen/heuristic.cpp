@@ -178,13 +178,12 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
   const UOpPtr& range = first->src[1];
   if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
   if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
-  for (const auto& end : kernel->src) {
+  for (const auto& end : kernel->src)
     if (end->op != Op::END || end->src.size() < 2 || end->src[1] != range) return nullptr;
-    // Threads must write disjoint elements: a loop its store does not move along (the
-    // blocks of k whose partial sums wait in the output) runs in order on one thread.
-    if (end->src[0]->op == Op::STORE && !reaches(end->src[0]->src.at(0), range)) return nullptr;
-  }
-  return range;
+  // Threads must write disjoint elements, and each task runs the whole kernel: a loop
+  // some store does not move along (the blocks of k whose partial sums wait in the
+  // output, a zero fill before a scatter) runs in order on one thread.
+  return stores_along(kernel, range) ? range : nullptr;
 }
 
 int64_t axis_of(const UOpPtr& range) { return range->get<AxisArg>().id; }

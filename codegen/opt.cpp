@@ -162,11 +162,19 @@ void OptState::apply(const Opt& opt) {
       const UOpPtr r = find_range(k, opt.axis);
       if (!r) misfit(opt, k, fmt::format("no range has axis id {}", opt.axis));
       if (kind(r) != AxisKind::Loop) misfit(opt, k, "only a loop runs across threads");
+      if (!stores_along(k, r))
+        misfit(opt, k, "a store does not move along the range: it would run once per thread's task");
       k = substitute(k, {{r, with_kind(r, AxisKind::Parallel)}});
       break;
     }
   }
   applied_.push_back(opt);
+}
+
+bool stores_along(const UOpPtr& kernel, const UOpPtr& range) {
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::STORE && !reaches(n->src.at(0), range)) return false;
+  return true;
 }
 
 UOpPtr apply_opts(const UOpPtr& kernel, const std::vector<Opt>& opts, const Target& target) {

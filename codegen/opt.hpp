@@ -45,6 +45,13 @@ class OptState {
   std::vector<Opt> applied_;
 };
 
+// Does every store of `kernel` move along `range`? Only then may the range run across
+// threads: each task runs the whole kernel for its slice of the range, so a store
+// outside it (scatter_reduce's zero fill before its scatter) would run once per task
+// and wipe what the tasks before it wrote, and a store inside it that does not move
+// along it (a sum across the range) would race.
+bool stores_along(const UOpPtr& kernel, const UOpPtr& range);
+
 // `opts` applied to `kernel` in order, then settled: the kernel the optimiser makes
 // when its heuristic (or a search) chose `opts`.
 UOpPtr apply_opts(const UOpPtr& kernel, const std::vector<Opt>& opts, const Target& target);

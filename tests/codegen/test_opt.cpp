@@ -52,6 +52,18 @@ UOpPtr matmul(int64_t m, int64_t k_len, int64_t n) {
   return sink({end(store(index(out, i * n + j), value), {i, j})});
 }
 
+// scatter_reduce's kernel for the first part of a split row sum: out (parts blocks of
+// parts * n) zeroed over axis 2, then block s's row s gets in's row s added, over
+// END(s, j): axes 0 (s) and 1 (j).
+UOpPtr fill_then_add(int64_t parts, int64_t n) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto f = make_range(parts * parts * n, 2);
+  auto zeroed = UOp::make(Op::AFTER, out->dtype, {out, end(store(index(out, f), const_float(f32, 0)), {f})});
+  auto s = make_range(parts, 0), j = make_range(n, 1);
+  auto at = index(zeroed, s * (parts * n + n) + j);
+  return sink({end(store(at, kb::load(at) + load(in, s * n + j)), {s, j})});
+}
+
 std::vector<float> ramp(size_t n, int mod) {
   std::vector<float> x(n);
   for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(i) % mod) * 0.25f - 1.0f;
@@ -210,6 +222,31 @@ TEST_CASE("apply_opts: an Opt that does not fit the kernel is an error naming it
                        doctest::Contains("only a loop runs across threads"), Error);
   CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Upcast, 1, 7}}, t), doctest::Contains("1 (loop, 256)"),
                        Error);
+}
+
+TEST_CASE("a kernel with a store outside its outer loop never runs that loop across threads") {
+  // Each thread's task runs the whole kernel for its slice of the parallel range: the
+  // zero fill would run once per task and wipe the rows the tasks before it added (an
+  // Embedding's gradient came out with 3 of 4 rows zero).
+  const UOpPtr kernel = fill_then_add(4, 4096);
+  for (const Target& t : {v3(), v4()}) {
+    CAPTURE(t.name);
+    const std::vector<Opt> opts = heuristic_opts(kernel, t);
+    CHECK(std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.kind == OptKind::Parallel; }));
+    CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Parallel, 0}}, t),
+                         doctest::Contains("a store does not move along the range"), Error);
+    // Compiled and run as the executor runs it, one task per element of the
+    // parallel range: the interpreter's values on the kernel as written.
+    const UOpPtr made = optimize_kernel(kernel, {true, t, std::nullopt});
+    Aligned<float> want(4 * 4 * 4096, 7.0f), got(4 * 4 * 4096, 7.0f), in(ramp(4 * 4096, 11));
+    void* want_bufs[] = {want.data(), in.data()};
+    interpret_kernel(kernel, want_bufs, {});
+    const KernelFn fn = compile_kernel(made, "fill_then_add");
+    void* got_bufs[] = {got.data(), in.data()};
+    const int64_t tasks = parallel_extent(made, {});
+    for (int64_t task = 0; task < tasks; ++task) fn(got_bufs, nullptr, task, task + 1);
+    CHECK(got.values() == want.values());
+  }
 }
 
 TEST_CASE("finish_heuristic after the heuristic's range splits gives the heuristic's list") {

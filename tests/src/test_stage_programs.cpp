@@ -10,6 +10,8 @@
 #include <loom/context.hpp>
 #include <loom/loom.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -139,6 +141,28 @@ TEST_CASE("index_select's gradient scatters the selected rows back, repeated ind
   for (int64_t i = 0; i < kLookups; ++i)
     for (int64_t d = 0; d < kWidth; ++d) expected[ids[i] * kWidth + d] += ws[i * kWidth + d];
   CHECK(g.to_vector<float>() == expected);  // the same additions in the same order: exact
+}
+
+TEST_CASE("a position embedding's gradient over a large upstream keeps every row") {
+  // Its sum over the rows read through the positions 0..T-1 is split in parts (the
+  // upstream, 2 MiB, comes from memory), and each part's scatter zero-fills its output
+  // first: run across threads, every task zeroed what the tasks before it had added.
+  const int64_t batch = 8, positions = 256, width = 256;
+  manual_seed(11);
+  const Tensor table = Tensor::randn({positions, width}).realize();
+  const Tensor up = Tensor::randn({batch, positions, width}).realize();
+  const Tensor g = gradient((table.index_select(0, Tensor::arange(positions)) * up).sum(), {table})[0];
+  const std::vector<float> got = g.to_vector<float>(), ups = up.to_vector<float>();
+  int64_t wrong = 0;
+  for (int64_t t = 0; t < positions; ++t)
+    for (int64_t c = 0; c < width; ++c) {
+      double want = 0;
+      for (int64_t b = 0; b < batch; ++b) want += ups[(b * positions + t) * width + c];
+      const float have = got[t * width + c];
+      if (std::abs(have - want) > 1e-5 * (1 + std::abs(want)) && wrong++ < 3)
+        FAIL_CHECK(fmt::format("row {} column {}: {} where the sum is {}", t, c, have, want));
+    }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("a full sum of 16M floats runs as two kernels, the first split across threads") {
