@@ -61,7 +61,7 @@ std::vector<Access> accesses(const UOpPtr& kernel) {
         for (const auto& r : ranges_of(red))
           if (std::find(runs_in.begin(), runs_in.end(), r) == runs_in.end()) runs_in.push_back(r);
     double bytes = n->dtype.itemsize();
-    for (const auto& r : runs_in) bytes *= static_cast<double>(trip(r).value_or(1024));
+    for (const auto& r : runs_in) bytes *= static_cast<double>(trip_bound(r));
     out.push_back({n, bytes});
   }
   return out;
@@ -116,7 +116,7 @@ UOpPtr lane_candidate(const UOpPtr& kernel) {
   double best_score = 0;
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
-    if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip_bound(r) < 2) continue;
     if (taken.contains(r.get())) continue;
     if (scatters_along(kernel, r)) continue;
     const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
@@ -177,7 +177,7 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
   if (first->op != Op::END || first->src.size() < 2) return nullptr;
   const UOpPtr& range = first->src[1];
   if (range->op != Op::RANGE || kind(range) != AxisKind::Loop) return nullptr;
-  if (trip(range).value_or(0) < 2 || scatters_along(kernel, range)) return nullptr;
+  if (trip_bound(range) < 2 || scatters_along(kernel, range)) return nullptr;
   for (const auto& end : kernel->src)
     if (end->op != Op::END || end->src.size() < 2 || end->src[1] != range) return nullptr;
   // Threads must write disjoint elements, and each task runs the whole kernel: a loop
@@ -190,19 +190,20 @@ int64_t axis_of(const UOpPtr& range) { return range->get<AxisArg>().id; }
 
 // `range` to lanes of `width`: whole when it is an output range that fits in them,
 // else split into lanes (padded to whole vectors), with several accumulators when the
-// kernel reduces, and a float sum over what is left blocked.
+// kernel reduces, and a float sum over what is left blocked. A symbolic range is
+// planned for its longest (trip_bound) and always split, its tail masked.
 void upcast(OptState& s, const UOpPtr& range, int width) {
-  const int64_t n = *trip(range), id = axis_of(range);
+  const int64_t n = trip_bound(range), id = axis_of(range);
   const bool reduced = kind(range) == AxisKind::Reduce;
   const UOpPtr red = reduce_of(s.kernel(), range);  // the reduce the lanes are folded by, if reduced
   // A range within a vector is all lanes; a reduced one padded to a whole vector only when
   // that at most doubles it: a max-pool window's 4 values padded to 16 lanes folded 16.
-  if (n <= width && (!reduced || n * 2 <= width)) return s.apply({OptKind::Upcast, id, 0});
+  if (trip(range) && n <= width && (!reduced || n * 2 <= width)) return s.apply({OptKind::Upcast, id, 0});
   // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
   bool reduces = false;
   for (const auto& u : toposort(s.kernel())) reduces |= u->op == Op::REDUCE;
   const int64_t unroll = reduces ? unroll_for((n + width - 1) / width, width, s.target()) : 1;
-  if (n % (width * unroll) != 0) s.apply({OptKind::Pad, id, width * unroll});
+  if (!exact_quotient(range->src.at(0), width * unroll)) s.apply({OptKind::Pad, id, width * unroll});
   int64_t outer = next_axis_id(s.kernel());  // the split's outer part: range = outer * width + lane
   s.apply({OptKind::Upcast, id, width});
   if (unroll > 1) {
@@ -210,7 +211,7 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
     outer = next_axis_id(s.kernel());
     s.apply({OptKind::Unroll, unrolled, unroll});
   }
-  if (reduced && is_float_sum(red) && *trip(find_range(s.kernel(), outer)) > kBlock)
+  if (reduced && is_float_sum(red) && trip_bound(find_range(s.kernel(), outer)) > kBlock)
     s.apply({OptKind::BlockSum, outer, kBlock});
 }
 
@@ -337,12 +338,12 @@ std::optional<std::vector<Opt>> fitting(const OptState& s, const std::vector<Opt
 // `range` to lanes of `width` with `unroll` accumulators, padded to whole vectors, as upcast() does.
 std::optional<std::vector<Opt>> lanes_move(const OptState& s, const UOpPtr& range, int64_t width,
                                            int64_t unroll) {
-  const int64_t n = *trip(range), id = axis_of(range);
+  const int64_t id = axis_of(range);
   OptState trial = s;
   std::vector<Opt> move;
   try {
     auto apply = [&](const Opt& o) { trial.apply(o), move.push_back(o); };
-    if (n % (width * unroll) != 0) apply({OptKind::Pad, id, width * unroll});
+    if (!exact_quotient(range->src.at(0), width * unroll)) apply({OptKind::Pad, id, width * unroll});
     const int64_t outer = next_axis_id(trial.kernel());
     apply({OptKind::Upcast, id, width});
     if (unroll > 1) apply({OptKind::Unroll, outer, unroll});
@@ -400,9 +401,9 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
   const std::unordered_set<const UOp*> taken = beside_lanes(k);
   for (const auto& r : ranges_of(k)) {
     const AxisKind kd = kind(r);
-    if ((kd != AxisKind::Loop && kd != AxisKind::Reduce) || trip(r).value_or(0) < 2) continue;
+    if ((kd != AxisKind::Loop && kd != AxisKind::Reduce) || trip_bound(r) < 2) continue;
     if (taken.contains(r.get()) || scatters_along(k, r)) continue;
-    if (kd == AxisKind::Loop && *trip(r) <= width) {
+    if (kd == AxisKind::Loop && trip(r) && *trip(r) <= width) {
       add(fitting(s, {{OptKind::Upcast, axis_of(r), 0}}));
       continue;
     }

@@ -59,8 +59,8 @@ UOpPtr guard_accesses(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& 
   return done.at(kernel.get());
 }
 
-UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
-  const int64_t old_end = *trip(range);
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
+  const UOpPtr& old_end = range->src.at(0);
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
   const UOpPtr inside = padded < old_end;
@@ -76,12 +76,17 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   }
   return substitute(k, guarded);
 }
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
+  return pad_range(kernel, range, const_i64(end));
+}
 
 // `range` padded to a multiple of `multiple` where its end is not one.
 UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
-  const int64_t n = *trip(range);
-  if (n % multiple == 0) return kernel;
-  return pad_range(kernel, range, (n + multiple - 1) / multiple * multiple);
+  const UOpPtr& end = range->src.at(0);
+  if (exact_quotient(end, multiple)) return kernel;
+  if (end->is_const())
+    return pad_range(kernel, range, (end->const_int() + multiple - 1) / multiple * multiple);
+  return pad_range(kernel, range, simplify((end + (multiple - 1)) / multiple * multiple));
 }
 
 // range -> outer * factor + inner by the range-splitting primitive: the outer part keeps
@@ -108,7 +113,7 @@ std::pair<UOpPtr, int64_t> split_lanes(UOpPtr k, UOpPtr range, Lanes lanes) {
 // one at most that many partial sums.
 UOpPtr block_sum(UOpPtr k, int64_t range_id, int64_t most) {
   UOpPtr range = find_range(k, range_id);
-  const int64_t n = *trip(range);
+  const int64_t n = trip_bound(range);  // a symbolic sum is blocked for its longest
   if (n <= most) return k;
   const int levels =
       static_cast<int>(std::ceil(std::log2(static_cast<double>(n)) / std::log2(static_cast<double>(most))));
@@ -232,7 +237,7 @@ UOpPtr drop_unit_loops(UOpPtr k) {
 UOpPtr long_float_sum(const UOpPtr& k, int64_t most) {
   UOpPtr next;
   for (const auto& r : ranges_of(k))
-    if (kind(r) == AxisKind::Reduce && trip(r).value_or(0) > most && is_float_sum(reduce_of(k, r))) next = r;
+    if (kind(r) == AxisKind::Reduce && trip_bound(r) > most && is_float_sum(reduce_of(k, r))) next = r;
   return next;
 }
 

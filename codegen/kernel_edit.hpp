@@ -28,9 +28,11 @@ UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range);
 bool is_float_sum(const UOpPtr& red);
 
 // `range` runs to `end` instead: the iterations past its old end touch no memory
-// and add nothing to a REDUCE (its identity).
+// and add nothing to a REDUCE (its identity). `end` may be symbolic, as the old end may.
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end);
 UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end);
-// `range` padded to a multiple of `multiple` where its end is not one.
+// `range` padded to a multiple of `multiple` where its end is not one; a symbolic
+// end n becomes ((n + multiple - 1) / multiple) * multiple, its tail masked.
 UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple);
 // An output range padded to `end` without masking its loads (codegen/kernel_edit.cpp).
 UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, bool repeat_last = false);

@@ -4,6 +4,7 @@
 
 #include "codegen/recipes.hpp"
 #include "ir/contraction.hpp"
+#include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
 
 #include <fmt/format.h>
@@ -55,7 +56,6 @@ std::string axes(const UOpPtr& kernel) {
 UOpPtr range_of(const Opt& opt, const UOpPtr& kernel) {
   UOpPtr r = find_range(kernel, opt.axis);
   if (!r) misfit(opt, kernel, fmt::format("no range has axis id {}", opt.axis));
-  if (!trip(r)) misfit(opt, kernel, "its range's trip count is symbolic");
   return r;
 }
 
@@ -100,13 +100,14 @@ void OptState::apply(const Opt& opt) {
       const UOpPtr r = range_of(opt, k);
       const AxisKind to = opt.kind == OptKind::Upcast ? AxisKind::Upcast : AxisKind::Unroll;
       if (opt.amount == 0 && opt.kind == OptKind::Upcast) {
+        if (!trip(r)) misfit(opt, k, "a symbolic range is split into lanes, never made lanes whole");
         k = substitute(k, {{r, with_kind(r, to)}});
         break;
       }
-      if (opt.amount < 1 || *trip(r) % opt.amount != 0)
-        misfit(
-            opt, k,
-            fmt::format("{} does not divide the range's {} iterations (pad it first)", opt.amount, *trip(r)));
+      if (opt.amount < 1 || !exact_quotient(r->src.at(0), opt.amount))
+        misfit(opt, k,
+               fmt::format("{} does not divide the range's {} iterations (pad it first)", opt.amount,
+                           trip(r) ? std::to_string(*trip(r)) : std::string("symbolic")));
       k = split(k, r, opt.amount, to).root;
       break;
     }
@@ -147,6 +148,7 @@ void OptState::apply(const Opt& opt) {
       const UOpPtr red = kind(r) == AxisKind::Reduce ? reduce_of(k, r) : nullptr;
       if (!red || !is_float_sum(red) || red->dtype.lanes != 1)
         misfit(opt, k, "its range is not one a scalar float sum reduces");
+      if (!trip(r)) misfit(opt, k, "a sum is written out as its terms only over a constant range");
       k = expand_sum(k, red, r);
       break;
     }

@@ -1,6 +1,7 @@
 #include "ir/range_split.hpp"
 
 #include "ir/buffer_access.hpp"
+#include "ir/symbolic.hpp"
 
 #include <fmt/format.h>
 
@@ -63,13 +64,13 @@ Parts make_parts(const RangeSplit& s, int64_t& next_id) {
   if (!r || r->op != Op::RANGE) throw Error("split_ranges: expected a RANGE to split");
   const UOpPtr& end = r->src.at(0);
   const AxisArg axis = r->get<AxisArg>();
-  if (!end->is_const() || s.factor < 1 || end->const_int() % s.factor != 0)
+  const std::optional<UOpPtr> rest = exact_quotient(end, s.factor);
+  if (!rest)
     throw Error(fmt::format(
-        "split_ranges: range {} of end {} cannot be split by {}; expected a constant end "
-        "that the factor divides",
-        axis.id, end->is_const() ? std::to_string(end->const_int()) : "(not a constant)", s.factor));
-  const int64_t rest = end->const_int() / s.factor;
-  const int64_t outer_size = s.factor_outer ? s.factor : rest, inner_size = s.factor_outer ? rest : s.factor;
+        "split_ranges: range {} of end {} cannot be split by {}; expected an end that the factor divides",
+        axis.id, end->is_const() ? std::to_string(end->const_int()) : "(symbolic)", s.factor));
+  const UOpPtr factor = const_i64(s.factor);
+  const UOpPtr outer_size = s.factor_outer ? factor : *rest, inner_size = s.factor_outer ? *rest : factor;
   const AxisKind outer_kind = s.factor_outer ? s.kind : axis.kind,
                  inner_kind = s.factor_outer ? axis.kind : s.kind;
   UOpPtr outer = make_range(outer_size, next_id++, outer_kind);
@@ -80,6 +81,16 @@ Parts make_parts(const RangeSplit& s, int64_t& next_id) {
 bool lists_ranges(Op op) { return op == Op::END || op == Op::REDUCE || op == Op::BUFFERIZE; }
 
 }  // namespace
+
+std::optional<UOpPtr> exact_quotient(const UOpPtr& end, int64_t factor) {
+  if (factor < 1) return std::nullopt;
+  if (end->is_const())
+    return end->const_int() % factor == 0 ? std::optional(const_i64(end->const_int() / factor))
+                                          : std::nullopt;
+  const UOpPtr rest = simplify(end % factor);
+  if (!rest->is_const() || rest->const_int() != 0) return std::nullopt;
+  return simplify(end / factor);
+}
 
 SplitRanges split_ranges(const UOpPtr& root, const std::vector<RangeSplit>& splits, int64_t first_id) {
   int64_t next_id = first_id >= 0 ? first_id : next_axis_id(root);

@@ -11,13 +11,14 @@
 // nest stays valid. The new ranges get fresh axis ids.
 #include "ir/uop.hpp"
 
+#include <optional>
 #include <utility>
 #include <vector>
 
 namespace loom {
 
 struct RangeSplit {
-  UOpPtr range;               // a RANGE whose end is a CONST that `factor` divides
+  UOpPtr range;               // a RANGE whose end `factor` divides (exact_quotient)
   int64_t factor = 1;         // the size of the new range of kind `kind`
   AxisKind kind;              // that new range's kind; the other keeps `range`'s kind
   bool factor_outer = false;  // false: range -> rest*factor + new; true: range -> new*(end/factor) + rest
@@ -28,8 +29,13 @@ struct SplitRanges {
   std::vector<std::pair<UOpPtr, UOpPtr>> parts;  // per split, in order: (outer, inner)
 };
 
+// end / factor when `factor` divides `end` for every value it may take: exactly for a
+// constant, by the simplifier for a symbolic end (n*16, or a padded ((n+15)/16)*16);
+// nullopt when it does not, or cannot be shown to.
+std::optional<UOpPtr> exact_quotient(const UOpPtr& end, int64_t factor);
+
 // Applies all `splits` in one substitution. Throws loom::Error if a range's end
-// is not a constant that its factor divides, or a BUFFERIZE lists the range
+// is not one its factor divides (exact_quotient), or a BUFFERIZE lists the range
 // (splitting one would change the buffer's shape). New ids start at `first_id`,
 // or at one past the largest id in `root` when it is negative.
 SplitRanges split_ranges(const UOpPtr& root, const std::vector<RangeSplit>& splits, int64_t first_id = -1);

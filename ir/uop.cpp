@@ -376,8 +376,16 @@ std::optional<int64_t> trip(const UOpPtr& range) {
   return range->src[0]->const_int();
 }
 
+int64_t trip_bound(const UOpPtr& range) {
+  if (range->op != Op::RANGE) return 0;
+  return std::max<int64_t>(range->src.at(0)->vmax(), 0);
+}
+
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind) {
   return UOp::make(Op::RANGE, DType::Int64, {const_int(DType::Int64, end)}, AxisArg{axis_id, kind});
+}
+UOpPtr make_range(UOpPtr end, int64_t axis_id, AxisKind kind) {
+  return UOp::make(Op::RANGE, DType::Int64, {std::move(end)}, AxisArg{axis_id, kind});
 }
 UOpPtr make_var(const std::string& name, int64_t min, int64_t max) {
   return UOp::make(Op::DEFINE_VAR, DType::Int64, {}, VarArg{name, min, max});

@@ -243,8 +243,13 @@ UOpPtr const_float(DType dt, double v);
 // A constant of `dt` holding `v` (integers and bools are converted from v).
 UOpPtr const_like(DType dt, double v);
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
+// A RANGE whose end is an index expression (a DEFINE_VAR, or arithmetic on one).
+UOpPtr make_range(UOpPtr end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
 // A RANGE's trip count when its end is a constant (nullopt otherwise, or for a non-RANGE).
 std::optional<int64_t> trip(const UOpPtr& range);
+// The most iterations a RANGE can run: its constant end, or the upper bound of a
+// symbolic one (what a choice made for every binding plans for); 0 for a non-RANGE.
+int64_t trip_bound(const UOpPtr& range);
 // Is `range` open at u (does u's value change along it)?
 inline bool depends_on(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
 // The elements of a tensor of this shape.

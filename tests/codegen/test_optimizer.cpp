@@ -138,13 +138,6 @@ TEST_CASE("optimize_kernel: leaves kernels alone when splitting is not possible 
                               end(store(index(b, i), const_int(DType::Int32, 2)), {i})});
     CHECK(ranges_of_kind(optimize_kernel(kernel), AxisKind::Parallel).empty());
   }
-  SUBCASE("a symbolic trip count") {
-    auto out = global(0, DType::Int64);
-    auto n = make_var("n", 1, 100);
-    auto i = UOp::make(Op::RANGE, DType::Int64, {n}, AxisArg{0, AxisKind::Loop});
-    const auto kernel = sink({end(store(index(out, i), i), {i})});
-    CHECK(optimize_kernel(kernel) == kernel);
-  }
 }
 
 TEST_CASE(
