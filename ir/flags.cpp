@@ -35,7 +35,7 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_CHECK_BOUNDS", "0 or 1",
      "1 makes every kernel check each load and store index against its buffer's size; a violation is a "
      "loom::Error naming the kernel and the buffer"},
-    {"LOOM_TARGET", "native, x86-64-v2, x86-64-v3 or x86-64-v4",
+    {"LOOM_TARGET", "native, x86-64-v2, x86-64-v3, x86-64-v4 or x86-64-v3-tiny",
      "the machine kernels are compiled for (default native: the host as CPUID and sysconf report it); a "
      "preset keeps the host's caches and cores and restricts the instruction set, vector width and "
      "registers to that x86-64 level (v3: AVX2 and FMA, v4: AVX-512), and so do LLVM's target features; "

@@ -219,10 +219,23 @@ TargetIsa level_isa(int level) {
 
 struct Preset {
   std::string_view name;
-  int level;  // 0: native
+  int level;          // 0: native
+  bool tiny = false;  // caches of a few KiB and threads for any work (see tiny_machine)
 };
-constexpr std::array<Preset, 4> kPresets{
-    {{"native", 0}, {"x86-64-v2", 2}, {"x86-64-v3", 3}, {"x86-64-v4", 4}}};
+constexpr std::array<std::string_view, 5> kLevelNames{"", "", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
+constexpr std::array<Preset, 5> kPresets{
+    {{"native", 0}, {"x86-64-v2", 2}, {"x86-64-v3", 3}, {"x86-64-v4", 4}, {"x86-64-v3-tiny", 3, true}}};
+
+// A machine for testing: 2 L1 sets of the host's ways and line, an L2 of 4 L1s, an L3
+// of 4 L2s, and threads woken for any kernel. The choices sized by caches and by the
+// work worth a thread (split reduces, packed panels, cache blocks, tasks) then happen
+// on programs small enough for the reference interpreter to check.
+void tiny_machine(Target& t) {
+  t.l1d_bytes = int64_t{2} * t.l1d_ways * t.line_bytes;
+  t.l2_bytes = 4 * t.l1d_bytes;
+  t.l3_bytes = t.l3_complex_bytes = 4 * t.l2_bytes;
+  t.wake_work = 64;
+}
 
 // What of `want` the host lacks, as feature names ("" if nothing).
 std::string missing(const TargetIsa& want, const TargetIsa& have) {
@@ -250,6 +263,7 @@ Target make_preset(const Preset& p) {
     throw Error(fmt::format("the host lacks {}, which {} needs", lacks, p.name));
   t.isa = want;
   set_vectors(t);
+  if (p.tiny) tiny_machine(t);
   return t;
 }
 
@@ -274,6 +288,13 @@ int64_t Target::accumulators() const {
 const Target& host_target() {
   static const Target host = detect_host();
   return host;
+}
+
+std::string_view preset_level(std::string_view name) {
+  target_named(name);
+  for (const Preset& p : kPresets)
+    if (p.name == name) return p.level == 0 ? std::string_view("native") : kLevelNames[p.level];
+  return "native";
 }
 
 const std::vector<std::string_view>& target_names() {

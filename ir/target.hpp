@@ -35,7 +35,7 @@ struct TargetIsa {
 };
 
 struct Target {
-  std::string name = "native";  // "native", "x86-64-v2", "x86-64-v3" or "x86-64-v4"
+  std::string name = "native";  // "native", "x86-64-v2", "x86-64-v3", "x86-64-v4" or "x86-64-v3-tiny"
   TargetIsa isa;
   int vector_bytes = 16;      // one SIMD register: 64 with AVX-512, 32 with AVX, 16 otherwise
   int vector_registers = 16;  // SIMD registers of that width: 32 with AVX-512, else 16
@@ -122,6 +122,9 @@ const Target& host_target();
 // vector width and registers restricted to the preset's level), or the host
 // itself for "native". Throws loom::Error naming the known presets otherwise.
 const Target& target_named(std::string_view name);
+// The x86-64 level whose instructions the preset `name` allows, as LLVM names the
+// CPU ("x86-64-v3" for x86-64-v3-tiny), or "native". Throws as target_named.
+std::string_view preset_level(std::string_view name);
 // The preset names LOOM_TARGET takes, "native" first.
 const std::vector<std::string_view>& target_names();
 // `t` planned for vectors of `bytes` instead (the registers: that width's count):

@@ -349,7 +349,8 @@ JitTarget& Jit::Impl::target(const std::string& name) {
   if (it != targets.end()) return it->second;
   target_named(name);  // an unknown preset, or one the host lacks, is a loom::Error here
   JitTarget t;
-  t.features = name == "native" ? features : preset_feature_list(features, name);
+  const std::string_view level = preset_level(name);
+  t.features = level == "native" ? features : preset_feature_list(features, std::string(level));
   t.avx512 = std::find(t.features.begin(), t.features.end(), "+avx512f") != t.features.end();
   llvm::orc::JITTargetMachineBuilder builder{llvm::Triple(llvm::sys::getProcessTriple())};
   builder.setCPU(cpu);

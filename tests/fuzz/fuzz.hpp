@@ -91,7 +91,7 @@ struct RunOptions {
   int gradient_share = 4;  // every n-th program is a gradient program (0: never)
   // The LOOM_TARGET presets the programs are compiled for, in turn (program seed modulo
   // their number): the AVX2 and SSE code paths get the same checks as the host's.
-  std::vector<std::string> targets = {"native", "x86-64-v3", "x86-64-v2"};
+  std::vector<std::string> targets = {"native", "x86-64-v3", "x86-64-v2", "x86-64-v3-tiny"};
   std::string replay_dir;      // where shrunk failures are written ("" : not written)
   bool stop_at_first = false;  // stop after the first failure
   bool verbose = false;        // one line per program on stderr

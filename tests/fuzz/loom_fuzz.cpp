@@ -30,7 +30,7 @@ constexpr const char* kUsage = R"(usage:
       with LOOM_CHECK_BOUNDS=1 (default 8, 0: never); --gradient-share N makes every
       N-th program a gradient program, its loss's gradient checked against finite
       differences (default 4, 0: never). --target T1,T2,... compiles the programs for
-      these LOOM_TARGET presets in turn (default native,x86-64-v3,x86-64-v2; one name:
+      these LOOM_TARGET presets in turn (default native,x86-64-v3,x86-64-v2,x86-64-v3-tiny; one name:
       every program at that preset). --packed-matmuls makes half the matmul steps
       products big enough for panel packing (up to 16384 elements a value; slower).
       --recompute-bound R fails a program whose schedule does more than R times the

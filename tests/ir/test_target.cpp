@@ -85,6 +85,19 @@ TEST_CASE("Target: a preset restricts the ISA, vectors and registers and keeps t
     CHECK(v3.key() != host.key());
     same_caches(v3);
   }
+  if (host.isa.avx2 && host.isa.fma) {
+    // The test machine: v3's instructions, caches of a few KiB, threads for any work.
+    const Target& tiny = target_named("x86-64-v3-tiny");
+    CHECK(tiny.isa == target_named("x86-64-v3").isa);
+    CHECK(tiny.vector_bytes == 32);
+    CHECK(tiny.l1d_sets() == 2);
+    CHECK(tiny.l1d_ways == host.l1d_ways);
+    CHECK(tiny.l2_bytes == 4 * tiny.l1d_bytes);
+    CHECK(tiny.l3_bytes == 4 * tiny.l2_bytes);
+    CHECK(tiny.cores == host.cores);
+    CHECK(tiny.serial_work() < 100);
+    CHECK(tiny.key() != target_named("x86-64-v3").key());
+  }
   const Target& v2 = target_named("x86-64-v2");
   CHECK(v2.isa.sse42);
   CHECK_FALSE(v2.isa.avx);
