@@ -84,9 +84,13 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
 UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
   const UOpPtr& end = range->src.at(0);
   if (exact_quotient(end, multiple)) return kernel;
-  if (end->is_const())
-    return pad_range(kernel, range, (end->const_int() + multiple - 1) / multiple * multiple);
-  return pad_range(kernel, range, simplify((end + (multiple - 1)) / multiple * multiple));
+  return pad_range(kernel, range, round_up(end, multiple));
+}
+
+UOpPtr round_up(const UOpPtr& end, int64_t multiple) {
+  if (exact_quotient(end, multiple)) return end;
+  if (end->is_const()) return const_i64((end->const_int() + multiple - 1) / multiple * multiple);
+  return simplify((end + (multiple - 1)) / multiple * multiple);
 }
 
 // range -> outer * factor + inner by the range-splitting primitive: the outer part keeps
@@ -156,11 +160,18 @@ UOpPtr repeat_last_iteration(const UOpPtr& kernel, const UOpPtr& padded, const U
 // tests). Only for a kernel that reads nothing it stores, and then for its main END
 // alone: the other ENDs of a kernel of several outputs are guarded as below.
 UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, bool repeat_last) {
-  const int64_t old_end = *trip(range);
-  if (end == old_end) return kernel;
+  return pad_output_range(kernel, range, const_i64(end), repeat_last);
+}
+
+UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end, bool repeat_last) {
+  const UOpPtr& old_end = range->src.at(0);
+  if (end == old_end || (end->is_const() && old_end->is_const() && end->const_int() == old_end->const_int()))
+    return kernel;
+  if (old_end->vmin() < 1) return pad_range(kernel, range, end);
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
-  const UOpPtr clamped = where(padded < old_end, padded, const_int(DType::Int64, old_end - 1));
+  const UOpPtr last = old_end->is_const() ? const_i64(old_end->const_int() - 1) : simplify(old_end - 1);
+  const UOpPtr clamped = where(padded < old_end, padded, last);
   const UOpPtr k0 = substitute(kernel, {{range, padded}});
   const UOpPtr k = repeat_last ? repeat_last_iteration(k0, padded, clamped) : k0;
   if (repeat_last && k->src.size() == 1) return k;

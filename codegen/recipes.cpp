@@ -211,26 +211,32 @@ UOpPtr rows_before_lanes(const UOpPtr& kernel, const UOpPtr& rows) {
 
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                    int64_t itemsize) {
-  const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= masked_whole_k(target);
+  // A symbolic k (a sum as long as a bound variable: attention's scores @ v) is one block:
+  // the tile's loop over it runs as it is, each binding its own length, nothing masked.
+  const std::optional<int64_t> k_trip = trip(mm.reduce);
+  const bool whole_k = !k_trip || (stores_by_lane(k, mm.cols) && *k_trip <= masked_whole_k(target));
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
   // The rows one tile high already: the schedule split them into a's row panels (m a
   // multiple of their height, i = io * R + ii), so io is the loop over row tiles.
-  const bool tile_high = panels && mm.row_panels && tile.rows > 1 && *trip(mm.rows) == tile.rows;
+  const bool tile_high = panels && mm.row_panels && tile.rows > 1 && trip(mm.rows) == tile.rows;
   const UOpPtr& tiled = tile_high ? mm.row_panels : mm.rows;
-  const int64_t tiles = tile_high ? *trip(tiled) : (*trip(tiled) + tile.rows - 1) / tile.rows;
+  const int64_t tiles = tile_high ? trip_bound(tiled) : (trip_bound(tiled) + tile.rows - 1) / tile.rows;
   // The k a tile sums at a time, which a's row blocks are sized for: a k with no divisor
   // in [kBlock / 2, kBlock] (a prime 1021) is one block, and a's rows span all of it.
-  const int64_t k_len = *trip(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
+  const int64_t k_len = trip_bound(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
   const int64_t kc = panels ? (divisor ? divisor : k_len) : 0;
-  const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize, target) : 1;
-  const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
+  // Symbolic rows are padded to whole row tiles only, not to whole blocks of them: a
+  // block sized for the variable's bound would make a binding of 1 compute the bound's
+  // block of rows. Their tiles each pass every panel of b (no row blocks).
+  const int64_t block = panels && trip(tiled) ? row_block(tiles, tile.rows, kc, itemsize, target) : 1;
+  const int64_t tiled_id = tiled->get<AxisArg>().id;
+  const UOpPtr padded_end = round_up(tiled->src.at(0), tile_high ? block : block * tile.rows);
   // Padded rows store the last real row again, unless blocks of k read partial sums back.
   const UOpPtr& store = split_cols->src.at(0)->src.at(0);
   const bool repeat_last = !(panels && divisor) && !loads_output(split_cols, store->src.at(0)->src.at(0));
-  k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows,
-                       repeat_last);
+  k = pad_output_range(split_cols, find_range(split_cols, tiled_id), padded_end, repeat_last);
   UOpPtr rows = find_range(k, tiled_id);
   int64_t unrolled_id = -1;
   if (tile_high) {
@@ -262,10 +268,9 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
   k = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast).root;
   const UOpPtr cols = find_range(k, mm.cols->get<AxisArg>().id);
   k = substitute(k, {{cols, with_kind(cols, AxisKind::Unroll)}});
-  const int64_t m = *trip(mm.rows), tiles = (m + tile.rows - 1) / tile.rows;
   const UOpPtr& store = k->src.at(0)->src.at(0);
   const bool repeat_last = !loads_output(k, store->src.at(0)->src.at(0));
-  k = pad_output_range(k, find_range(k, rows_id), tiles * tile.rows, repeat_last);
+  k = pad_output_range(k, find_range(k, rows_id), round_up(mm.rows->src.at(0), tile.rows), repeat_last);
   UOpPtr unrolled;
   if (tile.rows > 1) {
     const Split s = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll);

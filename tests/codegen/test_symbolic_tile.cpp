@@ -1,0 +1,154 @@
+// Register tiles over contractions of symbolic extent (a DEFINE_VAR bound at launch):
+// the heuristic plans the tile for the variable's upper bound, the tile pads what it
+// splits of a symbolic range (its tail masked or a real row again, never memory past
+// the end), and one compiled kernel equals the kernel-IR interpreter at every binding,
+// 1 and the bounds included, for AVX-512 (x86-64-v4) and AVX2 (x86-64-v3).
+#include "codegen/codegen.hpp"
+#include "codegen/heuristic.hpp"
+#include "codegen/opt.hpp"
+#include "codegen/register_tile.hpp"
+#include "codegen/run_kernel.hpp"
+#include "codegen/symbolic_bindings.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+
+const char* const kTargets[] = {"x86-64-v4", "x86-64-v3"};
+
+// out[i, j] = sum_k a[i, k] * b[k, j] (+ bias[j], relu), all row-major; m and k
+// either constants or expressions over one variable.
+UOpPtr matmul(const UOpPtr& m, const UOpPtr& k, int64_t n, bool epilogue = false) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto i = make_range(m, 0), j = make_range(n, 1), r = make_range(k, 2, AxisKind::Reduce);
+  UOpPtr value = reduce(Op::ADD, load(a, i * k + r) * load(b, r * n + j), {r});
+  if (epilogue) value = alu(Op::MAX, {value + load(global(3, f32), j), const_float(f32, 0)});
+  return sink({end(store(index(out, i * n + j), value), {i, j})});
+}
+
+bool has(const std::vector<Opt>& opts, OptKind kind) {
+  for (const Opt& o : opts)
+    if (o.kind == kind) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("symbolic rows: the heuristic picks the matmul tile it picks for the variable's upper bound") {
+  const auto n = make_var("n", 1, 300);
+  for (const char* t : kTargets) {
+    INFO(t);
+    const Target& target = target_named(t);
+    const std::string symbolic = to_string(heuristic_opts(matmul(n, const_i64(64), 48), target));
+    const std::string bound = to_string(heuristic_opts(matmul(const_i64(300), const_i64(64), 48), target));
+    CHECK(symbolic.find("matmul_tile(") != std::string::npos);
+    CHECK(symbolic == bound);
+  }
+  // What LOOM_DEBUG=3 prints for the kernel: tiles of six rows by two vectors of 16 lanes
+  // (AVX-512) or 8 (AVX2), the loop over blocks of columns (axis 5) the threads'; the
+  // row tiles' loop inside it runs (n + 5) / 6 times.
+  CHECK(to_string(heuristic_opts(matmul(n, const_i64(64), 48), target_named("x86-64-v4"))) ==
+        "[matmul_tile(1, 2, rows=6), parallel(5)]");
+  CHECK(to_string(heuristic_opts(matmul(n, const_i64(64), 48), target_named("x86-64-v3"))) ==
+        "[matmul_tile(1, 2, rows=6), parallel(5)]");
+}
+
+TEST_CASE("symbolic rows: an n x 64 @ 64 x 48 product, rows padded to whole tiles, equals the interpreter") {
+  const auto n = make_var("n", 1, 60);
+  const auto kernel = matmul(n, const_i64(64), 48);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_rows_mm", t, {1, 2, 5, 6, 7, 13, 59, 60}, {60 * 48, 60 * 64, 64 * 48});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("symbolic rows: columns that leave a tail (40 of 2 x 16 lanes), with a bias and relu epilogue") {
+  const auto n = make_var("n", 1, 50);
+  const auto kernel = matmul(n, const_i64(33), 40, true);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_rows_tail", t, {1, 3, 11, 49, 50}, {50 * 40, 50 * 33, 33 * 40, 40});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("symbolic rows that may be none: n of 0 masks every access of the padded rows") {
+  // No last row to read again: the padding is pad_range's, loads and stores under n.
+  const auto n = make_var("n", 0, 20);
+  const auto kernel = matmul(n, const_i64(16), 32);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_rows_zero", t, {0, 1, 7, 20}, {20 * 32, 20 * 16, 16 * 32});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("symbolic rows, b packed in panels of 16 columns: one tile of rows passes every panel") {
+  // As schedule/panel_packing.cpp packs b: b[k, jo*16 + ji] at p[jo, k, ji]. Symbolic rows
+  // are not padded to whole row blocks (a block for the bound would make n = 1 compute it).
+  const auto f32 = DType::Float32;
+  const auto n = make_var("n", 1, 40);
+  const int64_t kk = 96, cols = 64, w = 16;
+  auto out = global(0, f32), a = global(1, f32), p = global(2, f32);
+  auto i = make_range(n, 0), jo = make_range(cols / w, 1), ji = make_range(w, 3);
+  auto r = make_range(kk, 2, AxisKind::Reduce);
+  const UOpPtr value = reduce(Op::ADD, load(a, i * kk + r) * load(p, jo * (kk * w) + r * w + ji), {r});
+  const auto kernel = sink({end(store(index(out, i * cols + jo * w + ji), value), {i, jo, ji})});
+  REQUIRE(matmul_axes(kernel));
+  CHECK(matmul_axes(kernel)->panels.size() == 1);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_rows_panels", t, {1, 5, 6, 7, 39, 40}, {40 * cols, 40 * kk, kk * cols});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("a symbolic sum: 24 x n @ n x 64, the tile's loop over k runs n steps, nothing masked") {
+  // The plain tile does not split its k (one loop, no blocks): a symbolic k is that loop
+  // with the variable's end, no tail to mask.
+  const auto n = make_var("n", 1, 200);
+  const auto kernel = matmul(const_i64(24), n, 64);
+  for (const char* t : kTargets) {
+    INFO(t);
+    CHECK(to_string(heuristic_opts(kernel, target_named(t))) ==
+          to_string(heuristic_opts(matmul(const_i64(24), const_i64(200), 64), target_named(t))));
+    const auto opts =
+        check_bindings(kernel, "k_sym_k", t, {1, 2, 15, 16, 17, 199, 200}, {24 * 64, 24 * 200, 200 * 64});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("attention's scores @ v: T x T @ T x 64, rows and the sum both T, one tile for every T") {
+  const auto tv = make_var("T", 1, 70);
+  const auto kernel = matmul(tv, tv, 64);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_pv", t, {1, 2, 6, 7, 64, 69, 70}, {70 * 64, 70 * 70, 70 * 64});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE(
+    "a symbolic sum in a dot tile (a conv's weight gradient over n positions): lanes along it, masked") {
+  // dw[co, kw] = sum_p x[p + kw] * dy[co, p]: three columns, both factors contiguous along
+  // the sum, so the sum goes to the lanes, padded to whole vectors, its tail masked.
+  const auto f32 = DType::Float32;
+  const auto n = make_var("n", 1, 300);
+  auto out = global(0, f32), x = global(1, f32), dy = global(2, f32);
+  auto co = make_range(8, 0), kw = make_range(3, 1), p = make_range(n, 2, AxisKind::Reduce);
+  const UOpPtr value = reduce(Op::ADD, load(x, p + kw) * load(dy, co * n + p), {p});
+  const auto kernel = sink({end(store(index(out, co * 3 + kw), value), {co, kw})});
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_dot", t, {1, 2, 15, 16, 17, 299, 300}, {8 * 3, 302, 8 * 300});
+    CHECK(has(opts, OptKind::DotTile));
+  }
+}
