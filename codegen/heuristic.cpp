@@ -284,8 +284,8 @@ void apply_heuristic(OptState& s) {
       s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
     } else if (mm) {
       // All the rows in one tile makes each a constant: not rows of a symbolic count.
-      const RegisterTile tile = register_tile(trip_bound(mm->rows), *trip(mm->cols), width, target, mm->a_ops,
-                                              mm->a_selects_rows && trip(mm->rows));
+      const RegisterTile tile = register_tile(trip_bound(mm->rows), trip_bound(mm->cols), width, target,
+                                              mm->a_ops, mm->a_selects_rows && trip(mm->rows));
       s.apply({OptKind::MatmulTile, axis_of(mm->cols), tile.vectors, tile.rows});
     } else if (gemv) {
       RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target, gemv->a_ops);
@@ -377,7 +377,7 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
     const bool one_end = k->src.size() == 1;
     const auto mm = matmul_axes(k);
     if (mm) {
-      const int64_t m = trip_bound(mm->rows), n = *trip(mm->cols), lanes = std::min<int64_t>(width, n);
+      const int64_t m = trip_bound(mm->rows), n = trip_bound(mm->cols), lanes = std::min<int64_t>(width, n);
       for (int64_t r = 1; r <= std::min<int64_t>(m, 8); ++r)
         for (int64_t v = 1; v <= std::min<int64_t>(4, (n + lanes - 1) / lanes); ++v)
           if (r * v + (r > 1 ? v : 1) + 1 + v <= registers && r * v * lanes <= kMaxVectorLanes)

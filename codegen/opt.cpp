@@ -122,7 +122,7 @@ void OptState::apply(const Opt& opt) {
     case OptKind::MatmulTile: {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");
-      const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, *trip(mm.cols))};
+      const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
       k = tile_matmul(k, mm, tile, target_, itemsize);
       break;
     }

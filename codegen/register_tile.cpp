@@ -131,8 +131,8 @@ std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) 
 
 // matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null): i the
 // innermost output range a uses and b does not, row_panels the next such range out.
-// A matmul's rows, batch and sum may be symbolic: its tile pads the rows (masked) and
-// runs the sum's loop as it is; its columns and b's panels are constant. A GEMV's
+// A matmul's rows, columns, batch and sum may be symbolic: its tile pads the rows and
+// the columns and runs the sum's loop as it is; b's panels are constant. A GEMV's
 // every extent is constant (its chunks and blocks of k are divisors of them).
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   const auto c = float_sum(kernel);
@@ -144,7 +144,7 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
     const UOpPtr cols = column_axis(*c, b, !one_row && sum_bound(*c) >= kScatterStoreSum);
     if (!cols || rows.empty() != one_row) continue;
     const std::vector<UOpPtr> panels = panel_axes(*c, cols, b);
-    if (!trip(cols) || !all_constant(panels)) return std::nullopt;
+    if (!all_constant(panels)) return std::nullopt;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,
                       c->k.back(),
@@ -163,7 +163,8 @@ std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(
 
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
   auto mm = matmul_axes(kernel);
-  if (!mm || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
+  // The dot tile unrolls every column: a constant count of them.
+  if (!mm || !trip(mm->cols) || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);
   for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
     if (tile_lanes(lanes, trip_bound(*r)) < lanes) continue;  // a row padded to a vector at most

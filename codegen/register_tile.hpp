@@ -35,9 +35,9 @@ bool side_ends_ride_along(const UOpPtr& kernel);
 
 // The axes of a kernel of the form above, if it is one: a main END over one
 // STORE, one float ADD REDUCE (over one or more ranges), whose value is a product of two
-// sides that each read memory; other ENDs riding along. The rows, the batch and the sum
-// may have symbolic extents (DEFINE_VARs bound per launch: the tile is planned for their
-// upper bounds, trip_bound); the columns and b's panels are constant.
+// sides that each read memory; other ENDs riding along. The rows, the columns, the batch
+// and the sum may have symbolic extents (DEFINE_VARs bound per launch: the tile is
+// planned for their upper bounds, trip_bound); b's panels are constant.
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
 // The same form with one row of a: no output range that a uses and b does not
 // ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null. Constant

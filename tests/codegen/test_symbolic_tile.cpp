@@ -33,6 +33,15 @@ UOpPtr matmul(const UOpPtr& m, const UOpPtr& k, int64_t n, bool epilogue = false
   return sink({end(store(index(out, i * n + j), value), {i, j})});
 }
 
+// out[i, j] = sum_k a[i, k] * b[k, j] with n columns: b's rows and the output's n apart.
+UOpPtr matmul_columns(const UOpPtr& m, int64_t k, const UOpPtr& n) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+  auto i = make_range(m, 0), j = make_range(n, 1), r = make_range(k, 2, AxisKind::Reduce);
+  const UOpPtr value = reduce(Op::ADD, load(a, i * k + r) * load(b, r * n + j), {r});
+  return sink({end(store(index(out, i * n + j), value), {i, j})});
+}
+
 bool has(const std::vector<Opt>& opts, OptKind kind) {
   for (const Opt& o : opts)
     if (o.kind == kind) return true;
@@ -150,5 +159,28 @@ TEST_CASE(
     const auto opts =
         check_bindings(kernel, "k_sym_dot", t, {1, 2, 15, 16, 17, 299, 300}, {8 * 3, 302, 8 * 300});
     CHECK(has(opts, OptKind::DotTile));
+  }
+}
+
+TEST_CASE("symbolic columns: 24 x 64 @ 64 x n, the columns padded to whole tiles, b and the store masked") {
+  const auto n = make_var("n", 1, 200);
+  const auto kernel = matmul_columns(const_i64(24), 64, n);
+  for (const char* t : kTargets) {
+    INFO(t);
+    CHECK(to_string(heuristic_opts(kernel, target_named(t))) ==
+          to_string(heuristic_opts(matmul_columns(const_i64(24), 64, const_i64(200)), target_named(t))));
+    const auto opts = check_bindings(kernel, "k_sym_cols_mm", t, {1, 7, 8, 15, 16, 17, 32, 33, 199, 200},
+                                     {24 * 200, 24 * 64, 64 * 200});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
+TEST_CASE("attention's q @ k^T with k^T stored [64, T]: T x T scores, rows and columns both T") {
+  const auto tv = make_var("T", 1, 70);
+  const auto kernel = matmul_columns(tv, 64, tv);
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_qk", t, {1, 2, 6, 7, 16, 17, 69, 70}, {70 * 70, 70 * 64, 64 * 70});
+    CHECK(has(opts, OptKind::MatmulTile));
   }
 }
