@@ -184,3 +184,24 @@ TEST_CASE("attention's q @ k^T with k^T stored [64, T]: T x T scores, rows and c
     CHECK(has(opts, OptKind::MatmulTile));
   }
 }
+
+TEST_CASE("symbolic rows with a second output riding along the tile's rows and columns") {
+  // A kernel of two ENDs (docs/kernel-ir.md): the product, and beside it d[i, j] = 2 c[i, j]
+  // over the same rows and columns. The side END's padded rows are masked, its loads a
+  // vector of each row where the main END's read the last row again.
+  const auto f32 = DType::Float32;
+  const auto n = make_var("n", 1, 40);
+  const int64_t kk = 24, cols = 48;
+  auto out = global(0, f32), a = global(1, f32), b = global(2, f32), c = global(3, f32), d = global(4, f32);
+  auto i = make_range(n, 0), j = make_range(cols, 1), r = make_range(kk, 2, AxisKind::Reduce);
+  const UOpPtr value = reduce(Op::ADD, load(a, i * kk + r) * load(b, r * cols + j), {r});
+  const auto kernel =
+      sink({end(store(index(out, i * cols + j), value), {i, j}),
+            end(store(index(d, i * cols + j), load(c, i * cols + j) * const_float(f32, 2)), {i, j})});
+  REQUIRE(matmul_axes(kernel));
+  for (const char* t : kTargets) {
+    const auto opts = check_bindings(kernel, "k_sym_rows_side", t, {1, 5, 6, 7, 39, 40},
+                                     {40 * cols, 40 * kk, kk * cols, 40 * cols, 40 * cols});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
