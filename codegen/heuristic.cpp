@@ -288,11 +288,11 @@ void apply_heuristic(OptState& s) {
                                               mm->a_ops, mm->a_selects_rows && trip(mm->rows));
       s.apply({OptKind::MatmulTile, axis_of(mm->cols), tile.vectors, tile.rows});
     } else if (gemv) {
-      RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target, gemv->a_ops);
+      RegisterTile tile = register_tile(1, trip_bound(gemv->cols), width, target, gemv->a_ops);
       if (gemv->a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::GemvTile, axis_of(gemv->cols), tile.vectors});
     } else if (column_sum) {
-      RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target);
+      RegisterTile tile = register_tile(1, trip_bound(column_sum->cols), width, target);
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
     } else if (width >= 2) {

@@ -130,7 +130,7 @@ void OptState::apply(const Opt& opt) {
     case OptKind::ColumnSumTile: {
       const bool gemv = opt.kind == OptKind::GemvTile;
       const MatmulAxes mm = contraction(opt, k, gemv ? gemv_axes(k) : column_sum_axes(k, target_));
-      const RegisterTile tile{1, opt.amount, tile_lanes(lanes_, *trip(mm.cols))};
+      const RegisterTile tile{1, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
       k = gemv ? tile_gemv(k, mm, tile, target_, itemsize) : tile_column_sum(k, mm, tile, target_, itemsize);
       break;
     }

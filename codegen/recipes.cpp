@@ -10,6 +10,7 @@
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 namespace loom {
@@ -317,12 +318,19 @@ int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns) {
   return chunk;
 }
 
+// Tiles per chunk of a GEMV's or column sum's `tiles` columns, by `choose` (a divisor of
+// their count); one when the count is symbolic: a chunk of several would be padded whole,
+// and its padded tiles computed, at every binding that does not fill it.
+int64_t symbolic_chunk(const UOpPtr& tiles, const std::function<int64_t(int64_t)>& choose) {
+  return trip(tiles) ? choose(*trip(tiles)) : 1;
+}
+
 // The kernel's output loops of more than one iteration other than `cols`, outermost first.
 std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
   std::vector<UOpPtr> out;
   const UOpPtr& end = k->src.at(0);
   for (size_t i = 1; i < end->src.size(); ++i)
-    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip(end->src[i]).value_or(0) > 1)
+    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip_bound(end->src[i]) > 1)
       out.push_back(end->src[i]);
   return out;
 }
@@ -337,7 +345,8 @@ struct RowTiles {
 RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target) {
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
-  auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), target.gemv_rows()));
+  // A symbolic k is one block: the tiles each walk all of it.
+  auto kb = k_blocks(split_cols, reduce, trip(reduce) ? divisor_near(*trip(reduce), target.gemv_rows()) : 0);
   UOpPtr tiles = kb ? find_range(kb->root, cols_outer) : nullptr;
   return {split_cols, std::move(kb), std::move(tiles)};
 }
@@ -349,12 +358,13 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const
                  int64_t itemsize) {
   const auto [split_cols, kb, tiles] = row_tiles(k, mm, tile, target);
   if (!tiles) return drop_unit_loops(split_cols);
-  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  const int64_t width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
   // Without other loops the chunks are what the threads share: min_blocks of them at least.
-  const int64_t chunk = batch.empty()
-                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
-                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  const int64_t chunk = symbolic_chunk(tiles, [&](int64_t n) {
+    return batch.empty() ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                         : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  });
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto b = batch.rbegin(); b != batch.rend(); ++b)
     if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
@@ -372,11 +382,12 @@ UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, const RegisterTile& tile,
                        int64_t itemsize) {
   const auto [split_cols, kb, tiles] = row_tiles(k, cs, tile, target);
   if (!tiles) return block_all_sums(drop_unit_loops(split_cols));
-  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  const int64_t width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
-  const int64_t chunk = cs.panels.empty()
-                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
-                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  const int64_t chunk = symbolic_chunk(tiles, [&](int64_t n) {
+    return cs.panels.empty() ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                             : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  });
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
     if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);

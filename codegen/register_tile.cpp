@@ -131,13 +131,11 @@ std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) 
 
 // matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null): i the
 // innermost output range a uses and b does not, row_panels the next such range out.
-// A matmul's rows, columns, batch and sum may be symbolic: its tile pads the rows and
-// the columns and runs the sum's loop as it is; b's panels are constant. A GEMV's
-// every extent is constant (its chunks and blocks of k are divisors of them).
+// A matmul's or GEMV's rows, columns, batch and sum may be symbolic: its tile pads the
+// rows and the columns and runs the sum's loop as it is; b's panels are constant.
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   const auto c = float_sum(kernel);
   if (!c || !c->product() || c->loads[0].empty() || c->loads[1].empty()) return std::nullopt;
-  if (one_row && (!all_constant(c->outs) || !all_constant(c->k))) return std::nullopt;
   for (const int a : {0, 1}) {
     const int b = 1 - a;
     const std::vector<UOpPtr> rows = c->only(a);
@@ -179,7 +177,7 @@ std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
 // every load is b's): its columns and panels those of all the sum's loads.
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& target) {
   auto c = float_sum(kernel);
-  if (!c || c->k.size() != 1 || !all_constant(c->outs) || !all_constant(c->k)) return std::nullopt;
+  if (!c || c->k.size() != 1) return std::nullopt;
   if (c->product()) {  // the product's two factors as one: b
     auto& b = c->loads[1];
     b.insert(b.begin(), c->loads[0].begin(), c->loads[0].end());

@@ -40,13 +40,14 @@ bool side_ends_ride_along(const UOpPtr& kernel);
 // planned for their upper bounds, trip_bound); b's panels are constant.
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
 // The same form with one row of a: no output range that a uses and b does not
-// ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null. Constant
-// extents only.
+// ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null. Its
+// extents may be symbolic as a matmul's (a decoding step's [1, T] @ [T, d]).
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
 // A float sum of loads alone over one range k whose every step moves each load by a
 // page or more, contiguous along an output range ([K, N].sum(0) for N of 1024 floats
 // or more: a GEMV whose a is ones). rows is null, a_ops 0, panels the other output
-// ranges the loads use. Constant extents only.
+// ranges the loads use. Its extents may be symbolic; the loads' step along k is a
+// constant (a page or more).
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& target);
 
 // A product whose column range is narrower than a vector while both factors read one

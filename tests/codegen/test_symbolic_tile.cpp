@@ -205,3 +205,63 @@ TEST_CASE("symbolic rows with a second output riding along the tile's rows and c
     CHECK(has(opts, OptKind::MatmulTile));
   }
 }
+
+TEST_CASE("a decoding step's p @ v: [1, T] @ [T, 64], a GEMV whose sum is T, no blocks of it") {
+  // One new token's weights over the T cached values: one-row tiles over the 64 columns,
+  // each walking all T rows of v (the blocks of k a constant sum gets are divisors of it).
+  const auto f32 = DType::Float32;
+  const auto tv = make_var("T", 1, 300);
+  auto out = global(0, f32), p = global(1, f32), v = global(2, f32);
+  auto j = make_range(64, 0), t = make_range(tv, 1, AxisKind::Reduce);
+  const auto kernel =
+      sink({end(store(index(out, j), reduce(Op::ADD, load(p, t) * load(v, t * 64 + j), {t})), {j})});
+  REQUIRE(gemv_axes(kernel));
+  for (const char* tg : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_gemv_k", tg, {1, 2, 7, 8, 9, 255, 299, 300}, {64, 300, 300 * 64});
+    CHECK(has(opts, OptKind::GemvTile));
+  }
+}
+
+TEST_CASE("a GEMV over symbolic columns ([1, 64] @ [64, n]) and a batch of n GEMVs") {
+  const auto f32 = DType::Float32;
+  const auto n = make_var("n", 1, 200);
+  {
+    auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+    auto j = make_range(n, 0), r = make_range(64, 1, AxisKind::Reduce);
+    const auto kernel =
+        sink({end(store(index(out, j), reduce(Op::ADD, load(a, r) * load(b, r * n + j), {r})), {j})});
+    REQUIRE(gemv_axes(kernel));
+    for (const char* tg : kTargets) {
+      const auto opts =
+          check_bindings(kernel, "k_sym_gemv_cols", tg, {1, 15, 16, 17, 33, 199, 200}, {200, 64, 64 * 200});
+      CHECK(has(opts, OptKind::GemvTile));
+    }
+  }
+  {
+    // out[t, j] = sum_k a[t, k] * b[t, k, j]: t a batch both factors use, n of them.
+    auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+    auto t = make_range(n, 0), j = make_range(48, 1), r = make_range(16, 2, AxisKind::Reduce);
+    const UOpPtr value = reduce(Op::ADD, load(a, t * 16 + r) * load(b, t * (16 * 48) + r * 48 + j), {r});
+    const auto kernel = sink({end(store(index(out, t * 48 + j), value), {t, j})});
+    REQUIRE(gemv_axes(kernel));
+    for (const char* tg : kTargets) {
+      const auto opts = check_bindings(kernel, "k_sym_gemv_batch", tg, {1, 2, 3, 199, 200},
+                                       {200 * 48, 200 * 16, 200 * 16 * 48});
+      CHECK(has(opts, OptKind::GemvTile));
+    }
+  }
+}
+
+TEST_CASE("a column sum down n rows a page apart: one-row tiles over the columns, the n rows one block") {
+  const auto f32 = DType::Float32;
+  const auto n = make_var("n", 1, 40);
+  auto out = global(0, f32), b = global(1, f32);
+  auto j = make_range(1024, 0), r = make_range(n, 1, AxisKind::Reduce);
+  const auto kernel = sink({end(store(index(out, j), reduce(Op::ADD, load(b, r * 1024 + j), {r})), {j})});
+  REQUIRE(column_sum_axes(kernel, target_named("x86-64-v4")));
+  for (const char* tg : kTargets) {
+    const auto opts = check_bindings(kernel, "k_sym_colsum", tg, {1, 2, 7, 8, 9, 39, 40}, {1024, 40 * 1024});
+    CHECK(has(opts, OptKind::ColumnSumTile));
+  }
+}
