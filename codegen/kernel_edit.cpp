@@ -87,6 +87,33 @@ UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
   return pad_range(kernel, range, round_up(end, multiple));
 }
 
+UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
+  const UOpPtr& old_end = range->src.at(0);
+  if (exact_quotient(old_end, multiple)) return kernel;
+  if (old_end->vmin() < 1) return pad_to_multiple(kernel, range, multiple);
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(round_up(old_end, multiple), axis.id, axis.kind);
+  const UOpPtr inside = padded < old_end;
+  const UOpPtr last = old_end->is_const() ? const_i64(old_end->const_int() - 1) : simplify(old_end - 1);
+  const UOpPtr clamped = where(inside, padded, last);
+  const UOpPtr k = substitute(kernel, {{range, padded}});
+  std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
+  for (const auto& n : toposort(k)) {
+    if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(n, padded)) continue;
+    std::vector<UOpPtr> src = n->src;
+    for (size_t i = 1; i < src.size(); ++i) src[i] = substitute(src[i], {{padded, clamped}});
+    fixed.emplace_back(n, n->with_src(std::move(src)));
+  }
+  UOpPtr out = substitute(k, fixed);
+  std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
+  for (const auto& red : reduces_of(out, padded)) {
+    std::vector<UOpPtr> src = red->src;
+    src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
+    guarded.emplace_back(red, red->with_src(std::move(src)));
+  }
+  return substitute(out, guarded);
+}
+
 UOpPtr round_up(const UOpPtr& end, int64_t multiple) {
   if (exact_quotient(end, multiple)) return end;
   if (end->is_const()) return const_i64((end->const_int() + multiple - 1) / multiple * multiple);

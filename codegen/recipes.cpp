@@ -135,15 +135,25 @@ struct KBlocks {
 // across a chunk of columns). A block's partial sums wait in the output: out = (first block ? 0 : out) + the
 // block's sum, the epilogue applied at the last block. Every element still adds its
 // blocks in k's order, whatever the threads. Not when the kernel reads its output
-// (an in-place update) or stores another dtype than it sums.
-std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int64_t kc) {
-  const UOpPtr &end = k->src.at(0), &store = end->src.at(0);
+// (an in-place update) or stores another dtype than it sums. A symbolic k (a decoding
+// step's T) is padded to whole blocks first, the last block's rows past it reading the
+// last real row again and adding nothing: kc is then no divisor but the block the
+// caller wants.
+std::optional<KBlocks> k_blocks(UOpPtr k, UOpPtr reduce_range, int64_t kc) {
+  const UOpPtr& store = k->src.at(0)->src.at(0);
   const UOpPtr red = reduce_of(k, reduce_range);
   if (!red || red->src.size() != 2 || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
       loads_output(k, store->src[0]->src.at(0)))
     return std::nullopt;
-  const int64_t n = *trip(reduce_range);
-  if (kc <= 0 || kc >= n || n % kc != 0) return std::nullopt;
+  if (kc <= 0 || kc >= trip_bound(reduce_range)) return std::nullopt;
+  if (!trip(reduce_range)) {
+    const int64_t id = reduce_range->get<AxisArg>().id;
+    k = pad_sum_clamped(k, reduce_range, kc);
+    reduce_range = find_range(k, id);
+  }
+  const std::optional<UOpPtr> count = exact_quotient(reduce_range->src.at(0), kc);
+  if (!count) return std::nullopt;
+  const UOpPtr last = (*count)->is_const() ? const_i64((*count)->const_int() - 1) : simplify(*count - 1);
   const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
   const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
   const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
@@ -162,7 +172,7 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   const UOpPtr previous = UOp::make(Op::LOAD, red2->dtype, {index->with_src(std::move(at))});
   const UOpPtr sum = partial + previous;
   const UOpPtr done = substitute(store2->src[1], {{red2, sum}});
-  const UOpPtr stored = done == sum ? sum : where(blocks < n / kc - 1, sum, done);
+  const UOpPtr stored = done == sum ? sum : where(blocks < last, sum, done);
   std::vector<UOpPtr> src = end2->src;
   src[0] = store2->with_src({index, stored});
   src.push_back(blocks);
@@ -345,8 +355,9 @@ struct RowTiles {
 RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target) {
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
-  // A symbolic k is one block: the tiles each walk all of it.
-  auto kb = k_blocks(split_cols, reduce, trip(reduce) ? divisor_near(*trip(reduce), target.gemv_rows()) : 0);
+  // A symbolic k in blocks of gemv_rows, the last one's rows past k masked.
+  auto kb = k_blocks(split_cols, reduce,
+                     trip(reduce) ? divisor_near(*trip(reduce), target.gemv_rows()) : target.gemv_rows());
   UOpPtr tiles = kb ? find_range(kb->root, cols_outer) : nullptr;
   return {split_cols, std::move(kb), std::move(tiles)};
 }
