@@ -1,7 +1,7 @@
 // The matmul workloads of docs/performance.md: square matmuls, a 500..520 sweep
 // (reported per FLOP by bench/compare), GEMV, a fused linear layer, a classifier head, an MLP's SGD
-// step, multi-head latent attention's forward pass, and one kernel over symbolic rows
-// against the same kernel of constant rows. The names are shared with
+// step, multi-head latent attention's forward pass, and kernels over symbolic rows or a
+// symbolic sum against the same kernels with constants. The names are shared with
 // bench/peers/peers.py; bench/compare runs both and prints one table. Run alone:
 //   ./build/bench/bench_matmul --benchmark_min_time=0.2
 // LOOM_THREADS sets the thread count (bench/compare passes 2).
@@ -121,6 +121,24 @@ loom::UOpPtr rows_kernel(const loom::UOpPtr& m) {
   return UOp::make(Op::SINK, DType::Int64, {UOp::make(Op::END, f32, {stored, i, j})});
 }
 
+// A decoding step's p @ v: [1, T] @ [T, 512] as one kernel, no row range (as the schedule
+// leaves a GEMV), T a variable (1 to 4096) or constant.
+constexpr int64_t kSymMaxSum = 4096;
+loom::UOpPtr sum_kernel(const loom::UOpPtr& t) {
+  using namespace loom;
+  const DType f32 = DType::Float32;
+  const auto global = [&](int64_t slot) { return UOp::make(Op::DEFINE_GLOBAL, f32.ptr_to(), {}, slot); };
+  const auto index = [](const UOpPtr& buf, const UOpPtr& i) {
+    return UOp::make(Op::INDEX, buf->dtype, {buf, i});
+  };
+  const auto load = [&](const UOpPtr& idx) { return UOp::make(Op::LOAD, f32, {idx}); };
+  const UOpPtr j = make_range(kSymN, 0), k = make_range(t, 1, AxisKind::Reduce);
+  const UOpPtr product = load(index(global(1), k)) * load(index(global(2), k * kSymN + j));
+  const UOpPtr sum = UOp::make(Op::REDUCE, f32, {product, k}, ReduceArg{Op::ADD, {}});
+  const UOpPtr stored = UOp::make(Op::STORE, f32, {index(global(0), j), sum});
+  return UOp::make(Op::SINK, DType::Int64, {UOp::make(Op::END, f32, {stored, j})});
+}
+
 // 64-byte aligned floats, as the kernel ABI promises its buffers.
 struct FreeFloats {
   void operator()(float* p) const { std::free(p); }
@@ -133,32 +151,45 @@ struct Floats {
   std::unique_ptr<float, FreeFloats> data;
 };
 
-void rows_product(benchmark::State& state, Rows rows, int64_t m) {
-  const loom::UOpPtr kernel =
-      rows_kernel(rows == Rows::Constant ? loom::const_i64(m) : loom::make_var("m", 1, kSymMaxRows));
+// Compiles `kernel` once (with `opts`, else the heuristic's) and times it with `vars`
+// over `out`, `a` and `b` of the given sizes; `flops` per run as GFLOP/s, the Opts the label.
+void run_product(benchmark::State& state, const loom::UOpPtr& kernel, const std::vector<loom::Opt>* opts,
+                 const std::vector<int64_t>& vars, int64_t out_n, int64_t a_n, int64_t b_n, double flops) {
   const auto flags = loom::flags();
-  const loom::Target target = loom::target_of(*flags);
-  // The plain path's Opts are those of 16 lanes (AVX-512); on AVX2 its upcast is 8.
-  const std::vector<loom::Opt> plain = loom::parse_opts(
-      target.vector_bytes == 64 ? "[upcast(1, 16), unroll(3, 4), block_sum(2, 256), parallel(0)]"
-                                : "[upcast(1, 8), unroll(3, 4), block_sum(2, 256), parallel(0)]");
   std::vector<loom::Opt> applied;
-  const loom::UOpPtr lowered = loom::lower_kernel(
-      kernel, "rows_product", *flags, loom::KernelLowering{&applied, rows == Rows::Plain ? &plain : nullptr});
+  const loom::UOpPtr lowered =
+      loom::lower_kernel(kernel, "symbolic_product", *flags, loom::KernelLowering{&applied, opts});
   const loom::KernelFn fn = loom::Jit::instance()
-                                .compile(loom::emit_llvm_ir(lowered, "rows_product"), "rows_product",
+                                .compile(loom::emit_llvm_ir(lowered, "symbolic_product"), "symbolic_product",
                                          loom::JitOptions{.target = flags->target})
                                 .fn;
-  const std::vector<int64_t> vars = rows == Rows::Constant ? std::vector<int64_t>{} : std::vector<int64_t>{m};
-  Floats out(m * kSymN), a(m * kSymK), b(kSymK * kSymN);
+  Floats out(out_n), a(a_n), b(b_n);
   const std::vector<void*> bufs{out.data.get(), a.data.get(), b.data.get()};
-  const double flops = 2.0 * static_cast<double>(m * kSymK * kSymN);
-  const double elements = static_cast<double>(m * kSymK + kSymK * kSymN + m * kSymN);
-  const loom::RunWork work = loom::run_work(flops + elements, target);
+  const loom::RunWork work =
+      loom::run_work(flops + static_cast<double>(out_n + a_n + b_n), loom::target_of(*flags));
   const int64_t extent = loom::parallel_extent(lowered, vars);
   for (auto _ : state) loom::run_kernel(fn, bufs, vars, extent, {}, work);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(loom::to_string(applied));
+}
+
+void rows_product(benchmark::State& state, Rows rows, int64_t m) {
+  const loom::UOpPtr kernel =
+      rows_kernel(rows == Rows::Constant ? loom::const_i64(m) : loom::make_var("m", 1, kSymMaxRows));
+  // The plain path's Opts are those of 16 lanes (AVX-512); on AVX2 its upcast is 8.
+  const std::vector<loom::Opt> plain =
+      loom::parse_opts(loom::target_of(*loom::flags()).vector_bytes == 64
+                           ? "[upcast(1, 16), unroll(3, 4), block_sum(2, 256), parallel(0)]"
+                           : "[upcast(1, 8), unroll(3, 4), block_sum(2, 256), parallel(0)]");
+  const std::vector<int64_t> vars = rows == Rows::Constant ? std::vector<int64_t>{} : std::vector<int64_t>{m};
+  run_product(state, kernel, rows == Rows::Plain ? &plain : nullptr, vars, m * kSymN, m * kSymK,
+              kSymK * kSymN, 2.0 * static_cast<double>(m * kSymK * kSymN));
+}
+
+void sum_product(benchmark::State& state, bool symbolic, int64_t t) {
+  const loom::UOpPtr kernel = sum_kernel(symbolic ? loom::make_var("T", 1, kSymMaxSum) : loom::const_i64(t));
+  const std::vector<int64_t> vars = symbolic ? std::vector<int64_t>{t} : std::vector<int64_t>{};
+  run_product(state, kernel, nullptr, vars, kSymN, t, t * kSymN, 2.0 * static_cast<double>(t * kSymN));
 }
 
 void register_workloads() {
@@ -195,6 +226,10 @@ void register_workloads() {
                                      std::pair{Rows::Constant, "constant"}, std::pair{Rows::Plain, "plain"}})
       add(fmt::format("rows_{}_{}x512x512", name, m),
           [rows, m](benchmark::State& s) { rows_product(s, rows, m); });
+  for (int64_t t : {64, 1024, 4096})
+    for (bool symbolic : {true, false})
+      add(fmt::format("gemv_sum_{}_{}x512", symbolic ? "symbolic" : "constant", t),
+          [symbolic, t](benchmark::State& s) { sum_product(s, symbolic, t); });
 }
 
 }  // namespace
