@@ -94,7 +94,7 @@ UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(round_up(old_end, multiple), axis.id, axis.kind);
   const UOpPtr inside = padded < old_end;
-  const UOpPtr last = old_end->is_const() ? const_i64(old_end->const_int() - 1) : simplify(old_end - 1);
+  const UOpPtr last = last_of(old_end);
   const UOpPtr clamped = where(inside, padded, last);
   const UOpPtr k = substitute(kernel, {{range, padded}});
   std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
@@ -112,6 +112,10 @@ UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
     guarded.emplace_back(red, red->with_src(std::move(src)));
   }
   return substitute(out, guarded);
+}
+
+UOpPtr last_of(const UOpPtr& end) {
+  return end->is_const() ? const_i64(end->const_int() - 1) : simplify(end - 1);
 }
 
 UOpPtr round_up(const UOpPtr& end, int64_t multiple) {
@@ -197,7 +201,7 @@ UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr&
   if (old_end->vmin() < 1) return pad_range(kernel, range, end);
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
-  const UOpPtr last = old_end->is_const() ? const_i64(old_end->const_int() - 1) : simplify(old_end - 1);
+  const UOpPtr last = last_of(old_end);
   const UOpPtr clamped = where(padded < old_end, padded, last);
   const UOpPtr k0 = substitute(kernel, {{range, padded}});
   const UOpPtr k = repeat_last ? repeat_last_iteration(k0, padded, clamped) : k0;

@@ -37,6 +37,8 @@ UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
 // The least multiple of `multiple` at or past `end`: `end` itself when it is one
 // (exact_quotient), a constant for a constant, else ((end + multiple - 1) / multiple) * multiple.
 UOpPtr round_up(const UOpPtr& end, int64_t multiple);
+// end - 1, folded: the last iteration of a range that ends at `end`.
+UOpPtr last_of(const UOpPtr& end);
 // A reduce range padded to a multiple of `multiple` without masking its loads: each
 // reads at the range clamped to its old end (the last real step again, in bounds) and
 // the REDUCEs over it add their identity there, so a sum's inner loop selects its

@@ -153,7 +153,7 @@ std::optional<KBlocks> k_blocks(UOpPtr k, UOpPtr reduce_range, int64_t kc) {
   }
   const std::optional<UOpPtr> count = exact_quotient(reduce_range->src.at(0), kc);
   if (!count) return std::nullopt;
-  const UOpPtr last = (*count)->is_const() ? const_i64((*count)->const_int() - 1) : simplify(*count - 1);
+  const UOpPtr last = last_of(*count);
   const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
   const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
   const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
