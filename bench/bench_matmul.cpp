@@ -106,38 +106,31 @@ void mla_forward(benchmark::State& state, MLAShape c) {
 constexpr int64_t kSymK = 512, kSymN = 512, kSymMaxRows = 1024;
 enum class Rows { Symbolic, Constant, Plain };
 
-loom::UOpPtr rows_kernel(const loom::UOpPtr& m) {
+// out[i, j] = sum_k a[i, k] * b[k, j] over kSymN columns as one kernel: `m` rows (a
+// constant or a variable), or with `m` null one row and no row range (as the schedule
+// leaves a GEMV); `k_len` terms.
+loom::UOpPtr product_kernel(const loom::UOpPtr& m, const loom::UOpPtr& k_len) {
   using namespace loom;
   const DType f32 = DType::Float32;
   const auto global = [&](int64_t slot) { return UOp::make(Op::DEFINE_GLOBAL, f32.ptr_to(), {}, slot); };
-  const auto index = [](const UOpPtr& buf, const UOpPtr& i) {
-    return UOp::make(Op::INDEX, buf->dtype, {buf, i});
+  const auto index = [](const UOpPtr& buf, const UOpPtr& at) {
+    return UOp::make(Op::INDEX, buf->dtype, {buf, at});
   };
   const auto load = [&](const UOpPtr& idx) { return UOp::make(Op::LOAD, f32, {idx}); };
-  const UOpPtr i = make_range(m, 0), j = make_range(kSymN, 1), k = make_range(kSymK, 2, AxisKind::Reduce);
-  const UOpPtr product = load(index(global(1), i * kSymK + k)) * load(index(global(2), k * kSymN + j));
+  const UOpPtr i = m ? make_range(m, 0) : nullptr, j = make_range(kSymN, 1);
+  const UOpPtr k = make_range(k_len, 2, AxisKind::Reduce);
+  const UOpPtr product =
+      load(index(global(1), i ? i * k_len + k : k)) * load(index(global(2), k * kSymN + j));
   const UOpPtr sum = UOp::make(Op::REDUCE, f32, {product, k}, ReduceArg{Op::ADD, {}});
-  const UOpPtr stored = UOp::make(Op::STORE, f32, {index(global(0), i * kSymN + j), sum});
-  return UOp::make(Op::SINK, DType::Int64, {UOp::make(Op::END, f32, {stored, i, j})});
+  const UOpPtr stored = UOp::make(Op::STORE, f32, {index(global(0), i ? i * kSymN + j : j), sum});
+  std::vector<UOpPtr> end{stored};
+  if (i) end.push_back(i);
+  end.push_back(j);
+  return UOp::make(Op::SINK, DType::Int64, {UOp::make(Op::END, f32, std::move(end))});
 }
 
-// A decoding step's p @ v: [1, T] @ [T, 512] as one kernel, no row range (as the schedule
-// leaves a GEMV), T a variable (1 to 4096) or constant.
+// A decoding step's p @ v: [1, T] @ [T, 512], T a variable (1 to 4096) or constant.
 constexpr int64_t kSymMaxSum = 4096;
-loom::UOpPtr sum_kernel(const loom::UOpPtr& t) {
-  using namespace loom;
-  const DType f32 = DType::Float32;
-  const auto global = [&](int64_t slot) { return UOp::make(Op::DEFINE_GLOBAL, f32.ptr_to(), {}, slot); };
-  const auto index = [](const UOpPtr& buf, const UOpPtr& i) {
-    return UOp::make(Op::INDEX, buf->dtype, {buf, i});
-  };
-  const auto load = [&](const UOpPtr& idx) { return UOp::make(Op::LOAD, f32, {idx}); };
-  const UOpPtr j = make_range(kSymN, 0), k = make_range(t, 1, AxisKind::Reduce);
-  const UOpPtr product = load(index(global(1), k)) * load(index(global(2), k * kSymN + j));
-  const UOpPtr sum = UOp::make(Op::REDUCE, f32, {product, k}, ReduceArg{Op::ADD, {}});
-  const UOpPtr stored = UOp::make(Op::STORE, f32, {index(global(0), j), sum});
-  return UOp::make(Op::SINK, DType::Int64, {UOp::make(Op::END, f32, {stored, j})});
-}
 
 // 64-byte aligned floats, as the kernel ABI promises its buffers.
 struct FreeFloats {
@@ -175,7 +168,8 @@ void run_product(benchmark::State& state, const loom::UOpPtr& kernel, const std:
 
 void rows_product(benchmark::State& state, Rows rows, int64_t m) {
   const loom::UOpPtr kernel =
-      rows_kernel(rows == Rows::Constant ? loom::const_i64(m) : loom::make_var("m", 1, kSymMaxRows));
+      product_kernel(rows == Rows::Constant ? loom::const_i64(m) : loom::make_var("m", 1, kSymMaxRows),
+                     loom::const_i64(kSymK));
   // The plain path's Opts are those of 16 lanes (AVX-512); on AVX2 its upcast is 8.
   const std::vector<loom::Opt> plain =
       loom::parse_opts(loom::target_of(*loom::flags()).vector_bytes == 64
@@ -187,7 +181,8 @@ void rows_product(benchmark::State& state, Rows rows, int64_t m) {
 }
 
 void sum_product(benchmark::State& state, bool symbolic, int64_t t) {
-  const loom::UOpPtr kernel = sum_kernel(symbolic ? loom::make_var("T", 1, kSymMaxSum) : loom::const_i64(t));
+  const loom::UOpPtr kernel =
+      product_kernel(nullptr, symbolic ? loom::make_var("T", 1, kSymMaxSum) : loom::const_i64(t));
   const std::vector<int64_t> vars = symbolic ? std::vector<int64_t>{t} : std::vector<int64_t>{};
   run_product(state, kernel, nullptr, vars, kSymN, t, t * kSymN, 2.0 * static_cast<double>(t * kSymN));
 }

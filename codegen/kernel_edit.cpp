@@ -59,15 +59,10 @@ UOpPtr guard_accesses(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& 
   return done.at(kernel.get());
 }
 
-UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
-  const UOpPtr& old_end = range->src.at(0);
-  const AxisArg axis = range->get<AxisArg>();
-  const UOpPtr padded = make_range(end, axis.id, axis.kind);
-  const UOpPtr inside = padded < old_end;
-  UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
-  if (axis.kind != AxisKind::Reduce) return k;
-  // Every REDUCE over the range folds the padding as its identity: one kernel may
-  // hold several over the same range (a row's sum read twice, computed in place).
+// Every REDUCE over the padded range `padded` folds the padding (where `inside` is
+// false) as its identity: one kernel may hold several over the same range (a row's sum
+// read twice, computed in place).
+UOpPtr identity_outside(const UOpPtr& k, const UOpPtr& padded, const UOpPtr& inside) {
   std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
   for (const auto& red : reduces_of(k, padded)) {
     std::vector<UOpPtr> src = red->src;
@@ -75,6 +70,16 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
     guarded.emplace_back(red, red->with_src(std::move(src)));
   }
   return substitute(k, guarded);
+}
+
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
+  const UOpPtr& old_end = range->src.at(0);
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(end, axis.id, axis.kind);
+  const UOpPtr inside = padded < old_end;
+  UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
+  if (axis.kind != AxisKind::Reduce) return k;
+  return identity_outside(k, padded, inside);
 }
 UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   return pad_range(kernel, range, const_i64(end));
@@ -104,14 +109,7 @@ UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
     for (size_t i = 1; i < src.size(); ++i) src[i] = substitute(src[i], {{padded, clamped}});
     fixed.emplace_back(n, n->with_src(std::move(src)));
   }
-  UOpPtr out = substitute(k, fixed);
-  std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
-  for (const auto& red : reduces_of(out, padded)) {
-    std::vector<UOpPtr> src = red->src;
-    src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
-    guarded.emplace_back(red, red->with_src(std::move(src)));
-  }
-  return substitute(out, guarded);
+  return identity_outside(substitute(k, fixed), padded, inside);
 }
 
 UOpPtr last_of(const UOpPtr& end) {
