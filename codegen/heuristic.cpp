@@ -218,9 +218,11 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
 // Lanes along a dot tile's sum: the widest vector, or a narrower one (half, a quarter)
 // that divides the sum's length: a padded sum masks every load and every product (56
 // pixels a row: 8 lanes, not 16 and a masked half vector).
-int64_t dot_lanes(int64_t n, int64_t width) {
+// A symbolic sum is padded whatever the lanes: the widest.
+int64_t dot_lanes(std::optional<int64_t> n, int64_t width) {
+  if (!n) return width;
   for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
-    if (n % l == 0) return l;
+    if (*n % l == 0) return l;
   return width;
 }
 
@@ -274,21 +276,23 @@ void apply_heuristic(OptState& s) {
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k, target) : std::nullopt;
     const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    // A symbolic extent (rows, sum) is planned for its upper bound (trip_bound).
     const RegisterTile dtile =
-        dot ? dot_tile(*trip(dot->rows), *trip(dot->cols), dot_lanes(*trip(dot->reduce), width), target)
+        dot ? dot_tile(trip_bound(dot->rows), *trip(dot->cols), dot_lanes(trip(dot->reduce), width), target)
             : RegisterTile{};
     if (dot && dtile.rows > 0) {
       s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
     } else if (mm) {
-      const RegisterTile tile =
-          register_tile(*trip(mm->rows), *trip(mm->cols), width, target, mm->a_ops, mm->a_selects_rows);
+      // All the rows in one tile makes each a constant: not rows of a symbolic count.
+      const RegisterTile tile = register_tile(trip_bound(mm->rows), trip_bound(mm->cols), width, target,
+                                              mm->a_ops, mm->a_selects_rows && trip(mm->rows));
       s.apply({OptKind::MatmulTile, axis_of(mm->cols), tile.vectors, tile.rows});
     } else if (gemv) {
-      RegisterTile tile = register_tile(1, *trip(gemv->cols), width, target, gemv->a_ops);
+      RegisterTile tile = register_tile(1, trip_bound(gemv->cols), width, target, gemv->a_ops);
       if (gemv->a_ops == 0) tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::GemvTile, axis_of(gemv->cols), tile.vectors});
     } else if (column_sum) {
-      RegisterTile tile = register_tile(1, *trip(column_sum->cols), width, target);
+      RegisterTile tile = register_tile(1, trip_bound(column_sum->cols), width, target);
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
     } else if (width >= 2) {
@@ -373,13 +377,13 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
     const bool one_end = k->src.size() == 1;
     const auto mm = matmul_axes(k);
     if (mm) {
-      const int64_t m = *trip(mm->rows), n = *trip(mm->cols), lanes = std::min<int64_t>(width, n);
+      const int64_t m = trip_bound(mm->rows), n = trip_bound(mm->cols), lanes = std::min<int64_t>(width, n);
       for (int64_t r = 1; r <= std::min<int64_t>(m, 8); ++r)
         for (int64_t v = 1; v <= std::min<int64_t>(4, (n + lanes - 1) / lanes); ++v)
           if (r * v + (r > 1 ? v : 1) + 1 + v <= registers && r * v * lanes <= kMaxVectorLanes)
             add(fitting(s, {{OptKind::MatmulTile, axis_of(mm->cols), v, r}}));
       if (const auto dot = one_end ? dot_axes(k, width) : std::nullopt) {
-        const int64_t dm = *trip(dot->rows), dn = *trip(dot->cols);
+        const int64_t dm = trip_bound(dot->rows), dn = *trip(dot->cols);
         for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
           for (int64_t r = 1; r <= std::min<int64_t>(dm, 8); ++r)
             if (r * dn + dn + 1 <= registers && r * dn * l <= kMaxVectorLanes)

@@ -59,15 +59,10 @@ UOpPtr guard_accesses(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& 
   return done.at(kernel.get());
 }
 
-UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
-  const UOpPtr& old_end = range->src.at(0);
-  const AxisArg axis = range->get<AxisArg>();
-  const UOpPtr padded = make_range(end, axis.id, axis.kind);
-  const UOpPtr inside = padded < old_end;
-  UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
-  if (axis.kind != AxisKind::Reduce) return k;
-  // Every REDUCE over the range folds the padding as its identity: one kernel may
-  // hold several over the same range (a row's sum read twice, computed in place).
+// Every REDUCE over the padded range `padded` folds the padding (where `inside` is
+// false) as its identity: one kernel may hold several over the same range (a row's sum
+// read twice, computed in place).
+UOpPtr identity_outside(const UOpPtr& k, const UOpPtr& padded, const UOpPtr& inside) {
   std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
   for (const auto& red : reduces_of(k, padded)) {
     std::vector<UOpPtr> src = red->src;
@@ -75,6 +70,16 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
     guarded.emplace_back(red, red->with_src(std::move(src)));
   }
   return substitute(k, guarded);
+}
+
+UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
+  const UOpPtr& old_end = range->src.at(0);
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(end, axis.id, axis.kind);
+  const UOpPtr inside = padded < old_end;
+  UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
+  if (axis.kind != AxisKind::Reduce) return k;
+  return identity_outside(k, padded, inside);
 }
 UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   return pad_range(kernel, range, const_i64(end));
@@ -84,9 +89,37 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
 UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
   const UOpPtr& end = range->src.at(0);
   if (exact_quotient(end, multiple)) return kernel;
-  if (end->is_const())
-    return pad_range(kernel, range, (end->const_int() + multiple - 1) / multiple * multiple);
-  return pad_range(kernel, range, simplify((end + (multiple - 1)) / multiple * multiple));
+  return pad_range(kernel, range, round_up(end, multiple));
+}
+
+UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple) {
+  const UOpPtr& old_end = range->src.at(0);
+  if (exact_quotient(old_end, multiple)) return kernel;
+  if (old_end->vmin() < 1) return pad_to_multiple(kernel, range, multiple);
+  const AxisArg axis = range->get<AxisArg>();
+  const UOpPtr padded = make_range(round_up(old_end, multiple), axis.id, axis.kind);
+  const UOpPtr inside = padded < old_end;
+  const UOpPtr last = last_of(old_end);
+  const UOpPtr clamped = where(inside, padded, last);
+  const UOpPtr k = substitute(kernel, {{range, padded}});
+  std::vector<std::pair<UOpPtr, UOpPtr>> fixed;
+  for (const auto& n : toposort(k)) {
+    if (n->op != Op::INDEX || n->src.at(0)->op != Op::DEFINE_GLOBAL || !reaches(n, padded)) continue;
+    std::vector<UOpPtr> src = n->src;
+    for (size_t i = 1; i < src.size(); ++i) src[i] = substitute(src[i], {{padded, clamped}});
+    fixed.emplace_back(n, n->with_src(std::move(src)));
+  }
+  return identity_outside(substitute(k, fixed), padded, inside);
+}
+
+UOpPtr last_of(const UOpPtr& end) {
+  return end->is_const() ? const_i64(end->const_int() - 1) : simplify(end - 1);
+}
+
+UOpPtr round_up(const UOpPtr& end, int64_t multiple) {
+  if (exact_quotient(end, multiple)) return end;
+  if (end->is_const()) return const_i64((end->const_int() + multiple - 1) / multiple * multiple);
+  return simplify((end + (multiple - 1)) / multiple * multiple);
 }
 
 // range -> outer * factor + inner by the range-splitting primitive: the outer part keeps
@@ -156,11 +189,18 @@ UOpPtr repeat_last_iteration(const UOpPtr& kernel, const UOpPtr& padded, const U
 // tests). Only for a kernel that reads nothing it stores, and then for its main END
 // alone: the other ENDs of a kernel of several outputs are guarded as below.
 UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, bool repeat_last) {
-  const int64_t old_end = *trip(range);
-  if (end == old_end) return kernel;
+  return pad_output_range(kernel, range, const_i64(end), repeat_last);
+}
+
+UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end, bool repeat_last) {
+  const UOpPtr& old_end = range->src.at(0);
+  if (end == old_end || (end->is_const() && old_end->is_const() && end->const_int() == old_end->const_int()))
+    return kernel;
+  if (old_end->vmin() < 1) return pad_range(kernel, range, end);
   const AxisArg axis = range->get<AxisArg>();
   const UOpPtr padded = make_range(end, axis.id, axis.kind);
-  const UOpPtr clamped = where(padded < old_end, padded, const_int(DType::Int64, old_end - 1));
+  const UOpPtr last = last_of(old_end);
+  const UOpPtr clamped = where(padded < old_end, padded, last);
   const UOpPtr k0 = substitute(kernel, {{range, padded}});
   const UOpPtr k = repeat_last ? repeat_last_iteration(k0, padded, clamped) : k0;
   if (repeat_last && k->src.size() == 1) return k;

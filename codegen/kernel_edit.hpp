@@ -34,7 +34,23 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end);
 // `range` padded to a multiple of `multiple` where its end is not one; a symbolic
 // end n becomes ((n + multiple - 1) / multiple) * multiple, its tail masked.
 UOpPtr pad_to_multiple(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple);
+// The least multiple of `multiple` at or past `end`: `end` itself when it is one
+// (exact_quotient), a constant for a constant, else ((end + multiple - 1) / multiple) * multiple.
+UOpPtr round_up(const UOpPtr& end, int64_t multiple);
+// end - 1, folded: the last iteration of a range that ends at `end`.
+UOpPtr last_of(const UOpPtr& end);
+// A reduce range padded to a multiple of `multiple` without masking its loads: each
+// reads at the range clamped to its old end (the last real step again, in bounds) and
+// the REDUCEs over it add their identity there, so a sum's inner loop selects its
+// term instead of testing every load. As pad_to_multiple where the range may run no
+// iteration (its end's lower bound below 1).
+UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multiple);
 // An output range padded to `end` without masking its loads (codegen/kernel_edit.cpp).
+// `end` may be symbolic, as the range's own end may; a range that may run no
+// iteration (its end's lower bound below 1) has no last iteration to read again, so
+// it is padded as pad_range pads, every access masked.
+UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end,
+                        bool repeat_last = false);
 UOpPtr pad_output_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end, bool repeat_last = false);
 
 struct Lanes {

@@ -122,7 +122,7 @@ void OptState::apply(const Opt& opt) {
     case OptKind::MatmulTile: {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");
-      const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, *trip(mm.cols))};
+      const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
       k = tile_matmul(k, mm, tile, target_, itemsize);
       break;
     }
@@ -130,7 +130,7 @@ void OptState::apply(const Opt& opt) {
     case OptKind::ColumnSumTile: {
       const bool gemv = opt.kind == OptKind::GemvTile;
       const MatmulAxes mm = contraction(opt, k, gemv ? gemv_axes(k) : column_sum_axes(k, target_));
-      const RegisterTile tile{1, opt.amount, tile_lanes(lanes_, *trip(mm.cols))};
+      const RegisterTile tile{1, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
       k = gemv ? tile_gemv(k, mm, tile, target_, itemsize) : tile_column_sum(k, mm, tile, target_, itemsize);
       break;
     }

@@ -10,6 +10,7 @@
 #include "ir/symbolic.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_set>
 
 namespace loom {
@@ -134,15 +135,25 @@ struct KBlocks {
 // across a chunk of columns). A block's partial sums wait in the output: out = (first block ? 0 : out) + the
 // block's sum, the epilogue applied at the last block. Every element still adds its
 // blocks in k's order, whatever the threads. Not when the kernel reads its output
-// (an in-place update) or stores another dtype than it sums.
-std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int64_t kc) {
-  const UOpPtr &end = k->src.at(0), &store = end->src.at(0);
+// (an in-place update) or stores another dtype than it sums. A symbolic k (a decoding
+// step's T) is padded to whole blocks first, the last block's rows past it reading the
+// last real row again and adding nothing: kc is then no divisor but the block the
+// caller wants.
+std::optional<KBlocks> k_blocks(UOpPtr k, UOpPtr reduce_range, int64_t kc) {
+  const UOpPtr& store = k->src.at(0)->src.at(0);
   const UOpPtr red = reduce_of(k, reduce_range);
   if (!red || red->src.size() != 2 || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
       loads_output(k, store->src[0]->src.at(0)))
     return std::nullopt;
-  const int64_t n = *trip(reduce_range);
-  if (kc <= 0 || kc >= n || n % kc != 0) return std::nullopt;
+  if (kc <= 0 || kc >= trip_bound(reduce_range)) return std::nullopt;
+  if (!trip(reduce_range)) {
+    const int64_t id = reduce_range->get<AxisArg>().id;
+    k = pad_sum_clamped(k, reduce_range, kc);
+    reduce_range = find_range(k, id);
+  }
+  const std::optional<UOpPtr> count = exact_quotient(reduce_range->src.at(0), kc);
+  if (!count) return std::nullopt;
+  const UOpPtr last = last_of(*count);
   const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
   const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
   const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
@@ -161,7 +172,7 @@ std::optional<KBlocks> k_blocks(const UOpPtr& k, const UOpPtr& reduce_range, int
   const UOpPtr previous = UOp::make(Op::LOAD, red2->dtype, {index->with_src(std::move(at))});
   const UOpPtr sum = partial + previous;
   const UOpPtr done = substitute(store2->src[1], {{red2, sum}});
-  const UOpPtr stored = done == sum ? sum : where(blocks < n / kc - 1, sum, done);
+  const UOpPtr stored = done == sum ? sum : where(blocks < last, sum, done);
   std::vector<UOpPtr> src = end2->src;
   src[0] = store2->with_src({index, stored});
   src.push_back(blocks);
@@ -211,26 +222,32 @@ UOpPtr rows_before_lanes(const UOpPtr& kernel, const UOpPtr& rows) {
 
 UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                    int64_t itemsize) {
-  const bool whole_k = stores_by_lane(k, mm.cols) && *trip(mm.reduce) <= masked_whole_k(target);
+  // A symbolic k (a sum as long as a bound variable: attention's scores @ v) is one block:
+  // the tile's loop over it runs as it is, each binding its own length, nothing masked.
+  const std::optional<int64_t> k_trip = trip(mm.reduce);
+  const bool whole_k = !k_trip || (stores_by_lane(k, mm.cols) && *k_trip <= masked_whole_k(target));
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
   // The rows one tile high already: the schedule split them into a's row panels (m a
   // multiple of their height, i = io * R + ii), so io is the loop over row tiles.
-  const bool tile_high = panels && mm.row_panels && tile.rows > 1 && *trip(mm.rows) == tile.rows;
+  const bool tile_high = panels && mm.row_panels && tile.rows > 1 && trip(mm.rows) == tile.rows;
   const UOpPtr& tiled = tile_high ? mm.row_panels : mm.rows;
-  const int64_t tiles = tile_high ? *trip(tiled) : (*trip(tiled) + tile.rows - 1) / tile.rows;
+  const int64_t tiles = tile_high ? trip_bound(tiled) : (trip_bound(tiled) + tile.rows - 1) / tile.rows;
   // The k a tile sums at a time, which a's row blocks are sized for: a k with no divisor
   // in [kBlock / 2, kBlock] (a prime 1021) is one block, and a's rows span all of it.
-  const int64_t k_len = *trip(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
+  const int64_t k_len = trip_bound(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
   const int64_t kc = panels ? (divisor ? divisor : k_len) : 0;
-  const int64_t block = panels ? row_block(tiles, tile.rows, kc, itemsize, target) : 1;
-  const int64_t tiled_id = tiled->get<AxisArg>().id, padded = (tiles + block - 1) / block * block;
+  // Symbolic rows are padded to whole row tiles only, not to whole blocks of them: a
+  // block sized for the variable's bound would make a binding of 1 compute the bound's
+  // block of rows. Their tiles each pass every panel of b (no row blocks).
+  const int64_t block = panels && trip(tiled) ? row_block(tiles, tile.rows, kc, itemsize, target) : 1;
+  const int64_t tiled_id = tiled->get<AxisArg>().id;
+  const UOpPtr padded_end = round_up(tiled->src.at(0), tile_high ? block : block * tile.rows);
   // Padded rows store the last real row again, unless blocks of k read partial sums back.
   const UOpPtr& store = split_cols->src.at(0)->src.at(0);
   const bool repeat_last = !(panels && divisor) && !loads_output(split_cols, store->src.at(0)->src.at(0));
-  k = pad_output_range(split_cols, find_range(split_cols, tiled_id), tile_high ? padded : padded * tile.rows,
-                       repeat_last);
+  k = pad_output_range(split_cols, find_range(split_cols, tiled_id), padded_end, repeat_last);
   UOpPtr rows = find_range(k, tiled_id);
   int64_t unrolled_id = -1;
   if (tile_high) {
@@ -262,10 +279,9 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
   k = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast).root;
   const UOpPtr cols = find_range(k, mm.cols->get<AxisArg>().id);
   k = substitute(k, {{cols, with_kind(cols, AxisKind::Unroll)}});
-  const int64_t m = *trip(mm.rows), tiles = (m + tile.rows - 1) / tile.rows;
   const UOpPtr& store = k->src.at(0)->src.at(0);
   const bool repeat_last = !loads_output(k, store->src.at(0)->src.at(0));
-  k = pad_output_range(k, find_range(k, rows_id), tiles * tile.rows, repeat_last);
+  k = pad_output_range(k, find_range(k, rows_id), round_up(mm.rows->src.at(0), tile.rows), repeat_last);
   UOpPtr unrolled;
   if (tile.rows > 1) {
     const Split s = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll);
@@ -312,12 +328,19 @@ int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns) {
   return chunk;
 }
 
+// Tiles per chunk of a GEMV's or column sum's `tiles` columns, by `choose` (a divisor of
+// their count); one when the count is symbolic: a chunk of several would be padded whole,
+// and its padded tiles computed, at every binding that does not fill it.
+int64_t symbolic_chunk(const UOpPtr& tiles, const std::function<int64_t(int64_t)>& choose) {
+  return trip(tiles) ? choose(*trip(tiles)) : 1;
+}
+
 // The kernel's output loops of more than one iteration other than `cols`, outermost first.
 std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
   std::vector<UOpPtr> out;
   const UOpPtr& end = k->src.at(0);
   for (size_t i = 1; i < end->src.size(); ++i)
-    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip(end->src[i]).value_or(0) > 1)
+    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip_bound(end->src[i]) > 1)
       out.push_back(end->src[i]);
   return out;
 }
@@ -332,7 +355,9 @@ struct RowTiles {
 RowTiles row_tiles(const UOpPtr& k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target) {
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr reduce = find_range(split_cols, mm.reduce->get<AxisArg>().id);
-  auto kb = k_blocks(split_cols, reduce, divisor_near(*trip(reduce), target.gemv_rows()));
+  // A symbolic k in blocks of gemv_rows, the last one's rows past k masked.
+  auto kb = k_blocks(split_cols, reduce,
+                     trip(reduce) ? divisor_near(*trip(reduce), target.gemv_rows()) : target.gemv_rows());
   UOpPtr tiles = kb ? find_range(kb->root, cols_outer) : nullptr;
   return {split_cols, std::move(kb), std::move(tiles)};
 }
@@ -344,12 +369,13 @@ UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const
                  int64_t itemsize) {
   const auto [split_cols, kb, tiles] = row_tiles(k, mm, tile, target);
   if (!tiles) return drop_unit_loops(split_cols);
-  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  const int64_t width = tile.lanes * tile.vectors;
   const std::vector<UOpPtr> batch = output_loops_but(k, mm.cols);
   // Without other loops the chunks are what the threads share: min_blocks of them at least.
-  const int64_t chunk = batch.empty()
-                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
-                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  const int64_t chunk = symbolic_chunk(tiles, [&](int64_t n) {
+    return batch.empty() ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                         : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  });
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto b = batch.rbegin(); b != batch.rend(); ++b)
     if (const UOpPtr r = find_range(k, (*b)->get<AxisArg>().id)) k = loop_first(k, r);
@@ -367,11 +393,12 @@ UOpPtr tile_column_sum(UOpPtr k, const MatmulAxes& cs, const RegisterTile& tile,
                        int64_t itemsize) {
   const auto [split_cols, kb, tiles] = row_tiles(k, cs, tile, target);
   if (!tiles) return block_all_sums(drop_unit_loops(split_cols));
-  const int64_t n = *trip(tiles), width = tile.lanes * tile.vectors;
+  const int64_t width = tile.lanes * tile.vectors;
   // With no other loop, the chunks are what the threads share.
-  const int64_t chunk = cs.panels.empty()
-                            ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
-                            : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  const int64_t chunk = symbolic_chunk(tiles, [&](int64_t n) {
+    return cs.panels.empty() ? gemv_chunk(n, width, n / target.min_blocks(), target.gemv_chunk(itemsize))
+                             : gemv_chunk(n, width, n, gemv_row_chunk(target, itemsize));
+  });
   k = block_tiles(kb->root, tiles, chunk, kb->blocks);
   for (auto p = cs.panels.rbegin(); p != cs.panels.rend(); ++p)
     if (const UOpPtr r = find_range(k, (*p)->get<AxisArg>().id)) k = loop_first(k, r);

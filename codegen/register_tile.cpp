@@ -57,8 +57,9 @@ bool side_ends_ride_along(const UOpPtr& kernel) {
 namespace {
 
 // A kernel of one END over one STORE of one float ADD REDUCE (the contraction, ir/
-// contraction.hpp) over ranges of constant trip counts, whose outputs are loops of
-// constant trip counts.
+// contraction.hpp) whose outputs are loops. Their extents, and the sum's, may be
+// symbolic (a DEFINE_VAR bound per launch); which of them a tile takes symbolic is
+// each tile's own question (product_axes, gemv_axes, column_sum_axes).
 std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   if (kernel->op != Op::SINK || kernel->src.empty() || !side_ends_ride_along(kernel)) return std::nullopt;
   const UOpPtr& end = kernel->src[0];
@@ -66,18 +67,27 @@ std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   std::vector<UOpPtr> outs;
   for (size_t i = 1; i < end->src.size(); ++i) {
     const UOpPtr& r = end->src[i];
-    if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Loop || !trip(r)) return std::nullopt;
+    if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Loop) return std::nullopt;
     outs.push_back(r);
   }
   const UOpPtr& store = end->src[0];
   auto c = contraction(store, std::move(outs), store->src.at(0), /*walk=*/true);
   if (!c) return std::nullopt;
-  for (const auto& r : c->k) {
-    if (!trip(r)) return std::nullopt;
+  for (const auto& r : c->k)
     for (size_t e = 1; e < kernel->src.size(); ++e)
       if (reaches(kernel->src[e], r)) return std::nullopt;  // a side END sums over its own ranges
-  }
   return c;
+}
+
+bool all_constant(const std::vector<UOpPtr>& ranges) {
+  return std::all_of(ranges.begin(), ranges.end(), [](const UOpPtr& r) { return trip(r).has_value(); });
+}
+
+// The most terms the sum adds per output: the product of its ranges' trip bounds.
+int64_t sum_bound(const Contraction& c) {
+  int64_t n = 1;
+  for (const auto& r : c.k) n *= trip_bound(r);
+  return n;
 }
 
 // Every read of `reads` steps by one along `range` or stays put (a broadcast along it, one
@@ -100,7 +110,7 @@ bool along_or_broadcast(const std::vector<ContractionRead>& reads, const UOpPtr&
 // contiguous along out) costs one scalar store per element, which a long sum makes nothing.
 UOpPtr column_axis(const Contraction& c, int b, bool transposed_store = false) {
   for (const auto& r : c.only(b)) {
-    if (*trip(r) < 2 || !along_or_broadcast(c.loads[static_cast<size_t>(b)], r)) continue;
+    if (trip_bound(r) < 2 || !along_or_broadcast(c.loads[static_cast<size_t>(b)], r)) continue;
     if (!c.store || address_stride(c.store, r) == 1) return r;
     if (transposed_store && c.store && address_stride(c.store, r)) return r;
   }
@@ -121,19 +131,23 @@ std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) 
 
 // matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null): i the
 // innermost output range a uses and b does not, row_panels the next such range out.
+// A matmul's or GEMV's rows, columns, batch and sum may be symbolic: its tile pads the
+// rows and the columns and runs the sum's loop as it is; b's panels are constant.
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   const auto c = float_sum(kernel);
   if (!c || !c->product() || c->loads[0].empty() || c->loads[1].empty()) return std::nullopt;
   for (const int a : {0, 1}) {
     const int b = 1 - a;
     const std::vector<UOpPtr> rows = c->only(a);
-    const UOpPtr cols = column_axis(*c, b, !one_row && c->sum_length().value_or(0) >= kScatterStoreSum);
+    const UOpPtr cols = column_axis(*c, b, !one_row && sum_bound(*c) >= kScatterStoreSum);
     if (!cols || rows.empty() != one_row) continue;
+    const std::vector<UOpPtr> panels = panel_axes(*c, cols, b);
+    if (!all_constant(panels)) return std::nullopt;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,
                       c->k.back(),
                       c->ops[static_cast<size_t>(a)],
-                      panel_axes(*c, cols, b),
+                      panels,
                       rows.size() > 1 ? rows[rows.size() - 2] : nullptr,
                       !rows.empty() && c->selects(a, rows.back())};
   }
@@ -147,10 +161,11 @@ std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(
 
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
   auto mm = matmul_axes(kernel);
-  if (!mm || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
+  // The dot tile unrolls every column: a constant count of them.
+  if (!mm || !trip(mm->cols) || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);
   for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
-    if (tile_lanes(lanes, *trip(*r)) < lanes) continue;  // a row padded to a vector at most
+    if (tile_lanes(lanes, trip_bound(*r)) < lanes) continue;  // a row padded to a vector at most
     if (!along_or_broadcast(c->loads[0], *r) || !along_or_broadcast(c->loads[1], *r)) continue;
     mm->reduce = *r;
     return mm;

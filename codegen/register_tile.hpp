@@ -35,15 +35,19 @@ bool side_ends_ride_along(const UOpPtr& kernel);
 
 // The axes of a kernel of the form above, if it is one: a main END over one
 // STORE, one float ADD REDUCE (over one or more ranges), whose value is a product of two
-// sides that each read memory; constant trip counts; other ENDs riding along.
+// sides that each read memory; other ENDs riding along. The rows, the columns, the batch
+// and the sum may have symbolic extents (DEFINE_VARs bound per launch: the tile is
+// planned for their upper bounds, trip_bound); b's panels are constant.
 std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel);
 // The same form with one row of a: no output range that a uses and b does not
-// ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null.
+// ([1, K] @ [K, N], a vector times a matrix; batched or not). rows is null. Its
+// extents may be symbolic as a matmul's (a decoding step's [1, T] @ [T, d]).
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel);
 // A float sum of loads alone over one range k whose every step moves each load by a
 // page or more, contiguous along an output range ([K, N].sum(0) for N of 1024 floats
 // or more: a GEMV whose a is ones). rows is null, a_ops 0, panels the other output
-// ranges the loads use.
+// ranges the loads use. Its extents may be symbolic; the loads' step along k is a
+// constant (a page or more).
 std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& target);
 
 // A product whose column range is narrower than a vector while both factors read one

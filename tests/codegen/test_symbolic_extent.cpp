@@ -6,6 +6,7 @@
 #include "codegen/heuristic.hpp"
 #include "codegen/opt.hpp"
 #include "codegen/run_kernel.hpp"
+#include "codegen/symbolic_bindings.hpp"
 
 #include <doctest/doctest.h>
 
@@ -19,48 +20,6 @@ namespace {
 
 UOpPtr sym_range(const UOpPtr& extent, int64_t axis, AxisKind kind = AxisKind::Loop) {
   return UOp::make(Op::RANGE, DType::Int64, {extent}, AxisArg{axis, kind});
-}
-
-std::vector<float> ramp(size_t n) {
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int64_t>(i * 7 % 13) - 6) * 0.25f;
-  return x;
-}
-
-// Lowers `kernel` for `target`, compiles it once, and runs it at every binding of
-// its one variable against the interpreter on the original kernel.
-void check_bindings(const UOpPtr& kernel, const std::string& name, const std::string& target,
-                    const std::vector<int64_t>& bindings, const std::vector<size_t>& slot_floats) {
-  Flags flags;
-  flags.target = target;
-  std::vector<Opt> applied;
-  const UOpPtr lowered = lower_kernel(kernel, name, flags, &applied);
-  const Target& t = target_named(target);
-  const KernelFn fn =
-      Jit::instance()
-          .compile(emit_llvm_ir(lowered, name, EmitOptions{.target = t}), name, JitOptions{.target = target})
-          .fn;
-  for (int64_t n : bindings) {
-    INFO(target << " " << name << " n = " << n);
-    std::vector<Aligned<float>> bufs;
-    for (size_t s = 0; s < slot_floats.size(); ++s) bufs.emplace_back(ramp(slot_floats[s]));
-    std::vector<Slot> slots(bufs.begin(), bufs.end());
-    std::vector<std::vector<std::byte>> copies;
-    std::vector<void*> oracle;
-    for (const Slot& s : slots)
-      copies.emplace_back(static_cast<std::byte*>(s.data), static_cast<std::byte*>(s.data) + s.bytes);
-    for (auto& c : copies) oracle.push_back(c.data());
-    interpret_kernel(kernel, oracle.data(), {n});
-    std::vector<void*> ptrs;
-    for (const Slot& s : slots) ptrs.push_back(s.data);
-    const int64_t extent = parallel_extent(lowered, {n});
-    fn(ptrs.data(), std::vector<int64_t>{n}.data(), 0, extent);
-    for (size_t s = 0; s < slots.size(); ++s) {
-      INFO("slot " << s);
-      loom::test::detail::check_floats<float>(static_cast<const std::byte*>(slots[s].data), copies[s].data(),
-                                              slot_floats[s], true);
-    }
-  }
 }
 
 }  // namespace
