@@ -160,6 +160,56 @@ class CharTransformer(nn.Module):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
 
+class CharGpt(nn.Module):
+    """bench/models/char_gpt.hpp: the GPT of examples/gpt.hpp without dropout, a step with
+    clipping and AdamW over two parameter groups (weight decay on the matrices only)."""
+    name = "gpt_step"
+    batch_size, seq, dim, heads, layers, vocab = 8, 256, 256, 4, 4, 114
+    max_grad_norm = 1.0
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.ln1, self.attn, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.ln2, self.fc1, self.fc2 = nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+    def __init__(self):
+        super().__init__()
+        d = self.dim
+        self.wte, self.wpe = nn.Embedding(self.vocab, d), nn.Embedding(self.seq, d)
+        self.blocks = nn.ModuleList([self.Block(d) for _ in range(self.layers)])
+        self.ln_f = nn.LayerNorm(d)
+        # PyTorch 1.13 has no scaled_dot_product_attention: the causal mask by hand.
+        after = torch.arange(self.seq).unsqueeze(0) > torch.arange(self.seq).unsqueeze(1)
+        self.register_buffer("mask", torch.zeros(self.seq, self.seq).masked_fill(after, float("-inf")))
+        self.register_buffer("positions", torch.arange(self.seq))
+        init_parameters(self)
+
+    def batch(self):
+        return (label_tensor((self.batch_size, self.seq), 1002, self.vocab),
+                label_tensor((self.batch_size * self.seq,), 1003, self.vocab))
+
+    def attention(self, b, x):
+        B, T, d, H = self.batch_size, self.seq, self.dim, self.heads
+        q, k, v = (t.reshape(B, T, H, d // H).permute(0, 2, 1, 3) for t in b.attn(x).split(d, dim=2))
+        scores = q @ k.transpose(-2, -1) * (d // H) ** -0.5 + self.mask
+        return b.proj((torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(B, T, d))
+
+    def loss(self, tokens, targets):
+        x = self.wte(tokens) + self.wpe(self.positions)
+        for b in self.blocks:
+            x = x + self.attention(b, b.ln1(x))
+            x = x + b.fc2(F.gelu(b.fc1(b.ln2(x))))
+        logits = self.ln_f(x) @ self.wte.weight.t()  # the head tied to the token embedding
+        return F.cross_entropy(logits.reshape(-1, self.vocab), targets)
+
+    def optimizer(self):
+        params = list(self.parameters())
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
+
+
 class ConvNet(nn.Module):
     name = "conv_net_step"
 
@@ -199,7 +249,7 @@ class FashionMlp(nn.Module):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
 
-MODELS = (MlpBlock, ResidualStack, Lstm, CharTransformer, ConvNet, FashionMlp)
+MODELS = (MlpBlock, ResidualStack, Lstm, CharTransformer, CharGpt, ConvNet, FashionMlp)
 
 
 def training_step(model_class):
@@ -212,6 +262,8 @@ def training_step(model_class):
         opt.zero_grad(set_to_none=True)
         loss = model.loss(*batch)
         loss.backward()
+        if getattr(model, "max_grad_norm", None):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), model.max_grad_norm)
         opt.step()
         return loss
 
