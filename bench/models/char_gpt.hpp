@@ -8,26 +8,19 @@
 // 0.99) with weight decay 0.1 on the matrices and another without on the rest
 // (loom has no parameter groups). Dropout is left out (p = 0): the twin's masks
 // would come from another generator, and its losses could not equal loom's.
-#include "model.hpp"
+#include "transformer_block.hpp"
 
-#include <cmath>
-#include <memory>
 #include <optional>
-#include <string>
+#include <vector>
 
 namespace models {
 
 struct CharGpt {
   static constexpr const char* name = "gpt_step";
-  static constexpr int64_t batch_size = 8, seq = 256, dim = 256, heads = 4, head_dim = dim / heads,
-                           hidden = 4 * dim, layers = 4, vocab = 114;
+  static constexpr int64_t batch_size = 8, seq = 256, dim = 256, heads = 4, hidden = 4 * dim, layers = 4,
+                           vocab = 114;
   static constexpr double max_grad_norm = 1.0;
-  struct Block {
-    loom::nn::LayerNorm ln1{dim};
-    loom::nn::Linear attn{dim, 3 * dim}, proj{dim, dim};
-    loom::nn::LayerNorm ln2{dim};
-    loom::nn::Linear fc1{dim, hidden}, fc2{hidden, dim};
-  };
+  using Block = TransformerBlock<dim, hidden>;
   Layout c;
   loom::nn::Embedding wte{vocab, dim}, wpe{seq, dim};
   std::vector<Block> blocks;
@@ -48,16 +41,7 @@ struct CharGpt {
     loom::NamedTensors all;
     append(all, wte.named_parameters("wte"));
     append(all, wpe.named_parameters("wpe"));
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const std::string at = "blocks." + std::to_string(i) + ".";
-      const Block& b = blocks[i];
-      append(all, b.ln1.named_parameters(at + "ln1"));
-      append(all, b.attn.named_parameters(at + "attn"));
-      append(all, b.proj.named_parameters(at + "proj"));
-      append(all, b.ln2.named_parameters(at + "ln2"));
-      append(all, b.fc1.named_parameters(at + "fc1"));
-      append(all, b.fc2.named_parameters(at + "fc2"));
-    }
+    append_blocks(all, blocks);
     append(all, ln_f.named_parameters("ln_f"));
     return all;
   }
@@ -68,14 +52,10 @@ struct CharGpt {
 
   // x [B, T, d] -> [B, T, d]
   loom::Tensor attention(const Block& b, const loom::Tensor& x) const {
-    const loom::Tensor qkv = c(b.attn(x));        // [B, T, 3d]
-    const auto heads_first = [&](int64_t part) {  // -> [B, heads, T, head_dim]
-      return qkv.slice(2, part * dim, (part + 1) * dim)
-          .reshape({batch_size, seq, heads, head_dim})
-          .permute({0, 2, 1, 3});
-    };
-    const loom::Tensor mixed = c(loom::nn::scaled_dot_product_attention(
-        c(heads_first(0)), c(heads_first(1)), c(heads_first(2)), {}, std::nullopt, /*is_causal=*/true));
+    const loom::Tensor qkv = c(b.attn(x));  // [B, T, 3d]
+    const auto part = [&](int64_t i) { return c(Block::heads_first(qkv, i, heads)); };
+    const loom::Tensor mixed = c(loom::nn::scaled_dot_product_attention(part(0), part(1), part(2), {},
+                                                                        std::nullopt, /*is_causal=*/true));
     return c(b.proj(c(mixed.permute({0, 2, 1, 3}).reshape({batch_size, seq, dim}))));
   }
 
