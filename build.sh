@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 mode=${1:-run}
 
 packages=(cmake make g++ llvm-19-dev libtbb-dev libfmt-dev libspdlog-dev doctest-dev libbenchmark-dev
-  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1 dataset-fashion-mnist libopenmpi-dev openmpi-bin procps)
+  nlohmann-json3-dev zlib1g-dev libasan8 libubsan1 dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin procps)
 if [[ $mode == compare ]]; then
   packages+=(python3-torch python3-numpy python3-threadpoolctl libopenblas0-pthread libdnnl-dev
     ocl-icd-opencl-dev libeigen3-dev)

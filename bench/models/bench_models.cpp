@@ -15,6 +15,7 @@
 // process runs is cold (kernels compiled in this process stay in memory), so
 // run it alone; its kernels_compiled counter says how much it compiled:
 //   ./build/bench/bench_models --benchmark_filter=first_step
+#include "char_gpt.hpp"
 #include "char_transformer.hpp"
 #include "conv_net.hpp"
 #include "fashion_mlp.hpp"
@@ -43,7 +44,7 @@ template <class Model>
 struct Session : AnySession {
   const bool contiguous, captured;
   Model model;
-  std::unique_ptr<loom::optim::Optimizer> opt = model.optimizer();
+  std::unique_ptr<loom::optim::Optimizer> opt = optimizer_of(model);
   std::vector<Tensor> batch = model.batch();
   loom::Capture capture{[this](const std::vector<Tensor>& b) { return step_of(b); }};
   double first_loss = 0, last_warmup_loss = 0;
@@ -57,12 +58,25 @@ struct Session : AnySession {
     }
   }
 
+  // A model whose step is more than one optimizer's (char_gpt: clipping, two AdamW)
+  // defines train_step and owns its optimizers.
+  static std::unique_ptr<loom::optim::Optimizer> optimizer_of(const Model& m) {
+    if constexpr (requires { m.optimizer(); })
+      return m.optimizer();
+    else
+      return nullptr;
+  }
+
   std::vector<Tensor> step_of(const std::vector<Tensor>& b) {
-    opt->zero_grad();
-    Tensor loss = model.loss(b);
-    loss.backward();
-    opt->step();
-    return {loss};
+    if constexpr (requires { model.train_step(b); }) {
+      return {model.train_step(b)};
+    } else {
+      opt->zero_grad();
+      Tensor loss = model.loss(b);
+      loss.backward();
+      opt->step();
+      return {loss};
+    }
   }
   Tensor step() {
     if (captured) return capture(batch)[0];
@@ -142,6 +156,7 @@ int main(int argc, char** argv) {
   register_model<models::ResidualStack>();
   register_model<models::Lstm>();
   register_model<models::CharTransformer>();
+  register_model<models::CharGpt>();
   register_model<models::ConvNet>();
   register_model<models::FashionMlp>();
   benchmark::Initialize(&argc, argv);

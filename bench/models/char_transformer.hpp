@@ -4,12 +4,11 @@
 // softmax(q k^T * s + mask) v, an MLP of hidden 512 with the tanh GELU written
 // by hand, LayerNorm, a linear head to 65 characters; batch 32 of 64
 // characters, cross-entropy over every position, AdamW.
-#include "model.hpp"
+#include "transformer_block.hpp"
 
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <string>
 
 namespace models {
 
@@ -17,12 +16,7 @@ struct CharTransformer {
   static constexpr const char* name = "char_transformer_step";
   static constexpr int64_t batch_size = 32, seq = 64, dim = 128, heads = 4, head_dim = dim / heads,
                            hidden = 4 * dim, layers = 2, vocab = 65;
-  struct Block {
-    loom::nn::LayerNorm ln1{dim};
-    loom::nn::Linear attn{dim, 3 * dim}, proj{dim, dim};
-    loom::nn::LayerNorm ln2{dim};
-    loom::nn::Linear fc1{dim, hidden}, fc2{hidden, dim};
-  };
+  using Block = TransformerBlock<dim, hidden>;
   Layout c;
   loom::nn::Embedding wte{vocab, dim}, wpe{seq, dim};
   std::vector<Block> blocks;
@@ -45,16 +39,7 @@ struct CharTransformer {
     loom::NamedTensors all;
     append(all, wte.named_parameters("wte"));
     append(all, wpe.named_parameters("wpe"));
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      const std::string at = "blocks." + std::to_string(i) + ".";
-      const Block& b = blocks[i];
-      append(all, b.ln1.named_parameters(at + "ln1"));
-      append(all, b.attn.named_parameters(at + "attn"));
-      append(all, b.proj.named_parameters(at + "proj"));
-      append(all, b.ln2.named_parameters(at + "ln2"));
-      append(all, b.fc1.named_parameters(at + "fc1"));
-      append(all, b.fc2.named_parameters(at + "fc2"));
-    }
+    append_blocks(all, blocks);
     append(all, ln_f.named_parameters("ln_f"));
     append(all, head.named_parameters("head"));
     return all;
@@ -66,13 +51,9 @@ struct CharTransformer {
 
   // x [B, T, d] -> [B, T, d]
   loom::Tensor attention(const Block& b, const loom::Tensor& x) const {
-    const loom::Tensor qkv = c(b.attn(x));        // [B, T, 3d]
-    const auto heads_first = [&](int64_t part) {  // -> [B, heads, T, head_dim]
-      return qkv.slice(2, part * dim, (part + 1) * dim)
-          .reshape({batch_size, seq, heads, head_dim})
-          .permute({0, 2, 1, 3});
-    };
-    const loom::Tensor q = c(heads_first(0)), k = c(heads_first(1)), v = c(heads_first(2));
+    const loom::Tensor qkv = c(b.attn(x));  // [B, T, 3d]
+    const auto part = [&](int64_t i) { return c(Block::heads_first(qkv, i, heads)); };
+    const loom::Tensor q = part(0), k = part(1), v = part(2);
     const double scale = 1 / std::sqrt(static_cast<double>(head_dim));
     const loom::Tensor scores = c(q.matmul(c(k.transpose(-2, -1))) * scale + mask);
     const loom::Tensor weights = c(scores.softmax(-1));

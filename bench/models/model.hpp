@@ -10,6 +10,9 @@
 //   std::vector<loom::Tensor> batch() const;       // realized inputs: data and labels or targets
 //   loom::Tensor loss(const std::vector<loom::Tensor>& batch) const;
 //   std::unique_ptr<loom::optim::Optimizer> optimizer() const;
+// or, for a step that is more than loss, backward and one optimizer's step (char_gpt:
+// clipping, then two AdamW), the optimizers as members and
+//   loom::Tensor train_step(const std::vector<loom::Tensor>& batch);  // returns the loss
 //   static constexpr const char* name;             // the workload name bench/compare shows
 // and is written once: its variant only differs by what `layout` does.
 #include <loom/loom.hpp>

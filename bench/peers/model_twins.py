@@ -117,47 +117,80 @@ class Lstm(nn.Module):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
 
 
+class CharBlock(nn.Module):
+    """bench/models/transformer_block.hpp: the character models' pre-norm block, attention by
+    hand (PyTorch 1.13 has no scaled_dot_product_attention)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.ln1, self.attn, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.ln2, self.fc1, self.fc2 = nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+    def attention(self, x, heads, mask):
+        B, T, d = x.shape
+        q, k, v = (t.reshape(B, T, heads, d // heads).permute(0, 2, 1, 3) for t in self.attn(x).split(d, dim=2))
+        scores = q @ k.transpose(-2, -1) * (d // heads) ** -0.5 + mask
+        return self.proj((torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(B, T, d))
+
+
+def causal_mask(seq):
+    """[seq, seq]: 0 where a query may see a key, -inf after it."""
+    after = torch.arange(seq).unsqueeze(0) > torch.arange(seq).unsqueeze(1)
+    return torch.zeros(seq, seq).masked_fill(after, float("-inf"))
+
+
 class CharTransformer(nn.Module):
     name = "char_transformer_step"
-    batch_size, seq, dim, heads, vocab = 32, 64, 128, 4, 65
-
-    class Block(nn.Module):
-        def __init__(self, dim):
-            super().__init__()
-            self.ln1, self.attn, self.proj = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-            self.ln2, self.fc1, self.fc2 = nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+    batch_size, seq, dim, heads, layers, vocab = 32, 64, 128, 4, 2, 65
+    tied_head = False  # CharGpt's head is the token embedding
 
     def __init__(self):
         super().__init__()
         d = self.dim
         self.wte, self.wpe = nn.Embedding(self.vocab, d), nn.Embedding(self.seq, d)
-        self.blocks = nn.ModuleList([self.Block(d) for _ in range(2)])
-        self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, self.vocab)
-        after = torch.arange(self.seq).unsqueeze(0) > torch.arange(self.seq).unsqueeze(1)
-        self.register_buffer("mask", torch.zeros(self.seq, self.seq).masked_fill(after, float("-inf")))
+        self.blocks = nn.ModuleList([CharBlock(d) for _ in range(self.layers)])
+        self.ln_f = nn.LayerNorm(d)
+        if not self.tied_head:
+            self.head = nn.Linear(d, self.vocab)
+        self.register_buffer("mask", causal_mask(self.seq))
         self.register_buffer("positions", torch.arange(self.seq))
         init_parameters(self)
+
+    @staticmethod
+    def activation(x):
+        return gelu_tanh(x)
 
     def batch(self):
         return (label_tensor((self.batch_size, self.seq), 1002, self.vocab),
                 label_tensor((self.batch_size * self.seq,), 1003, self.vocab))
 
-    def attention(self, b, x):
-        B, T, d, H = self.batch_size, self.seq, self.dim, self.heads
-        q, k, v = (t.reshape(B, T, H, d // H).permute(0, 2, 1, 3) for t in b.attn(x).split(d, dim=2))
-        scores = q @ k.transpose(-2, -1) * (d // H) ** -0.5 + self.mask
-        mixed = (torch.softmax(scores, -1) @ v).permute(0, 2, 1, 3).reshape(B, T, d)
-        return b.proj(mixed)
-
     def loss(self, tokens, targets):
         x = self.wte(tokens) + self.wpe(self.positions)
         for b in self.blocks:
-            x = x + self.attention(b, b.ln1(x))
-            x = x + b.fc2(gelu_tanh(b.fc1(b.ln2(x))))
-        return F.cross_entropy(self.head(self.ln_f(x)).reshape(-1, self.vocab), targets)
+            x = x + b.attention(b.ln1(x), self.heads, self.mask)
+            x = x + b.fc2(self.activation(b.fc1(b.ln2(x))))
+        h = self.ln_f(x)
+        logits = h @ self.wte.weight.t() if self.tied_head else self.head(h)
+        return F.cross_entropy(logits.reshape(-1, self.vocab), targets)
 
     def optimizer(self):
         return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+
+class CharGpt(CharTransformer):
+    """bench/models/char_gpt.hpp: the GPT of examples/gpt.hpp without dropout: the exact GELU,
+    the head tied to the token embedding, and a step with clipping and AdamW over two
+    parameter groups (weight decay on the matrices only)."""
+    name = "gpt_step"
+    batch_size, seq, dim, heads, layers, vocab = 8, 256, 256, 4, 4, 114
+    tied_head, max_grad_norm = True, 1.0
+    activation = staticmethod(F.gelu)
+
+    def optimizer(self):
+        params = list(self.parameters())
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
 
 
 class ConvNet(nn.Module):
@@ -199,7 +232,7 @@ class FashionMlp(nn.Module):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
 
 
-MODELS = (MlpBlock, ResidualStack, Lstm, CharTransformer, ConvNet, FashionMlp)
+MODELS = (MlpBlock, ResidualStack, Lstm, CharTransformer, CharGpt, ConvNet, FashionMlp)
 
 
 def training_step(model_class):
@@ -212,6 +245,8 @@ def training_step(model_class):
         opt.zero_grad(set_to_none=True)
         loss = model.loss(*batch)
         loss.backward()
+        if getattr(model, "max_grad_norm", None):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), model.max_grad_norm)
         opt.step()
         return loss
 
