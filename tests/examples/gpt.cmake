@@ -48,9 +48,5 @@ if(NOT "${first_half};${second_half}" STREQUAL "${whole}")
   message(FATAL_ERROR "the stopped and resumed run's losses differ from the uninterrupted run's:\n"
                       "${whole}\n${first_half};${second_half}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${DIR}/whole.safetensors ${DIR}/resumed.safetensors
-                RESULT_VARIABLE differ)
-if(differ)
-  message(FATAL_ERROR "the resumed run's checkpoint differs from the uninterrupted run's")
-endif()
+expect_same_checkpoint(${DIR}/whole.safetensors ${DIR}/resumed.safetensors)
 message("equal seeds print equal losses; the resumed run's losses and checkpoint equal the uninterrupted run's")

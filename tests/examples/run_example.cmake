@@ -15,3 +15,12 @@ function(run_example_once package out)
   endif()
   set(${out} "${stdout}" PARENT_SCOPE)
 endfunction()
+
+# Fails the test unless the uninterrupted run's checkpoint `whole` and the
+# stopped-and-resumed run's `resumed` are equal, byte for byte.
+function(expect_same_checkpoint whole resumed)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${whole} ${resumed} RESULT_VARIABLE differ)
+  if(differ)
+    message(FATAL_ERROR "the resumed run's checkpoint differs from the uninterrupted run's")
+  endif()
+endfunction()
