@@ -41,7 +41,7 @@ constexpr const char* usage =
     "usage: gpt [--steps N] [--batch-size B] [--block T] [--n-layer L] [--n-head H] [--d-model D]\n"
     "           [--dropout P] [--lr LR] [--warmup N] [--seed S] [--eval-every N] [--eval-batches N]\n"
     "           [--checkpoint PATH] [--resume] [--stop-after N] [--sample N] [--temperature X]\n"
-    "           [--top-k K] [--prompt TEXT] [--data DIR]\n";
+    "           [--top-k K] [--prompt TEXT] [--data DIR] [--autocast bf16]\n";
 
 struct Options {
   gpt::Config model;  // vocab_size comes from the corpus
@@ -54,6 +54,9 @@ struct Options {
   int64_t sample = 500, top_k = 40;
   double temperature = 0.8;
   std::string prompt = "%\n";  // the line between two fortunes: the sample starts a new one
+  // Mixed precision, as torch.autocast on the CPU: the linear layers and attention products
+  // take bfloat16 operands and accumulate in float32; norms, softmax and the loss stay float32.
+  bool autocast = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -83,6 +86,11 @@ Options parse(int argc, char** argv) {
       {"--top-k", integer(o.top_k)},
       {"--prompt", [&](const std::string& v) { o.prompt = v; }},
       {"--data", [&](const std::string& v) { o.data = v; }},
+      {"--autocast",
+       [&](const std::string& v) {
+         if (v != "bf16") throw std::invalid_argument("--autocast is bf16, not " + v);
+         o.autocast = true;
+       }},
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -209,6 +217,7 @@ class Trainer {
       std::vector<int32_t> window(context.end() - len, context.end());
       window.resize(static_cast<size_t>(t), 0);
       const Tensor last = Tensor::from_vector<int32_t>({static_cast<int32_t>(len - 1)}, {1});
+      const loom::Autocast ac = autocast_scope();
       const Tensor h = model.hidden(Tensor::from_vector(window, {1, t})).index_select(1, last);  // [1, 1, d]
       Tensor logits = model.lm_head(h).reshape({vocab}) / temperature;
       if (top_k > 0 && top_k < vocab) {
@@ -258,7 +267,7 @@ class Trainer {
     if (at("run").to_vector<double>() != run_options() || at("vocab").to_vector<uint8_t>() != corpus.vocab)
       throw std::runtime_error("resume " + path.string() +
                                ": written for other options (seed, batch size, model sizes, learning rate, "
-                               "schedule, dropout) or another corpus; pass the same ones");
+                               "schedule, dropout, autocast) or another corpus; pass the same ones");
     std::map<std::string, std::map<std::string, Tensor>> parts;
     for (const auto& [name, t] : all)
       if (const auto dot = name.find('.'); dot != std::string::npos)
@@ -300,8 +309,11 @@ class Trainer {
     return {Tensor::from_vector(x, {b, t}), Tensor::from_vector(y, {b * t})};
   }
   Tensor loss_of(const Tensor& x, const Tensor& y) const {
+    const loom::Autocast ac = autocast_scope();
     return loom::nn::cross_entropy(model(x).reshape({-1, corpus.vocab_size()}), y);
   }
+  // A scope of bfloat16 autocast with --autocast; without, a disabled one (as outside any).
+  loom::Autocast autocast_scope() const { return loom::Autocast(loom::DType::BFloat16, options.autocast); }
   std::vector<double> run_options() const {
     const auto d = [](int64_t v) { return static_cast<double>(v); };
     const gpt::Config& m = model.config;
@@ -319,7 +331,8 @@ class Trainer {
             d(m.d_model),
             m.dropout,
             d(static_cast<int64_t>(corpus.train.size())),
-            d(static_cast<int64_t>(corpus.val.size()))};
+            d(static_cast<int64_t>(corpus.val.size())),
+            options.autocast ? 1.0 : 0.0};
   }
 };
 
@@ -375,9 +388,9 @@ int run(const Options& o) {
              c.vocab_size);
   fmt::print(
       "GPT: {} layers, {} heads, d_model {}, block {}, dropout {}: {} parameters; batches of {} x {}, "
-      "AdamW lr {} (warm-up {} steps, cosine to {}), seed {}, {} threads\n",
+      "AdamW lr {} (warm-up {} steps, cosine to {}), seed {}, {} threads{}\n",
       c.n_layer, c.n_head, c.d_model, c.block_size, c.dropout, n_params, o.batch_size, c.block_size, o.lr,
-      o.warmup, o.lr * o.min_lr_factor, o.seed, loom::get_num_threads());
+      o.warmup, o.lr * o.min_lr_factor, o.seed, loom::get_num_threads(), o.autocast ? ", autocast bf16" : "");
   if (o.resume) {
     trainer.resume(o.checkpoint);
     fmt::print("resumed from {} after step {}\n", o.checkpoint.string(), trainer.steps_done);
