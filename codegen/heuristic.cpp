@@ -278,11 +278,11 @@ void apply_heuristic(OptState& s) {
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k, target) : std::nullopt;
-    const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    const auto dot = width >= 2 && one_end ? dot_axes(k, width) : std::nullopt;
     // A symbolic extent (rows, sum) is planned for its upper bound (trip_bound).
-    const RegisterTile dtile =
-        dot ? dot_tile(trip_bound(dot->rows), *trip(dot->cols), dot_lanes(trip(dot->reduce), width), target)
-            : RegisterTile{};
+    const RegisterTile dtile = dot ? dot_tile(dot->rows ? trip_bound(dot->rows) : 1, *trip(dot->cols),
+                                              dot_lanes(trip(dot->reduce), width), target)
+                                   : RegisterTile{};
     if (dot && dtile.rows > 0) {
       s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
     } else if (mm) {

@@ -160,7 +160,9 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axe
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
+  // A depthwise conv's dw reads one channel of x and of dy for each output: no rows.
   auto mm = matmul_axes(kernel);
+  if (!mm) mm = gemv_axes(kernel);
   // The dot tile unrolls every column: a constant count of them.
   if (!mm || !trip(mm->cols) || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);

@@ -55,6 +55,8 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& ta
 // sum x[n, ci, oh + kh, ow + kw] * dy[n, co, oh, ow], kw 3 wide, both along ow): the
 // matmul_axes with `reduce` that summed range, `lanes` long at least. Its tile is
 // dot_tile's: the lanes run along the sum, one accumulator per output, folded at the end.
+// rows is null for a product with no rows (gemv_axes' form: a depthwise conv's dw, each
+// output reading one channel of x and of dy): a tile of one row.
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes);
 
 struct RegisterTile {
