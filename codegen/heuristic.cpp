@@ -283,7 +283,13 @@ void apply_heuristic(OptState& s) {
     const RegisterTile dtile = dot ? dot_tile(dot->rows ? trip_bound(dot->rows) : 1, *trip(dot->cols),
                                               dot_lanes(trip(dot->reduce), width), target)
                                    : RegisterTile{};
-    if (dot && dtile.rows > 0) {
+    // A contraction whose b (sum x columns) is smaller than a vector ([64,256,3] @ [64,3,3]): the
+    // plain loops, which LLVM unrolls and vectorises itself, beat every tile and lanes by
+    // 2x and more (BEAM, docs/performance.md): no Opt but threads.
+    const bool tiny_b =
+        mm && trip(mm->cols) && trip(mm->reduce) && *trip(mm->cols) * *trip(mm->reduce) < width;
+    if (tiny_b) {
+    } else if (dot && dtile.rows > 0) {
       s.apply({OptKind::DotTile, axis_of(dot->cols), dtile.lanes, dtile.rows});
     } else if (mm) {
       // All the rows in one tile makes each a constant: not rows of a symbolic count.

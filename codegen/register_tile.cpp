@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <numeric>
 
 namespace loom {
 
@@ -248,7 +249,18 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& ta
   int registers = target.vector_registers;
   const int64_t step_vectors = target.tile_col_vectors(), max_rows = target.tile_max_rows(),
                 chains = target.fma_chains();
+  const int64_t full_lanes = lanes;
   lanes = tile_lanes(lanes, n);
+  // A tile narrower than a vector is one vector of rows x lanes to the expander, which
+  // LLVM splits into registers: a split that leaves part of a register costs shuffles
+  // at every step of the sum (3 to 7 times the time), so the rows fill one register or
+  // whole ones, and as many as make whole registers when that is more than the usual
+  // tile's (docs/performance.md, "BEAM search").
+  const bool narrow = lanes < full_lanes;
+  auto whole_registers = [&](int64_t r) {
+    return !narrow || r * lanes <= full_lanes || r * lanes % full_lanes == 0;
+  };
+  const int64_t most_rows = narrow ? std::max(max_rows, full_lanes / std::gcd(lanes, full_lanes)) : max_rows;
   const int64_t col_vectors = (n + lanes - 1) / lanes;  // vectors the output's columns fill
   const int64_t widest = std::min(col_vectors, kMaxLanes / lanes);
   int64_t vectors = a_ops > kCheapFactorOps ? widest : std::min(step_vectors, col_vectors);
@@ -258,7 +270,7 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& ta
     if (n % (lanes * v) != 0) regs -= static_cast<int>(v);  // each masked b vector's mask
     return r * v + (r > 1 ? v : 1) + 1 <= regs && r * v * lanes <= kMaxLanes;
   };
-  if (whole_rows && m > 1 && fits_in(m, 1, registers)) {
+  if (whole_rows && m > 1 && whole_registers(m) && fits_in(m, 1, registers)) {
     // All m rows in one tile, as many vectors as fit; chains enough with m >= chains.
     int64_t v = std::min(vectors, col_vectors);
     while (v > 1 && !fits_in(m, v, registers)) --v;
@@ -267,8 +279,8 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& ta
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
   if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };
-  int64_t rows = std::min({m, max_rows, kMaxLanes / (vectors * lanes)});
-  while (rows > 1 && !fits(rows, vectors)) --rows;
+  int64_t rows = std::min({m, most_rows, kMaxLanes / (vectors * lanes)});
+  while (rows > 1 && (!fits(rows, vectors) || !whole_registers(rows))) --rows;
   while (vectors > 1 && !fits(rows, vectors)) --vectors;
   if (rows * vectors < chains) {  // few rows (GEMV, skinny): more vectors for enough chains
     const auto wanted =

@@ -396,7 +396,9 @@ int run(const Options& o) {
     return s == first ? static_cast<double>(tokens_per_step) / first_seconds
                       : static_cast<double>((s - first) * tokens_per_step) / steady_seconds;
   };
-  uint64_t made_at_2 = kernels_made();
+  // Kernels made after the run's second step, the validation's first compile left out
+  // (a resumed run evaluates for the first time at its first checkpoint).
+  uint64_t made_at_2 = kernels_made(), made_by_evaluation = 0;
   while (trainer.steps_done < last) {
     const auto t0 = Clock::now();
     const double lr = trainer.decay.lr();
@@ -414,7 +416,9 @@ int run(const Options& o) {
     if (s == first + 1) made_at_2 = kernels_made();
     if (s % o.eval_every == 0 || s == last) {
       progress.newline();
+      const uint64_t made_before = kernels_made();
       const double val = trainer.evaluate(trainer.corpus.val);
+      if (s > first) made_by_evaluation += kernels_made() - made_before;
       trainer.save(o.checkpoint);
       fmt::print(
           "step {}: train loss {:.6f} (mean of the last {} steps), val loss {:.6f}, {:.0f} tok/s; "
@@ -427,10 +431,10 @@ int run(const Options& o) {
   }
   if (last > first)
     fmt::print(
-        "trained steps {}-{}: the first in {:.1f} s (compiling), the others {:.0f} ms each; kernels "
-        "compiled after step {}: {}\n",
+        "trained steps {}-{}: the first in {:.1f} s (compiling), the others {:.0f} ms each; training "
+        "kernels compiled after step {}: {}\n",
         first, last, first_seconds, 1e3 * steady_seconds / static_cast<double>(last - first), first + 1,
-        kernels_made() - made_at_2);
+        kernels_made() - made_at_2 - made_by_evaluation);
   if (o.sample > 0) {
     const auto t0 = Clock::now();
     const std::string text = trainer.sample(o.sample, o.temperature, o.top_k, o.prompt);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace loom {
 
 std::vector<int64_t> collective_ints(const CollectiveArg& c) {
@@ -19,6 +21,28 @@ CollectiveArg collective_arg(const UOp& node) {
 
 UOpPtr collective(const UOpPtr& x, const CollectiveArg& c) {
   return UOp::make(Op::COLLECTIVE, x->dtype, {x}, collective_ints(c));
+}
+
+UOpPtr collective_bucket(const std::vector<UOpPtr>& parts, const CollectiveArg& c) {
+  if (parts.empty()) throw Error("collective_bucket: expected at least one part");
+  if (parts.size() == 1) return collective(parts[0], c);
+  if (c.kind != CollectiveKind::AllReduce)
+    throw Error(fmt::format("collective_bucket: {} of {} parts; only all_reduce takes a bucket",
+                            collective_name(c), parts.size()));
+  return UOp::make(Op::COLLECTIVE, parts[0]->dtype, parts, collective_ints(c));
+}
+
+BucketLayout bucket_layout(const std::vector<UOpPtr>& parts) {
+  BucketLayout out;
+  for (const UOpPtr& p : parts) {
+    if (!p->shape()) throw Error(fmt::format("bucket_layout: a {} part has no shape", op_name(p->op)));
+    int64_t n = 1;
+    for (const int64_t d : *p->shape()) n *= d;
+    const auto line = std::max<int64_t>(1, 64 / static_cast<int64_t>(p->dtype.itemsize()));
+    out.offsets.push_back(out.elements);
+    out.elements += (n + line - 1) / line * line;
+  }
+  return out;
 }
 
 int64_t collective_block(const CollectiveArg& c, int64_t output_elements) {

@@ -13,6 +13,10 @@
 //   reduce_scatter(x)   shape [ranks] + S -> S: rank r gets the sum of all ranks' row r
 //                       (each the other's gradient; loom::dist moves the gathered
 //                       axis to where the user asked)
+//   all_reduce(x0, x1, ...)  a bucket: one flat tensor, each x_i's elements at its
+//                       offset in bucket_layout(), all reduced in one collective
+//                       (DataParallel's gradients; the plan copies each x_i in
+//                       and runs it in place, src/plan.hpp)
 #include "ir/uop.hpp"
 
 #include <cstdint>
@@ -39,6 +43,19 @@ CollectiveArg collective_arg(const UOp& node);
 // COLLECTIVE(x) with `c`: x's dtype, and its shape but for all_gather's and
 // reduce_scatter's leading axis.
 UOpPtr collective(const UOpPtr& x, const CollectiveArg& c);
+
+// all_reduce of `parts` (at least one, one dtype) as one bucket: a flat tensor of
+// bucket_layout(parts).elements. A single part is collective(part, c).
+UOpPtr collective_bucket(const std::vector<UOpPtr>& parts, const CollectiveArg& c);
+
+// Where each part of a bucket starts (in elements), and the bucket's size: each
+// part's slot rounded up to 64 bytes, so every part starts on a cache line and the
+// kernels reading it back vectorise as they would on a buffer of its own.
+struct BucketLayout {
+  std::vector<int64_t> offsets;
+  int64_t elements = 0;
+};
+BucketLayout bucket_layout(const std::vector<UOpPtr>& parts);
 
 // The elements each rank sends or receives in one block: all_gather's input,
 // reduce_scatter's output, else the whole of `output_elements`.

@@ -2,6 +2,8 @@
 // validates user input (with messages naming the op); this only derives.
 #include "ir/infer.hpp"
 
+#include "ir/collective.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -52,6 +54,7 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
       return out;
     }
     case Op::COLLECTIVE: {  // ir/collective.hpp: (kind reduce root ranks)
+      if (src.size() > 1) return Shape{bucket_layout(src).elements};
       const Shape* s = first_shape(src, 0);
       if (!s) return std::nullopt;
       const auto& v = std::get<std::vector<int64_t>>(arg);

@@ -52,6 +52,10 @@ struct Check {
           op, dt,
           fmt::format(
               "arg {}: expected (kind reduce root ranks), kind 0-4, reduce 0-1, root >= 0, ranks >= 1", v));
+    if (src.size() > 1 && v[0] != 0)  // a bucket (ir/collective.hpp)
+      reject(
+          op, dt,
+          fmt::format("{} sources: only all_reduce (kind 0) takes a bucket, got kind {}", src.size(), v[0]));
     const Shape* s = shape_of_source();
     if (v[0] == 4 && s && (s->empty() || s->front() != v[3]))  // reduce_scatter: one row per rank
       reject(op, dt,
@@ -234,8 +238,8 @@ void check_tensor_op(const Check& c) {
       c.same_scalar(c.src[0], "the source");
       break;
     case Op::COLLECTIVE:
-      c.sources(1, 1);
-      c.same_scalar(c.src[0], "the source");
+      c.sources(1, SIZE_MAX);
+      for (const UOpPtr& s : c.src) c.same_scalar(s, "a source");
       c.collective();
       break;
     case Op::ASSIGN:

@@ -211,7 +211,8 @@ void find_neighbours() {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   std::vector<Entry> all(static_cast<size_t>(n));
-  RequestState s{.request = MPI_REQUEST_NULL, .what = "loom::dist::init"};
+  RequestState s;
+  s.what = "loom::dist::init";
   check(MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD,
                        &s.request),
         s.what);
@@ -265,7 +266,8 @@ int world_size(const char* what) {
 
 void barrier(const char* what) {
   require_job(what);
-  RequestState s{.request = MPI_REQUEST_NULL, .what = what};
+  RequestState s;
+  s.what = what;
   check(MPI_Ibarrier(MPI_COMM_WORLD, &s.request), what);
   poll(s);
 }

@@ -35,7 +35,7 @@ namespace {
 struct StepRecording {
   struct Kernel {
     std::shared_ptr<const CompiledKernel> kernel;  // null for a collective
-    std::vector<UOpPtr> args;                      // a collective's: {input, output}
+    std::vector<UOpPtr> args;                      // a collective's: {input, output, pieces...}
     std::optional<PlanCollective> collective;
     bool wait = false;  // for a collective: the wait for it (else its start)
     int64_t parallel_extent = 1;
@@ -79,7 +79,9 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
           rec->kernels.push_back(std::move(k));
         },
         [&](const PlanCollective& c) {
-          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, false, 1, {}, {}});
+          std::vector<UOpPtr> args{table[c.input], table[c.output]};  // then a bucket's pieces
+          for (const BucketPiece& p : c.pieces) args.push_back(table[p.buffer]);
+          rec->kernels.push_back({nullptr, std::move(args), c, false, 1, {}, {}});
         },
         [&](const PlanCollective& c) {
           rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, true, 1, {}, {}});
@@ -554,10 +556,13 @@ void run_kernels(const Program& p, const std::vector<void*>& table) {
   detail::InFlight travelling;
   for (const auto& k : p.kernels) {
     if (k.collective) {  // the job's ranks replay the same items in the same order
-      if (k.wait)
+      if (k.wait) {
         travelling.wait(*k.collective);
-      else
-        travelling.start(*k.collective, table[k.slots[0]], table[k.slots[1]], timed ? 2 : 0);
+        continue;
+      }
+      std::vector<const void*> pieces;  // a bucket's, after its input and output
+      for (size_t s = 2; s < k.slots.size(); ++s) pieces.push_back(table[k.slots[s]]);
+      travelling.start(*k.collective, table[k.slots[0]], table[k.slots[1]], pieces, timed ? 2 : 0);
       continue;
     }
     travelling.progress();

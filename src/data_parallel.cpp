@@ -5,6 +5,8 @@
 
 #include "src/tensor_ops.hpp"
 
+#include "ir/collective.hpp"
+
 #include <loom/dist.hpp>
 
 #include <fmt/format.h>
@@ -58,13 +60,6 @@ DataParallel::DataParallel(std::vector<Tensor> parameters, int64_t bucket_bytes)
 
 namespace detail {
 
-namespace {
-// A gradient's slot in its bucket: its elements rounded up to a multiple of 16, so
-// every parameter's part starts 64-byte aligned (a Float32 cache line) and the
-// kernels reading it back vectorise as they would on a buffer of its own.
-int64_t slot(int64_t elements) { return (elements + 15) / 16 * 16; }
-}  // namespace
-
 void average_across_ranks(const std::vector<std::shared_ptr<TensorNode>>& leaves,
                           std::vector<UOpPtr>& grads) {
   std::unordered_map<const TensorNode*, size_t> leaf_of;
@@ -76,25 +71,23 @@ void average_across_ranks(const std::vector<std::shared_ptr<TensorNode>>& leaves
   }
   for (const auto& group : groups)
     for (const auto& bucket : group->buckets) {
-      std::vector<Tensor> flat;
+      std::vector<Tensor> parts;
       for (const TensorNode* p : bucket) {
         const auto at = leaf_of.find(p);
-        const Shape& shape = *p->uop->shape();
-        const int64_t n = count(shape);
-        const Tensor g = at != leaf_of.end() && grads[at->second]
-                             ? make_tensor(grads[at->second]).reshape({-1})
-                             : Tensor::zeros({n}, p->uop->dtype);
-        flat.push_back(slot(n) == n ? g : g.pad({{0, slot(n) - n}}));
+        parts.push_back(at != leaf_of.end() && grads[at->second]
+                            ? make_tensor(grads[at->second])
+                            : Tensor::zeros(*p->uop->shape(), p->uop->dtype));
       }
-      const Tensor mean = dist::all_reduce(flat.size() == 1 ? flat[0] : cat(flat), dist::Op::Mean);
-      int64_t offset = 0;
-      for (const TensorNode* p : bucket) {
-        const Shape& shape = *p->uop->shape();
-        const int64_t n = count(shape);
-        if (const auto at = leaf_of.find(p); at != leaf_of.end())
-          grads[at->second] = mean.slice(0, offset, offset + n).reshape(shape).node()->uop;
-        offset += slot(n);
-      }
+      const Tensor mean = all_reduce_mean_bucket(parts);
+      std::vector<UOpPtr> nodes;
+      for (const Tensor& t : parts) nodes.push_back(t.node()->uop);
+      const BucketLayout layout = bucket_layout(nodes);
+      for (size_t i = 0; i < bucket.size(); ++i)
+        if (const auto at = leaf_of.find(bucket[i]); at != leaf_of.end()) {
+          const Shape& shape = *bucket[i]->uop->shape();
+          grads[at->second] =
+              mean.slice(0, layout.offsets[i], layout.offsets[i] + count(shape)).reshape(shape).node()->uop;
+        }
     }
 }
 

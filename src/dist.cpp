@@ -5,6 +5,7 @@
 #include "ir/collective.hpp"
 #include "ir/flags.hpp"
 #include "runtime/communicator.hpp"
+#include "src/data_parallel.hpp"
 #include "src/dist_check.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -61,6 +62,31 @@ Tensor all_reduce(const Tensor& t, Op op) {
   Tensor out = detail::make_tensor(collective(x, {CollectiveKind::AllReduce, r, 0, world_size()}));
   return op == Op::Mean ? out / static_cast<double>(world_size()) : out;
 }
+
+}  // namespace loom::dist
+
+namespace loom::detail {
+
+Tensor all_reduce_mean_bucket(const std::vector<Tensor>& parts) {
+  if (parts.size() == 1) return dist::all_reduce(parts[0], dist::Op::Mean);
+  if (!parts.empty() && dist::reduced_in_float32(parts[0])) {
+    std::vector<Tensor> wide;
+    for (const Tensor& t : parts) wide.push_back(t.cast(DType::Float32));
+    return all_reduce_mean_bucket(wide).cast(parts[0].dtype());
+  }
+  std::vector<UOpPtr> xs;
+  for (const Tensor& t : parts) xs.push_back(detail::uop(t, "all_reduce"));
+  const UOpPtr bucket =
+      collective_bucket(xs, {CollectiveKind::AllReduce, CollectiveReduce::Sum, 0, dist::world_size()});
+  const Tensor sum = make_tensor(bucket);
+  // The job, and LOOM_DIST_CHECK's comparison across ranks, on the bucket as a whole.
+  dist::collective_input(sum, "all_reduce", true, "all_reduce(mean)");
+  return sum / static_cast<double>(dist::world_size());
+}
+
+}  // namespace loom::detail
+
+namespace loom::dist {
 
 Tensor broadcast(const Tensor& t, int root) {
   const UOpPtr& x = collective_input(t, "broadcast", false, fmt::format("broadcast(root {})", root));

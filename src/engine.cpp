@@ -205,7 +205,9 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
         run_planned_kernel(k, table, flags);
       },
       [&](const PlanCollective& c) {
-        travelling.start(c, buffer_data(table[c.input]), buffer_data(table[c.output]), flags.debug);
+        std::vector<const void*> pieces;
+        for (const BucketPiece& p : c.pieces) pieces.push_back(buffer_data(table[p.buffer]));
+        travelling.start(c, buffer_data(table[c.input]), buffer_data(table[c.output]), pieces, flags.debug);
       },
       [&](const PlanCollective& c) { travelling.wait(c); });
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <numeric>
 #include <optional>
 
 namespace loom::detail {
@@ -142,6 +143,21 @@ Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
   auto to = [&](CollectiveKind kind) {
     return collective(g, {kind, CollectiveReduce::Sum, a.root, a.ranks});
   };
+  if (ret->src.size() > 1) {  // a bucket: each part gets its slot of the whole gradient
+    const UOpPtr summed = to(CollectiveKind::AllReduce);
+    const BucketLayout layout = bucket_layout(ret->src);
+    auto part = [&](const UOpPtr& bucket, size_t i) {
+      const Shape& shape = *ret->src[i]->shape();
+      const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+      return reshape_uop(movement(Op::SHRINK, bucket, {layout.offsets[i], layout.offsets[i] + n}), shape);
+    };
+    Grads out;
+    for (size_t i = 0; i < ret->src.size(); ++i)
+      out.push_back(a.reduce == CollectiveReduce::Sum
+                        ? part(summed, i)
+                        : where(eq(ret->src[i], part(ret, i)), part(summed, i), const_as(g, 0)));
+    return out;
+  }
   switch (a.kind) {
     case CollectiveKind::AllReduce:
       if (a.reduce == CollectiveReduce::Sum) return {to(CollectiveKind::AllReduce)};

@@ -5,7 +5,11 @@
 
 #include <loom/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 
 namespace loom::detail {
 
@@ -22,8 +26,23 @@ InFlight::~InFlight() {
     }
 }
 
-void InFlight::start(const PlanCollective& c, const void* in, void* out, int debug) {
+void InFlight::start(const PlanCollective& c, const void* in, void* out,
+                     const std::vector<const void*>& pieces, int debug) {
   ProfileSpan span("collective", c.name + " start");
+  if (pieces.size() != c.pieces.size())
+    throw Error(fmt::format("engine: {} has {} pieces, given {}", c.name, c.pieces.size(), pieces.size()));
+  // A bucket's pieces, and zeros in the gaps between their 64-byte slots, so the
+  // collective never reduces uninitialised memory.
+  const auto item = static_cast<size_t>(c.dtype.itemsize());
+  auto* bytes = static_cast<std::byte*>(out);
+  int64_t filled = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const BucketPiece& p = c.pieces[i];
+    std::memset(bytes + filled * item, 0, static_cast<size_t>(p.offset - filled) * item);
+    std::memcpy(bytes + p.offset * item, pieces[i], static_cast<size_t>(p.size) * item);
+    filled = p.offset + p.size;
+  }
+  if (!pieces.empty()) std::memset(bytes + filled * item, 0, static_cast<size_t>(c.size - filled) * item);
   items_.push_back(
       {c, comm::start_collective(c.arg, in, out, c.dtype, c.size), std::chrono::steady_clock::now(), debug});
 }

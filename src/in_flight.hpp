@@ -21,8 +21,10 @@ class InFlight {
   // buffers must not be freed under the communicator.
   ~InFlight();
 
-  // Starts `c` on its buffers' memory (`debug` >= 2 logs it when it ends).
-  void start(const PlanCollective& c, const void* in, void* out, int debug);
+  // Starts `c` on its buffers' memory (`debug` >= 2 logs it when it ends); a
+  // bucket's `pieces` (the memory of c.pieces, in order) are copied into `out` first.
+  void start(const PlanCollective& c, const void* in, void* out, const std::vector<const void*>& pieces,
+             int debug);
   // Returns when `c` (started here, named alike) has ended.
   void wait(const PlanCollective& c);
   // Lets the communicator move every collective in flight on: between kernels.

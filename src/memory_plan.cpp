@@ -30,12 +30,19 @@ void share_dead_buffers(Plan& plan) {
     }
   // A collective uses its buffers from its start (before kernel `after`) until it
   // is waited for (before kernel `wait`): none is free before kernel `wait` has run.
-  for (const auto& c : plan.collectives)
+  // A bucket's pieces are copied in when it starts: none is free before kernel `after`.
+  for (const auto& c : plan.collectives) {
     for (const uint32_t t : {c.input, c.output}) {
       if (t < plan.inputs) continue;
       size_t& l = last[t - plan.inputs];
       l = l == kNever ? c.wait : std::max(l, c.wait);
     }
+    for (const BucketPiece& p : c.pieces) {
+      if (p.buffer < plan.inputs) continue;
+      size_t& l = last[p.buffer - plan.inputs];
+      l = l == kNever ? c.after : std::max(l, c.after);
+    }
+  }
   for (size_t j = 0; j < n; ++j) plan.memory[j] = {static_cast<uint32_t>(j), bytes_of(plan.allocations[j])};
   // Free blocks by size class: a block is reused only by a buffer of its class, so
   // sharing never grows a block by more than its class allows.

@@ -164,8 +164,14 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   for (size_t part = 0;; ++part) {
     const std::vector<UOpPtr> ready = ready_collectives(graph);
     if (ready.empty()) break;
+    // Every source of each ready collective (a bucket has several), then the early targets.
     std::vector<UOpPtr> inputs_of, inputs_into;
-    for (const UOpPtr& c : ready) inputs_of.push_back(c->src[0]);
+    std::vector<size_t> first_source;  // per ready collective: its first entry in inputs_of
+    for (const UOpPtr& c : ready) {
+      first_source.push_back(inputs_of.size());
+      inputs_of.insert(inputs_of.end(), c->src.begin(), c->src.end());
+    }
+    const size_t sources = inputs_of.size();
     if (part == 0) {
       early = independent_targets(graph->src, abstract_into);
       inputs_into.resize(inputs_of.size());
@@ -177,15 +183,16 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     }
     const size_t first = plan.kernels.size();
     const Part computed = schedule_part(plan, inputs_of, make_buffer, inputs_into, options, part);
-    for (size_t t = 0, j = ready.size(); part == 0 && t < early.size(); ++t)
+    for (size_t t = 0, j = sources; part == 0 && t < early.size(); ++t)
       if (early[t]) early_results[t] = computed.results[j++];
-    std::vector<uint32_t> input(ready.size());
+    std::vector<std::vector<uint32_t>> input(ready.size());  // per collective: its sources' buffers
     std::unordered_map<uint32_t, int> readers;  // buffer -> the collectives of this round reading it
-    for (size_t i = 0; i < ready.size(); ++i) {
-      const UOpPtr& r = computed.results[i];
-      input[i] = table_index(r->op == Op::BUFFER ? r : r->src[0]);
-      ++readers[input[i]];
-    }
+    for (size_t i = 0; i < ready.size(); ++i)
+      for (size_t s = 0; s < ready[i]->src.size(); ++s) {
+        const UOpPtr& r = computed.results[first_source[i] + s];
+        input[i].push_back(table_index(r->op == Op::BUFFER ? r : r->src[0]));
+        ++readers[input[i].back()];
+      }
     for (const UOpPtr& r : early_results)  // a target's value is no collective's to overwrite
       if (r && (r->op == Op::BUFFER || r->src[0]->op == Op::BUFFER))
         ++readers[table_index(r->op == Op::BUFFER ? r : r->src[0])];
@@ -195,17 +202,28 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
       const UOpPtr& c = ready[i];
       // In place on a buffer this round's kernels wrote for this collective alone; a
       // buffer the graph reads elsewhere (an input, an earlier collective's result,
-      // another collective's input) is copied.
+      // another collective's input) is copied. A bucket's pieces are copied into a
+      // buffer of its own.
       const CollectiveArg arg = collective_arg(*c);
       const bool same_size =
           arg.kind != CollectiveKind::AllGather && arg.kind != CollectiveKind::ReduceScatter;
-      const bool in_place = same_size && computed.made[i] && readers[input[i]] == 1;
+      const bool bucket = c->src.size() > 1;
+      const bool in_place =
+          !bucket && same_size && computed.made[first_source[i]] && readers[input[i][0]] == 1;
       const int64_t size = elements(c);
-      const UOpPtr out = in_place ? placeholder(c->dtype, input[i], size) : make_buffer(c->dtype, size);
+      const UOpPtr out = in_place ? placeholder(c->dtype, input[i][0], size) : make_buffer(c->dtype, size);
       const size_t after = std::max(ready_after(plan.kernels, input[i]),
                                     plan.collectives.empty() ? size_t{0} : plan.collectives.back().after);
-      plan.collectives.push_back({arg, input[i], table_index(out), c->dtype, size, after, after,
-                                  fmt::format("{} #{}", collective_name(arg), plan.collectives.size())});
+      std::vector<BucketPiece> pieces;
+      if (bucket) {
+        const BucketLayout layout = bucket_layout(c->src);
+        for (size_t s = 0; s < c->src.size(); ++s)
+          pieces.push_back({input[i][s], layout.offsets[s], elements(c->src[s])});
+      }
+      const uint32_t in = bucket ? table_index(out) : input[i][0];
+      plan.collectives.push_back({arg, in, table_index(out), c->dtype, size, after, after,
+                                  fmt::format("{} #{}", collective_name(arg), plan.collectives.size()),
+                                  std::move(pieces)});
       const bool flat = *c->shape() == Shape{size};
       results.emplace_back(c, flat ? out : UOp::make(Op::RESHAPE, c->dtype, {out}, *c->shape()));
     }

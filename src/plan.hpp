@@ -27,6 +27,12 @@ struct PlanKernel {
   std::vector<int64_t> vars;
 };
 
+struct BucketPiece {
+  uint32_t buffer = 0;  // buffer table index
+  int64_t offset = 0;   // elements
+  int64_t size = 0;
+};
+
 // A collective item: the buffers of a COLLECTIVE node's input and result. It
 // starts (non-blocking) after the plan's first `after` kernels, as soon as its
 // input is written, and the executor waits for it before kernel `wait`, the
@@ -42,6 +48,9 @@ struct PlanCollective {
   size_t after = 0;
   size_t wait = 0;   // >= after; == after: it ends before kernel `after` runs
   std::string name;  // unique within the plan: "all_reduce(sum) #0"
+  // A bucket (ir/collective.hpp): buffers the start copies into `output` at their
+  // element offsets, before it runs in place (input == output). Empty otherwise.
+  std::vector<BucketPiece> pieces;
 };
 
 struct PlanBuffer {  // a buffer the plan allocates on each run

@@ -45,17 +45,19 @@ std::vector<std::vector<size_t>> dependencies(const std::vector<PlanKernel>& ker
 }  // namespace
 
 std::vector<size_t> order_for_inputs(std::vector<PlanKernel>& kernels, size_t first,
-                                     const std::vector<uint32_t>& inputs) {
+                                     const std::vector<std::vector<uint32_t>>& inputs) {
   const size_t n = kernels.size() - first;
   const std::vector<std::vector<size_t>> deps = dependencies(kernels, first);
   std::vector<char> placed(n, 0);
   std::vector<size_t> order;  // part-relative kernel indices, in their new order
-  // The kernels input i still needs: its writers and their dependencies, not yet placed.
-  auto needs = [&](uint32_t input) {
+  // The kernels collective i's inputs still need: their writers and the writers'
+  // dependencies, not yet placed.
+  auto needs = [&](const std::vector<uint32_t>& buffers) {
     std::vector<char> in(n, 0);
     std::vector<size_t> stack;
     for (size_t j = 0; j < n; ++j)
-      if (!placed[j] && writes(kernels[first + j], input)) in[j] = 1, stack.push_back(j);
+      for (const uint32_t b : buffers)
+        if (!placed[j] && !in[j] && writes(kernels[first + j], b)) in[j] = 1, stack.push_back(j);
     while (!stack.empty()) {
       const size_t j = stack.back();
       stack.pop_back();
@@ -90,9 +92,10 @@ std::vector<size_t> order_for_inputs(std::vector<PlanKernel>& kernels, size_t fi
   return done;
 }
 
-size_t ready_after(const std::vector<PlanKernel>& kernels, uint32_t buffer) {
+size_t ready_after(const std::vector<PlanKernel>& kernels, const std::vector<uint32_t>& buffers) {
   for (size_t k = kernels.size(); k > 0; --k)
-    if (writes(kernels[k - 1], buffer)) return k;
+    for (const uint32_t b : buffers)
+      if (writes(kernels[k - 1], b)) return k;
   return 0;
 }
 

@@ -14,16 +14,17 @@
 namespace loom::detail {
 
 // Reorders kernels[first, end) (one part, in dependency order) so that the
-// kernels an input buffer needs (those writing it, and those they depend on)
-// come as early as the order allows: the input needing the fewest kernels
-// first, then the next, then any other kernel. Returns the inputs' indices in
-// the order they are complete.
+// kernels a collective's input buffers need (those writing them, and those they
+// depend on) come as early as the order allows: the collective needing the
+// fewest kernels first, then the next, then any other kernel. `inputs[i]` are
+// collective i's buffers (a bucket's pieces, else its one input). Returns the
+// collectives' indices in the order their inputs are complete.
 std::vector<size_t> order_for_inputs(std::vector<PlanKernel>& kernels, size_t first,
-                                     const std::vector<uint32_t>& inputs);
+                                     const std::vector<std::vector<uint32_t>>& inputs);
 
-// 1 + the index of the last kernel writing `buffer`, or 0 when none does: the
-// earliest `after` of a collective reading it.
-size_t ready_after(const std::vector<PlanKernel>& kernels, uint32_t buffer);
+// 1 + the index of the last kernel writing any of `buffers`, or 0 when none
+// does: the earliest `after` of a collective reading them.
+size_t ready_after(const std::vector<PlanKernel>& kernels, const std::vector<uint32_t>& buffers);
 
 // Sets each collective's `wait`: the first kernel from its `after` on that reads
 // or writes its input or output, or the `after` of a later collective that does

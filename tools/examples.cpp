@@ -58,6 +58,19 @@ const std::vector<Example>& examples() {
        "s = where(pos.reshape(1, 128) > pos.reshape(128, 1), -1e9, s)  # causal\n"
        "heads = s.softmax(-1) @ v\n"
        "out = heads.permute(1, 0, 2).reshape(128, 256) @ wo\n"},
+      {"attention", "causal attention over 1024 tokens, 4 heads of 64: forward and the gradients of q, k, v",
+       "q = randn(4, 1024, 64)\n"
+       "k = randn(4, 1024, 64)\n"
+       "v = randn(4, 1024, 64)\n"
+       "upstream = randn(4, 1024, 64)  # the gradient arriving from the layers above\n"
+       "pos = arange(1024)\n"
+       "s = (q @ k.transpose(1, 2)) * 0.125\n"
+       "s = where(pos.reshape(1, 1024) > pos.reshape(1024, 1), -1e9, s)  # causal\n"
+       "out = s.softmax(-1) @ v\n"
+       "loss = (out * upstream).sum()\n"
+       "dq = grad(loss, q)\n"
+       "dk = grad(loss, k)\n"
+       "dv = grad(loss, v)\n"},
   };
   return table;
 }

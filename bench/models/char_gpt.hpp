@@ -37,18 +37,9 @@ struct CharGpt {
   }
 
   // The head has no parameter of its own: it is wte.weight.
-  loom::NamedTensors named_parameters() const {
-    loom::NamedTensors all;
-    append(all, wte.named_parameters("wte"));
-    append(all, wpe.named_parameters("wpe"));
-    append_blocks(all, blocks);
-    append(all, ln_f.named_parameters("ln_f"));
-    return all;
-  }
+  loom::NamedTensors named_parameters() const { return trunk_parameters(*this); }
   // Characters [8, 256] and the character expected after each, [8 * 256].
-  std::vector<loom::Tensor> batch() const {
-    return {label_tensor({batch_size, seq}, 1002, vocab), label_tensor({batch_size * seq}, 1003, vocab)};
-  }
+  std::vector<loom::Tensor> batch() const { return character_batch(batch_size, seq, vocab); }
 
   // x [B, T, d] -> [B, T, d]
   loom::Tensor attention(const Block& b, const loom::Tensor& x) const {

@@ -36,18 +36,12 @@ struct CharTransformer {
   }
 
   loom::NamedTensors named_parameters() const {
-    loom::NamedTensors all;
-    append(all, wte.named_parameters("wte"));
-    append(all, wpe.named_parameters("wpe"));
-    append_blocks(all, blocks);
-    append(all, ln_f.named_parameters("ln_f"));
+    loom::NamedTensors all = trunk_parameters(*this);
     append(all, head.named_parameters("head"));
     return all;
   }
   // Characters [32, 64] and the character expected after each, [32 * 64].
-  std::vector<loom::Tensor> batch() const {
-    return {label_tensor({batch_size, seq}, 1002, vocab), label_tensor({batch_size * seq}, 1003, vocab)};
-  }
+  std::vector<loom::Tensor> batch() const { return character_batch(batch_size, seq, vocab); }
 
   // x [B, T, d] -> [B, T, d]
   loom::Tensor attention(const Block& b, const loom::Tensor& x) const {

@@ -41,4 +41,20 @@ void append_blocks(loom::NamedTensors& all, const std::vector<Block>& blocks) {
   }
 }
 
+// The character models' trunk, in the twins' order: wte, wpe, the blocks, ln_f.
+template <class Model>
+loom::NamedTensors trunk_parameters(const Model& m) {
+  loom::NamedTensors all;
+  append(all, m.wte.named_parameters("wte"));
+  append(all, m.wpe.named_parameters("wpe"));
+  append_blocks(all, m.blocks);
+  append(all, m.ln_f.named_parameters("ln_f"));
+  return all;
+}
+
+// Characters [batch, seq] and the character expected after each, [batch * seq].
+inline std::vector<loom::Tensor> character_batch(int64_t batch, int64_t seq, int64_t vocab) {
+  return {label_tensor({batch, seq}, 1002, vocab), label_tensor({batch * seq}, 1003, vocab)};
+}
+
 }  // namespace models

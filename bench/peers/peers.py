@@ -65,6 +65,7 @@ def torch_workloads():
         **matmul_workloads(torch, r),
         **torch_layer_workloads(r),
         **conv_workloads(),
+        **attention_workloads(),
     }
 
 
@@ -107,6 +108,52 @@ def conv_workloads():
         out[f"{name}_forward_backward"] = forward_backward
     pool = {}
     out["max_pool2d_forward"] = lambda: F.max_pool2d(pool.setdefault("x", torch.rand(8, 64, 56, 56)), 2)
+    return out
+
+
+# bench/bench_attention.cpp's rows: name, B, H, T, d; causal.
+ATTENTIONS = [("attention_causal_4x8x1024x64", 4, 8, 1024, 64),
+              ("attention_causal_4x8x2048x64", 4, 8, 2048, 64)]
+
+
+def attention_workloads():
+    """bench/bench_attention.cpp: causal attention forward (no autograd) and forward+backward (the
+    gradients of q, k and v of sum(y * y)), by torch's scaled_dot_product_attention where this
+    torch has it (2.0 and later), else the eager formula a model of torch 1.x writes; inputs are
+    made on first use."""
+    F = torch.nn.functional
+
+    def sdpa(q, k, v):
+        if hasattr(F, "scaled_dot_product_attention"):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        t = q.shape[-2]
+        s = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5)
+        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        return s.softmax(-1) @ v
+
+    out = {}
+    for name, b, h, t, d in ATTENTIONS:
+        inputs = {}
+
+        def made(b=b, h=h, t=t, d=d, inputs=inputs):
+            if not inputs:
+                for n in "qkv":
+                    inputs[n] = torch.randn(b, h, t, d)
+                    inputs[n + "g"] = inputs[n].clone().requires_grad_()
+            return inputs
+
+        def forward(made=made):
+            i = made()
+            with torch.no_grad():
+                return sdpa(i["q"], i["k"], i["v"])
+
+        def forward_backward(made=made):
+            i = made()
+            y = sdpa(i["qg"], i["kg"], i["vg"])
+            return torch.autograd.grad((y * y).sum(), [i["qg"], i["kg"], i["vg"]])
+
+        out[f"{name}_forward"] = forward
+        out[f"{name}_forward_backward"] = forward_backward
     return out
 
 

@@ -325,6 +325,24 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
     CHECK(t.lanes == 5);
     CHECK(t.vectors == 1);
   }
+  SUBCASE("a narrower output's rows fill one register or whole ones, never part of one") {
+    // The tile is one vector of rows x lanes; 6 rows of 3 lanes (18 of 16) ran 5x slower
+    // than 5 or 16 rows (docs/performance.md, "BEAM search").
+    CHECK(register_tile(4096, 3, 16, regs(32)).rows == 16);  // 48 lanes: 3 registers
+    CHECK(register_tile(4096, 10, 16, regs(32)).rows == 8);  // 80 lanes: 5 registers
+    CHECK(register_tile(4096, 3, 8, regs(16)).rows == 8);    // AVX2: 24 lanes, 3 registers
+    CHECK(register_tile(10, 3, 16, regs(32)).rows == 5);     // 10 rows: 15 lanes in one register
+    CHECK(register_tile(100, 5, 8, regs(16)).rows == 8);
+    for (const int64_t n : {2, 3, 5, 6, 7, 9, 10, 11})
+      for (const int64_t m : {1, 4, 7, 17, 4096}) {
+        const RegisterTile t = register_tile(m, n, 16, regs(32));
+        CAPTURE(n);
+        CAPTURE(m);
+        CHECK(t.lanes == n);
+        CHECK((t.rows * t.lanes <= 16 || t.rows * t.lanes % 16 == 0));
+        CHECK(t.rows * t.vectors + t.vectors + 1 <= 32);
+      }
+  }
   SUBCASE("an output a little narrower than a vector: padded to it, one register a row") {
     const RegisterTile t = register_tile(64, 14, 16, regs(32));  // a 14-wide conv row on AVX-512
     CHECK(t.lanes == 16);
@@ -332,6 +350,22 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
     CHECK(t.rows == 6);
     CHECK(register_tile(64, 12, 16, regs(32)).lanes == 16);  // a quarter padded
     CHECK(register_tile(64, 11, 16, regs(32)).lanes == 11);  // more: rows of 11 lanes
+  }
+}
+
+TEST_CASE(
+    "a product whose b is smaller than a vector gets no tile, only threads; a larger narrow one gets its "
+    "tile") {
+  // [64,256,3] @ [64,3,3] (9 < 16 lanes; on AVX2's 8, [64,256,2] @ [64,2,3]): the plain
+  // loops, which LLVM unrolls itself, beat every tile and lanes (BEAM, docs/performance.md).
+  // Explicit Targets: the rule compares with the lanes.
+  for (const int bytes : {32, 64}) {
+    const Target t = with_vector_bytes(current_target(), bytes);
+    CAPTURE(bytes);
+    const std::vector<Opt> tiny = heuristic_opts(matmul_kernel({64, 256, bytes == 64 ? 3 : 2, 3}), t);
+    CHECK(std::none_of(tiny.begin(), tiny.end(), [](const Opt& o) { return o.kind != OptKind::Parallel; }));
+    const std::vector<Opt> head = heuristic_opts(matmul_kernel({1, 4096, 512, 3}), t);
+    CHECK(std::any_of(head.begin(), head.end(), [](const Opt& o) { return o.kind == OptKind::MatmulTile; }));
   }
 }
 
@@ -409,11 +443,14 @@ TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row an
       {"rows and columns both leave a tail", {1, 13, 300, 37}},
       {"one row (GEMV)", {1, 1, 33, 17}},
       {"fewer columns than a vector", {1, 7, 5, 3}},
+      {"narrow columns in whole registers: 16 rows of 3 lanes, a tail of 5", {1, 37, 20, 3}},
+      {"narrow columns in whole registers: 8 rows of 10 lanes, a tail of 3", {1, 19, 9, 10}},
+      {"narrow columns, batched", {2, 21, 7, 5}},
       {"one element", {1, 1, 1, 1}},
       {"batched", {2, 5, 9, 19}},
       {"a transposed", {3, 6, 11, 16, true}},
   };
-  for (int bytes : {current_target().vector_bytes, 64})
+  for (int bytes : {current_target().vector_bytes, 32, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes);
@@ -485,7 +522,7 @@ TEST_CASE(
       {"k prime (263): one block; columns padded to whole panels (20 of 32)", {1, 7, 263, 20}},
       {"batched, a transposed", {2, 7, 260, 32, true}},
   };
-  for (int bytes : {current_target().vector_bytes, 64})
+  for (int bytes : {current_target().vector_bytes, 32, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes, false, Form::Packed);
@@ -649,7 +686,7 @@ TEST_CASE("GEMV: values as the plain loop nest's, with column tails, few columns
       {"k prime: no blocks", {1, 1, 97, 128}},
       {"batched", {3, 1, 40, 200}},
   };
-  for (int bytes : {current_target().vector_bytes, 64})
+  for (int bytes : {current_target().vector_bytes, 32, 64})
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       REQUIRE(gemv_axes(gemv_kernel(shape)));

@@ -3,6 +3,8 @@
 // gradient every rank gets for its own x from loom::gradient of its local part
 // (the collective's rule carries the other ranks' contributions). Each
 // difference perturbs one element on one rank; every rank evaluates the loss.
+#include "src/data_parallel.hpp"
+
 #include <loom/loom.hpp>
 
 #include <doctest/doctest.h>
@@ -67,6 +69,16 @@ TEST_CASE("the gradient of all_reduce(sum) is all_reduce(sum) of the upstream gr
 TEST_CASE("the gradient of all_reduce(mean) and all_reduce(max)") {
   check_gradient([](const Tensor& x) { return dist::all_reduce(x * x, dist::Op::Mean) * x; }, {4});
   check_gradient([](const Tensor& x) { return dist::all_reduce(x.exp(), dist::Op::Max) * x; }, {3});
+}
+
+TEST_CASE("the gradient of a bucket: each part gets its slot of the mean's gradient") {
+  // DataParallel's bucket (src/data_parallel.hpp): parts of 2 and 5 Float64 elements,
+  // in slots of 8 (64 bytes); the gaps hold zeros, so their weights add nothing.
+  check_gradient(
+      [](const Tensor& x) {
+        return detail::all_reduce_mean_bucket({x.slice(0, 0, 2).sin(), (x * x).reshape({5, 1})});
+      },
+      {5}, {16});
 }
 
 TEST_CASE("the gradient of broadcast is a sum at the root") {

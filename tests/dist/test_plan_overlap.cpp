@@ -75,11 +75,33 @@ TEST_CASE("a DataParallel step's all-reduces are interleaved with the backward k
       [&](const PlanCollective&) { items += 'w'; });
   INFO(items);  // k kernel, c a start, w a wait
   // Each bucket's all-reduce starts as soon as its gradients are written (the bucket
-  // needing the fewest kernels first): kernels of the backward pass run between the
-  // starts, and the first all-reduce travels over the others' kernels.
-  for (size_t i = 0; i + 1 < plan.collectives.size(); ++i)
-    CHECK(plan.collectives[i].after < plan.collectives[i + 1].after);
+  // needing the fewest kernels first): right after the last kernel writing one of its
+  // pieces, or with the start before it (starts keep their order; two buckets finished
+  // by one kernel start together). Kernels of the backward pass run between the starts,
+  // and the first all-reduce travels over the others' kernels.
+  for (size_t i = 0; i < plan.collectives.size(); ++i) {
+    const PlanCollective& c = plan.collectives[i];
+    // A bucket of several gradients is copied in by its collective: no kernel writes it.
+    std::vector<uint32_t> inputs{c.input};
+    if (!c.pieces.empty()) {
+      CHECK(c.input == c.output);
+      inputs.clear();
+      for (const BucketPiece& p : c.pieces) inputs.push_back(p.buffer);
+    }
+    size_t written = 0;  // 1 + the last kernel writing an input
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      for (const uint32_t b : inputs)
+        for (size_t slot = 0; slot < plan.kernels[k].outputs; ++slot)
+          if (plan.kernels[k].args[slot] == b) written = k + 1;
+    CHECK(c.after == std::max(written, i == 0 ? size_t{0} : plan.collectives[i - 1].after));
+    for (const PlanKernel& k : plan.kernels)
+      for (size_t slot = 0; slot < k.outputs && !c.pieces.empty(); ++slot) CHECK(k.args[slot] != c.output);
+  }
+  size_t pieces = 0;
+  for (const PlanCollective& c : plan.collectives) pieces += c.pieces.empty() ? 1 : c.pieces.size();
+  CHECK(pieces == m.params.size());
   const PlanCollective& first = plan.collectives.front();
+  CHECK(first.after < plan.collectives.back().after);
   CHECK(first.wait >= plan.collectives.back().after);
   // Nothing runs between a start and its wait that touches the collective's memory.
   for (const PlanCollective& c : plan.collectives) {

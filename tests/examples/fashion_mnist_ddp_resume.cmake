@@ -5,16 +5,10 @@
 # checkpoint back. Run by CTest as
 #   cmake -DRUN="mpirun;-np;2;...;fashion_mnist" -DARGS="--ddp;..." -DDIR=<scratch> -P this file
 # Without the data set it says so, which CTest counts as a skip.
+include(${CMAKE_CURRENT_LIST_DIR}/run_example.cmake)
+
 function(run_example checkpoint)
-  execute_process(COMMAND ${RUN} ${ARGS} --checkpoint ${checkpoint} ${ARGN} RESULT_VARIABLE status
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${out}${err}")
-  if(status EQUAL 77)  # the test's SKIP_REGULAR_EXPRESSION makes this a skip
-    message(FATAL_ERROR "dataset-fashion-mnist is not installed: skipped")
-  endif()
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "${RUN} ${ARGS} ${ARGN} exited with ${status}")
-  endif()
+  run_example_once(dataset-fashion-mnist stdout --checkpoint ${checkpoint} ${ARGN})
 endfunction()
 
 file(REMOVE_RECURSE ${DIR})
@@ -22,9 +16,5 @@ file(MAKE_DIRECTORY ${DIR})
 run_example(${DIR}/whole.safetensors)
 run_example(${DIR}/resumed.safetensors --stop-after 1)
 run_example(${DIR}/resumed.safetensors --resume)
-execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${DIR}/whole.safetensors ${DIR}/resumed.safetensors
-                RESULT_VARIABLE differ)
-if(differ)
-  message(FATAL_ERROR "the resumed run's checkpoint differs from the uninterrupted run's")
-endif()
+expect_same_checkpoint(${DIR}/whole.safetensors ${DIR}/resumed.safetensors)
 message("the resumed run's checkpoint equals the uninterrupted run's, byte for byte")

@@ -6,16 +6,10 @@
 # generator). Run by CTest as
 #   cmake -DRUN=<gpt> -DARGS="--steps;20;..." -DDIR=<scratch> -P this file
 # Without the fortunes package it says so, which CTest counts as a skip.
+include(${CMAKE_CURRENT_LIST_DIR}/run_example.cmake)
+
 function(run_example out checkpoint)
-  execute_process(COMMAND ${RUN} ${ARGS} --checkpoint ${checkpoint} ${ARGN} RESULT_VARIABLE status
-                  OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
-  message("${stdout}${stderr}")
-  if(status EQUAL 77)  # the test's SKIP_REGULAR_EXPRESSION makes this a skip
-    message(FATAL_ERROR "fortunes is not installed: skipped")
-  endif()
-  if(NOT status EQUAL 0)
-    message(FATAL_ERROR "${RUN} ${ARGS} ${ARGN} exited with ${status}")
-  endif()
+  run_example_once(fortunes stdout --checkpoint ${checkpoint} ${ARGN})
   # The evaluation lines, "step N: ... val loss X", without their timing.
   string(REGEX MATCHALL "step [0-9]+: [^\n]*val loss [0-9.]+" losses "${stdout}")
   set(${out} "${losses}" PARENT_SCOPE)
@@ -54,9 +48,5 @@ if(NOT "${first_half};${second_half}" STREQUAL "${whole}")
   message(FATAL_ERROR "the stopped and resumed run's losses differ from the uninterrupted run's:\n"
                       "${whole}\n${first_half};${second_half}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${DIR}/whole.safetensors ${DIR}/resumed.safetensors
-                RESULT_VARIABLE differ)
-if(differ)
-  message(FATAL_ERROR "the resumed run's checkpoint differs from the uninterrupted run's")
-endif()
+expect_same_checkpoint(${DIR}/whole.safetensors ${DIR}/resumed.safetensors)
 message("equal seeds print equal losses; the resumed run's losses and checkpoint equal the uninterrupted run's")

@@ -44,3 +44,24 @@ TEST_CASE("a COLLECTIVE with a bad arg, or a reduce_scatter without a row per ra
   CHECK_THROWS_AS(UOp::make(Op::COLLECTIVE, DType::Int32, {x}, collective_ints({})), Error);
   CHECK_THROWS_AS(collective_arg(*x), Error);
 }
+
+TEST_CASE("a bucket all-reduces its parts as one flat tensor, each part on a 64-byte boundary") {
+  const CollectiveArg sum{CollectiveKind::AllReduce, CollectiveReduce::Sum, 0, 2};
+  const UOpPtr w = tensor({2, 3}), b = tensor({3}), v = tensor({4, 4});
+  const BucketLayout layout = bucket_layout({w, b, v});
+  CHECK(layout.offsets == std::vector<int64_t>{0, 16, 32});  // 6 -> 16, 3 -> 16, 16 -> 16 floats
+  CHECK(layout.elements == 48);
+  const UOpPtr bucket = collective_bucket({w, b, v}, sum);
+  CHECK(bucket->src.size() == 3);
+  CHECK(*bucket->shape() == Shape{48});
+  CHECK(parse_text(to_text(bucket)) == bucket);
+  CHECK(collective_bucket({w}, sum) == collective(w, sum));  // one part: a plain all-reduce
+  // Only an all-reduce takes several parts, of one dtype.
+  CHECK_THROWS_AS(collective_bucket({w, b}, {CollectiveKind::Broadcast, CollectiveReduce::Sum, 0, 2}), Error);
+  CHECK_THROWS_AS(UOp::make(Op::COLLECTIVE, DType::Float32, {w, b},
+                            collective_ints({CollectiveKind::AllGather, CollectiveReduce::Sum, 0, 2})),
+                  Error);
+  const UOpPtr ints = UOp::make(Op::BUFFER, DType::Int32, {}, std::vector<int64_t>{2, 5});
+  CHECK_THROWS_AS(UOp::make(Op::COLLECTIVE, DType::Float32, {w, ints}, collective_ints(sum)), Error);
+  CHECK_THROWS_AS(collective_bucket({}, sum), Error);
+}
