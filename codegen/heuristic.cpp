@@ -215,14 +215,17 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
     s.apply({OptKind::BlockSum, outer, kBlock});
 }
 
-// Lanes along a dot tile's sum: the widest vector, or a narrower one (half, a quarter)
-// that divides the sum's length: a padded sum masks every load and every product (56
-// pixels a row: 8 lanes, not 16 and a masked half vector).
+// Lanes along a dot tile's sum: the widest vector when padding the sum to whole vectors
+// wastes at most a quarter of the lanes (56 pixels a row: 4 vectors of 16, the last half
+// masked), else a narrower one (half, a quarter) that divides it. The padding's masks are
+// computed once per vector of the row (masks_outside, codegen/recipes.cpp); narrower
+// vectors pack several columns into one register, which LLVM rebuilt lane by lane with
+// every step (56 pixels in 8 lanes: the masks of 24 lanes, 64-bit compares, docs/performance.md).
 // A symbolic sum is padded whatever the lanes: the widest.
 int64_t dot_lanes(std::optional<int64_t> n, int64_t width) {
   if (!n) return width;
   for (int64_t l = width; l >= std::max<int64_t>(4, width / 4); l /= 2)
-    if (*n % l == 0) return l;
+    if ((*n + l - 1) / l * l * 3 <= *n * 4 || *n % l == 0) return l;
   return width;
 }
 
@@ -275,11 +278,11 @@ void apply_heuristic(OptState& s) {
     const auto mm = width >= 2 ? matmul_axes(k) : std::nullopt;
     const auto gemv = width >= 2 && !mm && one_end ? gemv_axes(k) : std::nullopt;
     const auto column_sum = width >= 2 && !mm && !gemv && one_end ? column_sum_axes(k, target) : std::nullopt;
-    const auto dot = mm && one_end ? dot_axes(k, width) : std::nullopt;
+    const auto dot = width >= 2 && one_end ? dot_axes(k, width) : std::nullopt;
     // A symbolic extent (rows, sum) is planned for its upper bound (trip_bound).
-    const RegisterTile dtile =
-        dot ? dot_tile(trip_bound(dot->rows), *trip(dot->cols), dot_lanes(trip(dot->reduce), width), target)
-            : RegisterTile{};
+    const RegisterTile dtile = dot ? dot_tile(dot->rows ? trip_bound(dot->rows) : 1, *trip(dot->cols),
+                                              dot_lanes(trip(dot->reduce), width), target)
+                                   : RegisterTile{};
     // A contraction whose b (sum x columns) is smaller than a vector ([64,256,3] @ [64,3,3]): the
     // plain loops, which LLVM unrolls and vectorises itself, beat every tile and lanes by
     // 2x and more (BEAM, docs/performance.md): no Opt but threads.

@@ -59,12 +59,38 @@ UOpPtr guard_accesses(const UOpPtr& kernel, const UOpPtr& padded, const UOpPtr& 
   return done.at(kernel.get());
 }
 
+// `value` is 0 wherever every load that moves along `padded` reads nothing (a guarded
+// access yields 0, docs/kernel-ir.md): such loads, and products, sums, casts and masks
+// (WHERE(c, x, 0)) of values that are. Both factors of a product must be: 0 times an
+// infinity another load holds is NaN.
+bool zero_outside(const UOpPtr& value, const UOpPtr& padded) {
+  switch (value->op) {
+    case Op::LOAD: {
+      const UOpPtr& index = value->src.at(0);
+      return index->op == Op::INDEX && index->src.at(0)->op == Op::DEFINE_GLOBAL && reaches(index, padded);
+    }
+    case Op::MUL:
+    case Op::ADD: return zero_outside(value->src[0], padded) && zero_outside(value->src[1], padded);
+    case Op::CAST:
+    case Op::NEG: return zero_outside(value->src[0], padded);
+    case Op::WHERE:
+      return value->src[2]->is_const() && value->src[2]->const_value() == 0.0 &&
+             zero_outside(value->src[1], padded);
+    default: return false;
+  }
+}
+
 // Every REDUCE over the padded range `padded` folds the padding (where `inside` is
 // false) as its identity: one kernel may hold several over the same range (a row's sum
-// read twice, computed in place).
-UOpPtr identity_outside(const UOpPtr& k, const UOpPtr& padded, const UOpPtr& inside) {
+// read twice, computed in place). With `guarded_loads` (pad_range), a sum whose terms are
+// 0 there already (zero_outside: a product of loads) is left alone: the select around
+// each term kept LLVM from fusing the multiply and the add (a dot tile's padded row:
+// masked vmulps and vaddps, twice the FMAs' instructions).
+UOpPtr identity_outside(const UOpPtr& k, const UOpPtr& padded, const UOpPtr& inside, bool guarded_loads) {
   std::vector<std::pair<UOpPtr, UOpPtr>> guarded;
   for (const auto& red : reduces_of(k, padded)) {
+    const ReduceArg& arg = red->get<ReduceArg>();
+    if (guarded_loads && arg.op == Op::ADD && zero_outside(red->src[0], padded)) continue;
     std::vector<UOpPtr> src = red->src;
     src[0] = where(inside, src[0], reduce_identity(red->get<ReduceArg>().op, red->dtype));
     guarded.emplace_back(red, red->with_src(std::move(src)));
@@ -79,7 +105,7 @@ UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, const UOpPtr& end) {
   const UOpPtr inside = padded < old_end;
   UOpPtr k = guard_accesses(substitute(kernel, {{range, padded}}), padded, inside);
   if (axis.kind != AxisKind::Reduce) return k;
-  return identity_outside(k, padded, inside);
+  return identity_outside(k, padded, inside, /*guarded_loads=*/true);
 }
 UOpPtr pad_range(const UOpPtr& kernel, const UOpPtr& range, int64_t end) {
   return pad_range(kernel, range, const_i64(end));
@@ -109,7 +135,7 @@ UOpPtr pad_sum_clamped(const UOpPtr& kernel, const UOpPtr& range, int64_t multip
     for (size_t i = 1; i < src.size(); ++i) src[i] = substitute(src[i], {{padded, clamped}});
     fixed.emplace_back(n, n->with_src(std::move(src)));
   }
-  return identity_outside(substitute(k, fixed), padded, inside);
+  return identity_outside(substitute(k, fixed), padded, inside, /*guarded_loads=*/false);
 }
 
 UOpPtr last_of(const UOpPtr& end) {

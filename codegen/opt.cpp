@@ -140,7 +140,7 @@ void OptState::apply(const Opt& opt) {
       if (dot->cols->get<AxisArg>().id != opt.axis)
         misfit(opt, k, fmt::format("the contraction's columns are axis {}", dot->cols->get<AxisArg>().id));
       if (opt.rows < 1 || opt.amount < 1) misfit(opt, k, "a dot tile has at least one row and one lane");
-      k = tile_dot(k, *dot, RegisterTile{opt.rows, *trip(dot->cols), opt.amount});
+      k = tile_dot(k, *dot, RegisterTile{opt.rows, *trip(dot->cols), opt.amount}, target_, itemsize);
       break;
     }
     case OptKind::ExpandSum: {

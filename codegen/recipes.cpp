@@ -139,13 +139,15 @@ struct KBlocks {
 // step's T) is padded to whole blocks first, the last block's rows past it reading the
 // last real row again and adding nothing: kc is then no divisor but the block the
 // caller wants.
+// A sum over several ranges (a weight gradient's n, oh, ow) keeps its other ranges in the
+// block's REDUCE; a block of one step (kc 1) makes the range itself the loop over blocks.
 std::optional<KBlocks> k_blocks(UOpPtr k, UOpPtr reduce_range, int64_t kc) {
   const UOpPtr& store = k->src.at(0)->src.at(0);
   const UOpPtr red = reduce_of(k, reduce_range);
-  if (!red || red->src.size() != 2 || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
+  if (!red || !is_float_sum(red) || store->src.at(1)->dtype != red->dtype ||
       loads_output(k, store->src[0]->src.at(0)))
     return std::nullopt;
-  if (kc <= 0 || kc >= trip_bound(reduce_range)) return std::nullopt;
+  if (kc <= 0 || kc >= trip_bound(reduce_range) || (kc == 1 && red->src.size() == 2)) return std::nullopt;
   if (!trip(reduce_range)) {
     const int64_t id = reduce_range->get<AxisArg>().id;
     k = pad_sum_clamped(k, reduce_range, kc);
@@ -154,12 +156,14 @@ std::optional<KBlocks> k_blocks(UOpPtr k, UOpPtr reduce_range, int64_t kc) {
   const std::optional<UOpPtr> count = exact_quotient(reduce_range->src.at(0), kc);
   if (!count) return std::nullopt;
   const UOpPtr last = last_of(*count);
-  const Split s = split(k, reduce_range, kc, AxisKind::Reduce);
+  const Split s = kc == 1 ? Split{k, reduce_range, nullptr} : split(k, reduce_range, kc, AxisKind::Reduce);
   const UOpPtr blocks = with_kind(s.outer, AxisKind::Loop);
   const UOpPtr &end2 = s.root->src[0], &store2 = end2->src[0], &index = store2->src[0];
-  const UOpPtr red2 = reduce_of(s.root, s.inner);
-  const UOpPtr partial =
-      UOp::make(Op::REDUCE, red2->dtype, {substitute(red2->src[0], {{s.outer, blocks}}), s.inner}, red2->arg);
+  const UOpPtr red2 = reduce_of(s.root, s.outer);
+  std::vector<UOpPtr> summed{substitute(red2->src[0], {{s.outer, blocks}})};
+  for (size_t i = 1; i < red2->src.size(); ++i)
+    if (red2->src[i] != s.outer) summed.push_back(red2->src[i]);
+  const UOpPtr partial = UOp::make(Op::REDUCE, red2->dtype, std::move(summed), red2->arg);
   // The read of the previous blocks' sums depends on the block (a load free of it would
   // be placed before the loop over blocks) and reads nothing at the first block, where
   // it yields 0 (docs/kernel-ir.md), so no select of 0 is needed.
@@ -269,26 +273,78 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, con
   return unrolled_id < 0 ? k : rows_before_lanes(k, find_range(k, unrolled_id));
 }
 
+// The loop over a dot tile's vectors outermost among its sum's loops when a load's validity
+// moves along it (a padded conv's x[ow + kw - 1] at the row's ends, a sum padded to whole
+// vectors): each vector's masks, 64-bit compares lane by lane, are then computed once per
+// vector of the row, outside the loops over the batch and the rows, not at every step
+// (the 3x3 layer's dw in blocks: 480-600 ms with the masks inside, 145-240 outside).
+// The sum's ranges no validity uses (a block's images) go innermost, after the ones it
+// does (the output row's oh + kh - 1): each row's mask is then made once for the block's
+// images, not at every step (the same dw at one thread: 301 to 306 ms -> 245 to 251).
+UOpPtr masks_outside(const UOpPtr& k, const UOpPtr& vectors) {
+  const UOpPtr red = reduce_of(k, vectors);
+  if (!red || red->src.size() < 3) return k;
+  bool masked = false;
+  for (const auto& n : toposort(red->src[0]))
+    masked |= n->op == Op::INDEX && n->src.size() > 2 && reaches(n->src[2], vectors);
+  if (!masked) return k;
+  std::vector<UOpPtr> src{red->src[0], vectors}, unmasked;
+  auto in_validity = [&](const UOpPtr& r) {
+    for (const auto& n : toposort(red->src[0]))
+      if (n->op == Op::INDEX && n->src.size() > 2 && reaches(n->src[2], r)) return true;
+    return false;
+  };
+  for (size_t i = 1; i < red->src.size(); ++i) {
+    const UOpPtr& r = red->src[i];
+    if (r == vectors) continue;
+    (kind(r) == AxisKind::Reduce && !in_validity(r) ? unmasked : src).push_back(r);
+  }
+  src.insert(src.end(), unmasked.begin(), unmasked.end());
+  return substitute(k, {{red, red->with_src(std::move(src))}});
+}
+
 // The dot tile: the summed range in vectors (padded to whole ones, masked), a tile of
 // rows x every column unrolled, one accumulator vector each, whose lanes are folded once
 // after the sum. Rows padded to whole tiles repeat the last row; the loop over row tiles
 // first, for the threads.
-UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile) {
-  const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows->get<AxisArg>().id;
+// A sum longer than the cache holds (a weight gradient's n, oh, ow: a row tile's dy over
+// the whole batch is megabytes, read again for every input channel and tap) runs in
+// blocks of its outermost range (dot_sum_block), the loop over blocks next to the row
+// tiles' and outside the other outputs: each block of a's rows stays in the L2 while
+// every output of the tile's rows adds that block's partial sum to the one waiting in
+// the output (docs/performance.md, "The weight gradient's dot tile").
+UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
+                int64_t itemsize) {
+  const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows ? mm.rows->get<AxisArg>().id : -1;
+  int64_t blocked_id = -1, kc = 0;
+  if (const UOpPtr red = reduce_of(k, mm.reduce); red && red->src.size() > 2 && red->src[1] != mm.reduce) {
+    int64_t inner = 1;  // terms of the sum a step of its outermost range
+    for (size_t i = 2; i < red->src.size(); ++i) inner *= trip_bound(red->src[i]);
+    if (const auto outer = trip(red->src[1]))
+      if ((kc = dot_sum_block(tile.rows, *outer, inner, itemsize, target)) > 0)
+        blocked_id = red->src[1]->get<AxisArg>().id;
+  }
   k = pad_to_multiple(k, mm.reduce, tile.lanes);
-  k = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast).root;
+  const Split lanes = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast);
+  // In blocks the sum's data stays in the cache whatever order walks it; a sum walking
+  // memory keeps its row contiguous (a depthwise dw's masks outside: 4.5-9 -> 10-12 ms).
+  k = blocked_id >= 0 ? masks_outside(lanes.root, lanes.outer) : lanes.root;
   const UOpPtr cols = find_range(k, mm.cols->get<AxisArg>().id);
   k = substitute(k, {{cols, with_kind(cols, AxisKind::Unroll)}});
   const UOpPtr& store = k->src.at(0)->src.at(0);
-  const bool repeat_last = !loads_output(k, store->src.at(0)->src.at(0));
-  k = pad_output_range(k, find_range(k, rows_id), round_up(mm.rows->src.at(0), tile.rows), repeat_last);
-  UOpPtr unrolled;
-  if (tile.rows > 1) {
-    const Split s = split(k, find_range(k, rows_id), tile.rows, AxisKind::Unroll);
-    k = loop_first(s.root, s.outer), unrolled = s.inner;
-  } else {
-    k = loop_first(k, find_range(k, rows_id));
+  // Blocks read the partial sums back: a padded row repeating the last would add its block twice.
+  const bool repeat_last = blocked_id < 0 && !loads_output(k, store->src.at(0)->src.at(0));
+  if (mm.rows)
+    k = pad_output_range(k, find_range(k, rows_id), round_up(mm.rows->src.at(0), tile.rows), repeat_last);
+  std::optional<KBlocks> kb;
+  if (blocked_id >= 0 && (kb = k_blocks(k, find_range(k, blocked_id), kc))) k = kb->root;
+  UOpPtr unrolled, row_tiles = mm.rows ? find_range(k, rows_id) : nullptr;
+  if (row_tiles && tile.rows > 1) {
+    const Split s = split(k, row_tiles, tile.rows, AxisKind::Unroll);
+    k = s.root, row_tiles = s.outer, unrolled = s.inner;
   }
+  if (kb) k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
+  if (row_tiles) k = loop_first(k, row_tiles);
   k = drop_unit_loops(k);
   return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;
 }

@@ -18,7 +18,10 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, con
                    int64_t itemsize);
 // DotTile: mm's sum in vectors of `tile.lanes` (padded, masked), `tile.rows` rows x
 // every column unrolled, one accumulator each, folded once after the sum.
-UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile);
+// A sum longer than the L2 holds of the tile's rows runs in blocks of its outermost range,
+// partial sums waiting in the output (the Target sizes them: dot_sum_block).
+UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
+                int64_t itemsize);
 // GemvTile: one-row tiles of `tile.vectors` vectors over a GEMV's columns, in chunks
 // the threads share, k in blocks of rows of b outside a chunk's tiles.
 UOpPtr tile_gemv(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,

@@ -161,7 +161,9 @@ std::optional<MatmulAxes> matmul_axes(const UOpPtr& kernel) { return product_axe
 std::optional<MatmulAxes> gemv_axes(const UOpPtr& kernel) { return product_axes(kernel, true); }
 
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
+  // A depthwise conv's dw reads one channel of x and of dy for each output: no rows.
   auto mm = matmul_axes(kernel);
+  if (!mm) mm = gemv_axes(kernel);
   // The dot tile unrolls every column: a constant count of them.
   if (!mm || !trip(mm->cols) || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);
@@ -225,6 +227,17 @@ RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target)
   int64_t rows = std::min(m, target.tile_max_rows());
   while (rows > 0 && !fits(rows)) --rows;
   return {rows, n, lanes};
+}
+
+// A quarter of the L2, as a's row blocks of a matmul (l2_block). Blocks of 1 to 8 images of
+// the 3x3 layer's dw ran alike (docs/performance.md); one vector of the row a block (18 KB,
+// within the L1) no better; the whole batch a block, 3.5 times slower.
+int64_t dot_sum_block(int64_t rows, int64_t outer, int64_t inner, int64_t itemsize, const Target& target) {
+  const int64_t step_bytes = std::max<int64_t>(1, rows * inner * itemsize), most = l2_block(target);
+  if (outer < 2 || step_bytes * outer <= most) return 0;
+  int64_t kc = std::max<int64_t>(1, most / step_bytes);
+  while (outer % kc != 0) --kc;
+  return kc;
 }
 
 int64_t tile_lanes(int64_t lanes, int64_t n) {

@@ -55,6 +55,8 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& ta
 // sum x[n, ci, oh + kh, ow + kw] * dy[n, co, oh, ow], kw 3 wide, both along ow): the
 // matmul_axes with `reduce` that summed range, `lanes` long at least. Its tile is
 // dot_tile's: the lanes run along the sum, one accumulator per output, folded at the end.
+// rows is null for a product with no rows (gemv_axes' form: a depthwise conv's dw, each
+// output reading one channel of x and of dy): a tile of one row.
 std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes);
 
 struct RegisterTile {
@@ -98,6 +100,12 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, cons
 // accumulators (every column), n vectors of b and one of a per step, within the
 // registers and a UOp's 255 lanes. rows 0: no tile fits.
 RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target);
+// A dot tile's sum in blocks: of its outermost summed range's `outer` steps (a batch), how
+// many a block takes so the tile's `rows` rows of a over it (`inner` terms a step, of
+// `itemsize` bytes) stay within a block of the L2 while every other output of those
+// rows (the loops over b's channels and taps) passes by; 0 when the whole sum fits (no
+// blocks).
+int64_t dot_sum_block(int64_t rows, int64_t outer, int64_t inner, int64_t itemsize, const Target& target);
 
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& target, int64_t a_ops = 0,
                            bool whole_rows = false);

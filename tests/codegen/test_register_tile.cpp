@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 using namespace loom;
@@ -824,5 +825,125 @@ TEST_CASE("a factor with a term broadcast along the tile's range still gets the 
       check_broadcast_term(13, 37, 19, dot, bytes);  // tails everywhere
       check_broadcast_term(12, 14, 3, dot, bytes);   // a 14-long sum: a padded dot row at 16 lanes
       check_broadcast_term(6, 64, 16, dot, bytes);
+    }
+}
+
+namespace {
+
+// A 3x3 convolution's weight gradient, padding 1, as rangeify builds it (the sum over n,
+// oh, ow in that order):
+//   dw[co, ci, kh, kw] = sum x[n, ci, oh + kh - 1, ow + kw - 1] * dy[n, co, oh, ow]
+UOpPtr conv_dw_kernel(int64_t n, int64_t co, int64_t ci, int64_t h, int64_t w) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), x = global(1, f32), dy = global(2, f32);
+  auto o = make_range(co, 0), c = make_range(ci, 1), kh = make_range(3, 2), kw = make_range(3, 3);
+  auto b = make_range(n, 4, AxisKind::Reduce), i = make_range(h, 5, AxisKind::Reduce),
+       j = make_range(w, 6, AxisKind::Reduce);
+  const auto zero = const_i64(0);
+  const UOpPtr row = i + kh, col = j + kw;  // padded coordinates: 1 to h (w) inside
+  const UOpPtr valid =
+      land(land(zero < row, row < const_i64(h + 1)), land(zero < col, col < const_i64(w + 1)));
+  const UOpPtr x_at = b * (ci * h * w) + c * (h * w) + (row - 1) * w + (col - 1);
+  const UOpPtr xs = where(valid, kb::load(kb::index(x, x_at, valid)), const_float(f32, 0.0));
+  const UOpPtr product = xs * load(dy, b * (co * h * w) + o * (h * w) + i * w + j);
+  return sink({end(store(index(out, o * (ci * 9) + c * 9 + kh * 3 + kw), reduce(Op::ADD, product, {b, i, j})),
+                   {o, c, kh, kw})});
+}
+
+// The depthwise form: dw[c, kh, kw] = sum x[n, c, oh + kh - 1, ow + kw - 1] * dy[n, c, oh, ow],
+// each output reading one channel of both (no rows: gemv_axes' form).
+UOpPtr depthwise_dw_kernel(int64_t n, int64_t ch, int64_t h) {
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), x = global(1, f32), dy = global(2, f32);
+  auto c = make_range(ch, 0), kh = make_range(3, 1), kw = make_range(3, 2);
+  auto b = make_range(n, 3, AxisKind::Reduce), i = make_range(h, 4, AxisKind::Reduce),
+       j = make_range(h, 5, AxisKind::Reduce);
+  const auto zero = const_i64(0);
+  const UOpPtr row = i + kh, col = j + kw;
+  const UOpPtr valid =
+      land(land(zero < row, row < const_i64(h + 1)), land(zero < col, col < const_i64(h + 1)));
+  const UOpPtr x_at = b * (ch * h * h) + c * (h * h) + (row - 1) * h + (col - 1);
+  const UOpPtr xs = where(valid, kb::load(kb::index(x, x_at, valid)), const_float(f32, 0.0));
+  const UOpPtr product = xs * load(dy, b * (ch * h * h) + c * (h * h) + i * h + j);
+  return sink(
+      {end(store(index(out, c * 9 + kh * 3 + kw), reduce(Op::ADD, product, {b, i, j})), {c, kh, kw})});
+}
+
+bool reads_output(const UOpPtr& kernel) {
+  for (const auto& u : toposort(kernel))
+    if (u->op == Op::LOAD && u->src.at(0)->src.at(0)->op == Op::DEFINE_GLOBAL &&
+        u->src[0]->src[0]->arg_int() == 0)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a conv's weight gradient: a dot tile of whole vectors along the row, its sum in blocks of images") {
+  // nn's [64, 64, 56, 56] 3x3 layer on AVX-512: 56 pixels a row in 4 vectors of 16 (the
+  // last half masked, a quarter at most), not 7 of 8 lanes packed 2 columns a register.
+  const Target t = two_cores_1m_l2(64);
+  const UOpPtr kernel = conv_dw_kernel(64, 64, 64, 56, 56);
+  const std::vector<Opt> opts = heuristic_opts(kernel, t);
+  REQUIRE(!opts.empty());
+  CHECK(opts[0].kind == OptKind::DotTile);
+  CHECK(opts[0].amount == 16);
+  CHECK(opts[0].rows == 5);
+  // 5 channels of dy over 64 images are 4 MB: the sum runs in blocks, partial sums in dw.
+  CHECK(reads_output(optimize_kernel(kernel, {true, t})));
+  // Over 2 images they fit a quarter of the L2: one sum.
+  CHECK_FALSE(reads_output(optimize_kernel(conv_dw_kernel(2, 64, 64, 56, 56), {true, t})));
+}
+
+TEST_CASE("a conv's weight gradient in blocks of images: values as the plain loop nest's") {
+  for (const int bytes : {32, 64})
+    for (const auto [n, co, ci, h] :
+         std::vector<std::array<int64_t, 4>>{{4, 7, 3, 14}, {3, 6, 2, 12}, {2, 5, 2, 16}}) {
+      INFO("vector bytes " << bytes << " n " << n << " co " << co << " ci " << ci << " h " << h);
+      // An L2 of 16 KiB: a block of one image or two, so the small sums run in blocks too.
+      Target t = two_cores_1m_l2(bytes);
+      t.l2_bytes = 16 << 10;
+      const UOpPtr kernel = conv_dw_kernel(n, co, ci, h, h);
+      const UOpPtr opt = optimize_kernel(kernel, {true, t});
+      CHECK(reads_output(opt));
+      const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes);
+      const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
+      Aligned<float> out(static_cast<size_t>(co * ci * 9), -99.0f), want(out.size(), -99.0f);
+      Aligned<float> x(whole_numbers(n * ci * h * h, 1)), dy(whole_numbers(n * co * h * h, 2));
+      std::vector<void*> bufs{want.data(), x.data(), dy.data()};
+      interpret_kernel(kernel, bufs.data(), {});
+      run_all(fn, opt, {out, x, dy});
+      for (size_t e = 0; e < out.size(); ++e) {
+        INFO("element " << e);
+        REQUIRE(out[e] == want[e]);
+      }
+    }
+}
+
+TEST_CASE("a depthwise conv's weight gradient: a dot tile of one row, values as the plain loop nest's") {
+  const std::vector<Opt> opts = heuristic_opts(depthwise_dw_kernel(64, 128, 28), two_cores_1m_l2(64));
+  REQUIRE(!opts.empty());
+  CHECK(opts[0].kind == OptKind::DotTile);
+  CHECK(opts[0].amount == 16);  // 28 pixels in 2 vectors of 16
+  CHECK(opts[0].rows == 1);
+  for (const int bytes : {32, 64})
+    for (const auto [n, ch, h] : std::vector<std::array<int64_t, 3>>{{3, 5, 14}, {2, 3, 28}, {70, 2, 12}}) {
+      INFO("vector bytes " << bytes << " n " << n << " channels " << ch << " h " << h);
+      Target t = two_cores_1m_l2(bytes);
+      t.l2_bytes = 16 << 10;  // the last shape's sum in blocks of images
+      const UOpPtr kernel = depthwise_dw_kernel(n, ch, h);
+      const UOpPtr opt = optimize_kernel(kernel, {true, t});
+      const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes);
+      const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
+      Aligned<float> out(static_cast<size_t>(ch * 9), -99.0f), want(out.size(), -99.0f);
+      Aligned<float> x(whole_numbers(n * ch * h * h, 1)), dy(whole_numbers(n * ch * h * h, 2));
+      std::vector<void*> bufs{want.data(), x.data(), dy.data()};
+      interpret_kernel(kernel, bufs.data(), {});
+      run_all(fn, opt, {out, x, dy});
+      for (size_t e = 0; e < out.size(); ++e) {
+        INFO("element " << e);
+        REQUIRE(out[e] == want[e]);
+      }
     }
 }
