@@ -896,6 +896,25 @@ TEST_CASE(
   CHECK_FALSE(reads_output(optimize_kernel(conv_dw_kernel(2, 64, 64, 56, 56), {true, t})));
 }
 
+namespace {
+// A weight-gradient kernel (out, x, dy) as optimised, compiled at `bytes`, equals the
+// interpreter on the kernel as scheduled, element for element.
+void check_dw_values(const UOpPtr& kernel, const UOpPtr& opt, int bytes, int64_t out_elements,
+                     int64_t x_elements, int64_t dy_elements) {
+  const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes);
+  const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
+  Aligned<float> out(static_cast<size_t>(out_elements), -99.0f), want(out.size(), -99.0f);
+  Aligned<float> x(whole_numbers(x_elements, 1)), dy(whole_numbers(dy_elements, 2));
+  std::vector<void*> bufs{want.data(), x.data(), dy.data()};
+  interpret_kernel(kernel, bufs.data(), {});
+  run_all(fn, opt, {out, x, dy});
+  for (size_t e = 0; e < out.size(); ++e) {
+    INFO("element " << e);
+    REQUIRE(out[e] == want[e]);
+  }
+}
+}  // namespace
+
 TEST_CASE("a conv's weight gradient in blocks of images: values as the plain loop nest's") {
   for (const int bytes : {32, 64})
     for (const auto [n, co, ci, h] :
@@ -907,17 +926,7 @@ TEST_CASE("a conv's weight gradient in blocks of images: values as the plain loo
       const UOpPtr kernel = conv_dw_kernel(n, co, ci, h, h);
       const UOpPtr opt = optimize_kernel(kernel, {true, t});
       CHECK(reads_output(opt));
-      const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes);
-      const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
-      Aligned<float> out(static_cast<size_t>(co * ci * 9), -99.0f), want(out.size(), -99.0f);
-      Aligned<float> x(whole_numbers(n * ci * h * h, 1)), dy(whole_numbers(n * co * h * h, 2));
-      std::vector<void*> bufs{want.data(), x.data(), dy.data()};
-      interpret_kernel(kernel, bufs.data(), {});
-      run_all(fn, opt, {out, x, dy});
-      for (size_t e = 0; e < out.size(); ++e) {
-        INFO("element " << e);
-        REQUIRE(out[e] == want[e]);
-      }
+      check_dw_values(kernel, opt, bytes, co * ci * 9, n * ci * h * h, n * co * h * h);
     }
 }
 
@@ -933,17 +942,7 @@ TEST_CASE("a depthwise conv's weight gradient: a dot tile of one row, values as 
       Target t = two_cores_1m_l2(bytes);
       t.l2_bytes = 16 << 10;  // the last shape's sum in blocks of images
       const UOpPtr kernel = depthwise_dw_kernel(n, ch, h);
-      const UOpPtr opt = optimize_kernel(kernel, {true, t});
-      const UOpPtr tile = split_vectors(lower_reduce(expand_lanes(opt), bytes), bytes);
-      const KernelFn fn = Jit::instance().compile(emit_llvm_ir(lower_numerics(tile), "tile"), "tile").fn;
-      Aligned<float> out(static_cast<size_t>(ch * 9), -99.0f), want(out.size(), -99.0f);
-      Aligned<float> x(whole_numbers(n * ch * h * h, 1)), dy(whole_numbers(n * ch * h * h, 2));
-      std::vector<void*> bufs{want.data(), x.data(), dy.data()};
-      interpret_kernel(kernel, bufs.data(), {});
-      run_all(fn, opt, {out, x, dy});
-      for (size_t e = 0; e < out.size(); ++e) {
-        INFO("element " << e);
-        REQUIRE(out[e] == want[e]);
-      }
+      check_dw_values(kernel, optimize_kernel(kernel, {true, t}), bytes, ch * 9, n * ch * h * h,
+                      n * ch * h * h);
     }
 }
