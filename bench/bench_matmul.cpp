@@ -199,6 +199,15 @@ void register_workloads() {
     });
   };
   for (int64_t n : {512, 1024, 4096}) matmul(n, n, n, fmt::format("matmul_{}", n));
+  // bfloat16 operands and result, summed in float32: on AVX512_BF16 the pair-dot unit
+  // (codegen/pair_dot.hpp). bench/compare prints each against matmul_<n> and oneDNN's bf16 matmul.
+  for (int64_t n : {1024, 4096})
+    add(fmt::format("matmul_bf16_{}", n), [n](benchmark::State& s) {
+      const Tensor a = input({n, n}).cast(loom::DType::BFloat16).realize();
+      const Tensor b = input({n, n}).cast(loom::DType::BFloat16).realize();
+      run(
+          s, [&] { return a.matmul(b); }, 2.0 * static_cast<double>(n * n * n));
+    });
   for (int64_t n = 500; n <= 520; ++n) matmul(n, n, n, fmt::format("matmul_sweep_{}", n));
   matmul(1, 4096, 4096, "gemv_4096");
   add("linear_relu_256x784x512", [](benchmark::State& s) {

@@ -29,8 +29,10 @@ namespace {
 bool is_lane_range(const UOp& u) {
   if (u.op != Op::RANGE) return false;
   const AxisKind k = u.get<AxisArg>().kind;
-  return k == AxisKind::Upcast || k == AxisKind::Unroll;
+  return k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Pair;
 }
+
+bool is_pair(const UOpPtr& r) { return r->op == Op::RANGE && r->get<AxisArg>().kind == AxisKind::Pair; }
 
 struct LaneAxis {
   UOpPtr range;
@@ -94,14 +96,15 @@ class Expander {
     // Lanes follow the loop order the ENDs and REDUCEs give their ranges (a split
     // lists its outer part first), so consecutive lanes are consecutive in memory.
     // A REDUCE's upcast ranges rank after every other: a register's lanes hold one output's
-    // partial sums (the dot tile's rows and columns are unrolled outputs beside them).
+    // partial sums (the dot tile's rows and columns are unrolled outputs beside them). Its
+    // pair range ranks last of all: each pair of lanes is one output's two terms of a step.
     for (const auto& n : nodes)
       if (n->op == Op::END || n->op == Op::REDUCE)
         for (size_t i = 1; i < n->src.size(); ++i) {
           const bool summed_lanes = n->op == Op::REDUCE && n->src[i]->op == Op::RANGE &&
                                     n->src[i]->get<AxisArg>().kind == AxisKind::Upcast;
-          rank_.emplace(n->src[i].get(),
-                        static_cast<int64_t>(rank_.size()) + (summed_lanes ? kLastRanks : 0));
+          const int64_t last = is_pair(n->src[i]) ? 2 * kLastRanks : summed_lanes ? kLastRanks : 0;
+          rank_.emplace(n->src[i].get(), static_cast<int64_t>(rank_.size()) + last);
         }
     for (const auto& n : nodes) done_.emplace(n.get(), expand(n));
     return done_.at(kernel.get()).node;
@@ -323,22 +326,32 @@ class Expander {
   // ---- loops -----------------------------------------------------------------------
   // REDUCE over loop ranges keeps one accumulator lane per value lane; the lanes
   // of its lane ranges are folded by halves after the loop (whole vectors, one op a level).
+  // A pair range is folded at every step instead: the REDUCE's value has two lanes (its
+  // fastest) per accumulator lane, added odd lane first (docs/kernel-ir.md).
   Expanded reduce(const UOpPtr& n) const {
     const Op op = n->get<ReduceArg>().op;
-    LaneAxes folded;
+    LaneAxes folded, pair;
     std::vector<UOpPtr> loops{nullptr};
     for (size_t i = 1; i < n->src.size(); ++i) {
-      if (is_lane_range(*n->src[i]))
+      if (is_pair(n->src[i]))
+        pair = lanes_of_range(n->src[i]).axes;
+      else if (is_lane_range(*n->src[i]))
         folded = union_of(folded, lanes_of_range(n->src[i]).axes);
       else
         loops.push_back(of(n->src[i]).node);
     }
-    const LaneAxes all = union_of(of(n->src[0]).axes, folded);
-    loops[0] = align(of(n->src[0]), all);
+    const LaneAxes with_pair = union_of(union_of(of(n->src[0]).axes, folded), pair);
+    loops[0] = align(of(n->src[0]), with_pair);
+    LaneAxes all = with_pair;
+    if (!pair.empty()) all.erase(std::find(all.begin(), all.end(), pair[0]));
+    const DType dt = loops[0]->dtype.base().vec(lane_count(all));
     UOpPtr acc = loops[0];
     if (loops.size() > 1) {
-      const DType dt = loops[0]->dtype;
       acc = UOp::make(Op::REDUCE, dt, std::move(loops), n->arg);
+    } else if (!pair.empty()) {  // no loop: the one step, odd lanes first
+      std::vector<int64_t> odd, even;
+      for (int64_t l = 0; l < lane_count(all); ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
+      acc = alu(op, {gep(acc, odd), gep(acc, even)});
     }
     if (folded.empty()) return {acc, all};
     LaneAxes kept;

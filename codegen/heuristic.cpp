@@ -23,6 +23,7 @@
 
 #include "codegen/codegen.hpp"
 #include "codegen/kernel_edit.hpp"
+#include "codegen/pair_dot.hpp"
 #include "codegen/recipes.hpp"
 #include "codegen/register_tile.hpp"
 #include "ir/contraction.hpp"
@@ -258,7 +259,8 @@ bool is_tile(OptKind k) {
 bool is_fresh(const UOpPtr& kernel) {
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
-    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel) return false;
+    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel || k == AxisKind::Pair)
+      return false;
   }
   return true;
 }
@@ -269,6 +271,10 @@ void apply_heuristic(OptState& s) {
   // Once per kernel: a kernel that already has lanes or threads was optimised.
   if (is_fresh(s.kernel())) {
     for (const Opt& expand : picked_sums(s.kernel())) s.apply(expand);
+    // A product of bfloat16s the schedule laid out in pairs sums them on the pair-dot
+    // instruction, and is then tiled as any matmul (codegen/pair_dot.hpp).
+    if (const UOpPtr pair = pair_dot_candidate(s.kernel(), s.target()))
+      s.apply({OptKind::PairDot, axis_of(pair), 2});
     const UOpPtr& k = s.kernel();
     const Target& target = s.target();
     const int width = s.lanes();
@@ -375,12 +381,17 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
   };
   const UOpPtr& k = s.kernel();
   const int64_t width = s.lanes(), registers = s.target().vector_registers;
-  bool split = false, tiled = false;
+  bool split = false, tiled = false, paired = false;
   for (const Opt& o : s.applied()) {
-    split |= o.kind != OptKind::ExpandSum;
+    paired |= o.kind == OptKind::PairDot;
+    split |= o.kind != OptKind::ExpandSum && o.kind != OptKind::PairDot;
     tiled |= is_tile(o.kind);
   }
-  if (width < 2 || tiled || (!is_fresh(k) && !split)) return out;
+  if (width < 2 || tiled || (!is_fresh(k) && !split && !paired)) return out;
+  // Operands the schedule laid out in pairs are summed in pairs first, as the heuristic does.
+  if (!split && !paired)
+    if (const UOpPtr pair = pair_dot_candidate(k, s.target()))
+      return {{{OptKind::PairDot, axis_of(pair), 2}}};
   if (!split) {
     // The tiles, their sizes within the registers and a UOp's lanes as register_tile's and dot_tile's.
     const bool one_end = k->src.size() == 1;

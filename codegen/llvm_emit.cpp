@@ -125,6 +125,7 @@ class Emitter {
   Value* vectorize(const UOp& u);
   Value* lane_select(const UOp& u);
   Value* alu(const UOp& u);
+  Value* dot2(const UOp& u);
   Value* binary(Op op, DType dt, Value* a, Value* b);
   Value* compare(Op op, DType dt, Value* a, Value* b);
   Value* cast(DType from, DType to, Value* v);
@@ -311,10 +312,43 @@ Value* Emitter::value(const UOp& u) {
     case Op::GEP: return lane_select(u);
     case Op::CAST: refuse_unlowered(u); return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     case Op::BITCAST: return bitcast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
+    case Op::DOT2: return dot2(u);
     default:
       if (is_alu(u.op)) return alu(u);
   }
   throw Error(describe(u) + " is not supported by the LLVM emitter");
+}
+
+// DOT2 (docs/kernel-ir.md): c + a[2i+1] b[2i+1], then + a[2i] b[2i], each step one fused
+// multiply-add. Where a and b are bfloat16 values widened and the Target has AVX512_BF16,
+// one vdpbf16ps, which adds in that order (a product of two bfloat16s is exact in float32,
+// each add rounds to nearest even) and reads and writes float32 subnormals as 0.
+Value* Emitter::dot2(const UOp& u) {
+  const unsigned n = u.dtype.lanes;
+  auto bf16_of = [](const UOpPtr& x) -> const UOpPtr* {
+    return x->op == Op::CAST && x->src.at(0)->dtype.scalar == Scalar::BFloat16 ? &x->src[0] : nullptr;
+  };
+  const UOpPtr *a = bf16_of(u.src.at(0)), *b = bf16_of(u.src.at(1));
+  const bool wide = n == 16 || (isa_.avx512vl && (n == 8 || n == 4));
+  if (isa_.avx512bf16 && a && b && wide) {
+    const llvm::Intrinsic::ID id = n == 16  ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                                   : n == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
+                                            : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
+    llvm::Type* pairs = llvm::FixedVectorType::get(b_.getBFloatTy(), 2 * n);
+    return b_.CreateIntrinsic(
+        id, {}, {get(u.src.at(2)), b_.CreateBitCast(get(*a), pairs), b_.CreateBitCast(get(*b), pairs)});
+  }
+  std::vector<int> odd, even;
+  for (int l = 0; l < static_cast<int>(n); ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
+  Value* x = get(u.src.at(0));
+  Value* y = get(u.src.at(1));
+  auto lanes = [&](Value* v, const std::vector<int>& at) -> Value* {
+    return n == 1 ? b_.CreateExtractElement(v, static_cast<uint64_t>(at[0])) : b_.CreateShuffleVector(v, at);
+  };
+  Value* odd_sum = b_.CreateIntrinsic(llvm::Intrinsic::fma, {get(u.src[2])->getType()},
+                                      {lanes(x, odd), lanes(y, odd), get(u.src[2])});
+  return b_.CreateIntrinsic(llvm::Intrinsic::fma, {odd_sum->getType()},
+                            {lanes(x, even), lanes(y, even), odd_sum});
 }
 
 Value* Emitter::alu(const UOp& u) {

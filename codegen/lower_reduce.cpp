@@ -66,7 +66,16 @@ UOpPtr slice(const UOpPtr& v, int i, int n) {
 
 // acc + x*y folds as MULACC, which the emitter may contract into one fused
 // multiply-add (docs/semantics.md states the tolerance); other folds as `op`.
+// A value of two lanes per accumulator lane (a pair range's, codegen/pair_dot.hpp) adds
+// each pair, odd lane first: a product as DOT2, anything else as two adds.
 UOpPtr fold(Op op, const UOpPtr& current, const UOpPtr& value) {
+  if (value->dtype.lanes == 2 * current->dtype.lanes) {
+    if (op == Op::ADD && value->op == Op::MUL && value->dtype.is_float())
+      return UOp::make(Op::DOT2, current->dtype, {value->src[0], value->src[1], current});
+    std::vector<int64_t> odd, even;
+    for (int64_t l = 0; l < current->dtype.lanes; ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
+    return alu(op, {alu(op, {current, pick(value, odd)}), pick(value, even)});
+  }
   if (op == Op::ADD && value->op == Op::MUL && value->dtype.is_float())
     return UOp::make(Op::MULACC, value->dtype, {value->src[0], value->src[1], current});
   return alu(op, {current, value});
@@ -78,11 +87,12 @@ UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
   if (reduce_ranges.empty()) return red->src[0];
   const int n = register_slices(ctx, red);
   std::vector<UOpPtr> regs, updates;
+  const DType slice_dtype = red->dtype.base().vec(red->dtype.lanes / n);
   for (int i = 0; i < n; ++i) {
     const UOpPtr value = slice(red->src[0], i, n);
     const UOpPtr reg =
-        UOp::make(Op::DEFINE_REG, value->dtype.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
-    const UOpPtr init = store(at(after(reg, live_loops(ctx, red))), reduce_identity(op, value->dtype));
+        UOp::make(Op::DEFINE_REG, slice_dtype.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
+    const UOpPtr init = store(at(after(reg, live_loops(ctx, red))), reduce_identity(op, slice_dtype));
     std::vector<UOpPtr> fold_deps{init};
     fold_deps.insert(fold_deps.end(), reduce_ranges.begin(), reduce_ranges.end());
     const UOpPtr current = load(at(after(reg, fold_deps)));

@@ -2,6 +2,7 @@
 // codegen/kernel_edit.hpp and the recipes of codegen/recipes.hpp, chosen by kind.
 #include "codegen/opt.hpp"
 
+#include "codegen/pair_dot.hpp"
 #include "codegen/recipes.hpp"
 #include "ir/contraction.hpp"
 #include "ir/range_split.hpp"
@@ -20,18 +21,22 @@ using namespace kopt;
 bool optimised(const UOpPtr& kernel) {
   for (const auto& r : ranges_of(kernel)) {
     const AxisKind k = kind(r);
-    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel) return true;
+    if (k == AxisKind::Upcast || k == AxisKind::Unroll || k == AxisKind::Parallel || k == AxisKind::Pair)
+      return true;
   }
   return false;
 }
 
-// The widest element the kernel reads or writes in its loops: lanes are as many as one
-// SIMD register holds of it. A scalar read once, outside every loop (Adam's Float64 step
-// count beside Float32 parameters), never takes lanes, so it does not halve them.
+// The widest element the kernel reads or writes in its loops, or accumulates in a Float32
+// sum (a half kernel's sums, in registers of Float32 lanes): lanes are as many as one
+// SIMD register holds of it. A scalar read once,
+// outside every loop (Adam's Float64 step count beside Float32 parameters), never takes
+// lanes, so it does not halve them.
 int widest_element(const UOpPtr& kernel) {
   int widest = 1;
   for (const auto& n : toposort(kernel))
-    if (n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && !n->ranges().empty())
+    if ((n->op == Op::INDEX && n->src.at(0)->op == Op::DEFINE_GLOBAL && !n->ranges().empty()) ||
+        (n->op == Op::REDUCE && n->dtype.base() == DType::Float32))
       widest = std::max(widest, n->dtype.itemsize());
   return widest;
 }
@@ -150,6 +155,17 @@ void OptState::apply(const Opt& opt) {
         misfit(opt, k, "its range is not one a scalar float sum reduces");
       if (!trip(r)) misfit(opt, k, "a sum is written out as its terms only over a constant range");
       k = expand_sum(k, red, r);
+      break;
+    }
+    case OptKind::PairDot: {
+      const UOpPtr r = range_of(opt, k);
+      if (!target_.pair_dot()) misfit(opt, k, "the Target has no pair-dot instruction (AVX512_BF16)");
+      if (opt.amount != 2) misfit(opt, k, "a pair is 2 terms");
+      if (kind(r) != AxisKind::Reduce) misfit(opt, k, "its range is not one a sum reduces");
+      const UOpPtr paired = pair_sum(k, r);
+      if (!paired)
+        misfit(opt, k, "its range is not the even, constant range of one float32 sum of bfloat16 products");
+      k = paired;
       break;
     }
     case OptKind::AlignSides:

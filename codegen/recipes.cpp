@@ -228,8 +228,11 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, con
                    int64_t itemsize) {
   // A symbolic k (a sum as long as a bound variable: attention's scores @ v) is one block:
   // the tile's loop over it runs as it is, each binding its own length, nothing masked.
+  // The sum's blocks count terms: a pair range's steps add two each (codegen/pair_dot.hpp), so a
+  // sum in pairs has the blocks of the same sum one term a step, and the same result.
   const std::optional<int64_t> k_trip = trip(mm.reduce);
-  const bool whole_k = !k_trip || (stores_by_lane(k, mm.cols) && *k_trip <= masked_whole_k(target));
+  const int64_t terms = mm.terms_per_step();
+  const bool whole_k = !k_trip || (stores_by_lane(k, mm.cols) && *k_trip * terms <= masked_whole_k(target));
   auto [split_cols, cols_outer] = split_lanes(k, mm.cols, {tile.lanes, tile.vectors});
   const UOpPtr cols = find_range(split_cols, cols_outer);
   const bool panels = !mm.panels.empty() && (!cols || trip(cols) == 1);
@@ -240,7 +243,7 @@ UOpPtr tile_matmul(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, con
   const int64_t tiles = tile_high ? trip_bound(tiled) : (trip_bound(tiled) + tile.rows - 1) / tile.rows;
   // The k a tile sums at a time, which a's row blocks are sized for: a k with no divisor
   // in [kBlock / 2, kBlock] (a prime 1021) is one block, and a's rows span all of it.
-  const int64_t k_len = trip_bound(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock);
+  const int64_t k_len = trip_bound(mm.reduce), divisor = whole_k ? 0 : divisor_near(k_len, kBlock / terms);
   const int64_t kc = panels ? (divisor ? divisor : k_len) : 0;
   // Symbolic rows are padded to whole row tiles only, not to whole blocks of them: a
   // block sized for the variable's bound would make a binding of 1 compute the bound's

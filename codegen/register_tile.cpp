@@ -91,17 +91,32 @@ int64_t sum_bound(const Contraction& c) {
   return n;
 }
 
-// Every read of `reads` steps by one along `range` or stays put (a broadcast along it, one
-// value for all lanes: a per-channel term fused into the factor, as BatchNorm's backward
-// adds to dy), and some read steps by one.
-bool along_or_broadcast(const std::vector<ContractionRead>& reads, const UOpPtr& range) {
+// Every read of `reads` steps by `step` elements along `range` or stays put (a broadcast
+// along it, one value for all lanes: a per-channel term fused into the factor, as
+// BatchNorm's backward adds to dy), and some read steps.
+bool along_or_broadcast(const std::vector<ContractionRead>& reads, const UOpPtr& range, int64_t step = 1) {
   bool moves = false;
   for (const auto& read : reads) {
     const auto stride = Contraction::stride(read, range);
-    if (stride != 1 && stride != 0) return false;
-    moves |= stride == 1;
+    if (stride != step && stride != 0) return false;
+    moves |= stride == step;
   }
   return moves;
+}
+
+// The sum's pair range (OptKind::PairDot, codegen/pair_dot.hpp), or null: b's lanes are then
+// (column, pair), its columns two elements apart.
+UOpPtr pair_range(const Contraction& c) {
+  for (const auto& r : c.k)
+    if (r->get<AxisArg>().kind == AxisKind::Pair) return r;
+  return nullptr;
+}
+
+// The innermost of the sum's ranges that is a loop (not its pair).
+UOpPtr summed_loop(const Contraction& c) {
+  for (auto r = c.k.rbegin(); r != c.k.rend(); ++r)
+    if ((*r)->get<AxisArg>().kind != AxisKind::Pair) return *r;
+  return nullptr;
 }
 
 // j for factor b: an output range b uses and a does not, along which every b access is
@@ -110,8 +125,9 @@ bool along_or_broadcast(const std::vector<ContractionRead>& reads, const UOpPtr&
 // whole sum, so a scattered store (a weight gradient stored [out, in] while dy is
 // contiguous along out) costs one scalar store per element, which a long sum makes nothing.
 UOpPtr column_axis(const Contraction& c, int b, bool transposed_store = false) {
+  const int64_t step = pair_range(c) ? 2 : 1;
   for (const auto& r : c.only(b)) {
-    if (trip_bound(r) < 2 || !along_or_broadcast(c.loads[static_cast<size_t>(b)], r)) continue;
+    if (trip_bound(r) < 2 || !along_or_broadcast(c.loads[static_cast<size_t>(b)], r, step)) continue;
     if (!c.store || address_stride(c.store, r) == 1) return r;
     if (transposed_store && c.store && address_stride(c.store, r)) return r;
   }
@@ -144,13 +160,15 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
     if (!cols || rows.empty() != one_row) continue;
     const std::vector<UOpPtr> panels = panel_axes(*c, cols, b);
     if (!all_constant(panels)) return std::nullopt;
+    if (!summed_loop(*c)) return std::nullopt;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,
-                      c->k.back(),
+                      summed_loop(*c),
                       c->ops[static_cast<size_t>(a)],
                       panels,
                       rows.size() > 1 ? rows[rows.size() - 2] : nullptr,
-                      !rows.empty() && c->selects(a, rows.back())};
+                      !rows.empty() && c->selects(a, rows.back()),
+                      pair_range(*c)};
   }
   return std::nullopt;
 }
@@ -167,6 +185,7 @@ std::optional<MatmulAxes> dot_axes(const UOpPtr& kernel, int64_t lanes) {
   // The dot tile unrolls every column: a constant count of them.
   if (!mm || !trip(mm->cols) || *trip(mm->cols) >= lanes || mm->a_ops > kCheapFactorOps) return std::nullopt;
   const auto c = float_sum(kernel);
+  if (pair_range(*c)) return std::nullopt;
   for (auto r = c->k.rbegin(); r != c->k.rend(); ++r) {
     if (tile_lanes(lanes, trip_bound(*r)) < lanes) continue;  // a row padded to a vector at most
     if (!along_or_broadcast(c->loads[0], *r) || !along_or_broadcast(c->loads[1], *r)) continue;

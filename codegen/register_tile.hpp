@@ -25,6 +25,10 @@ struct MatmulAxes {
   UOpPtr row_panels;           // the next output range out from rows that a uses and b does not, or null
                       // (a in row panels with m a multiple of their height: i = row_panels * R + rows)
   bool a_selects_rows = false;  // a picks a load by its row (a stack of shifted slices: Contraction::selects)
+  UOpPtr pair;                  // the sum's pair range (OptKind::PairDot): each step of `reduce` adds two
+                                // terms; null otherwise
+  // Terms each step of `reduce` adds: 2 with a pair range, else 1.
+  int64_t terms_per_step() const { return pair ? 2 : 1; }
 };
 
 // A kernel of several outputs (docs/kernel-ir.md) is matched by its first END, the

@@ -41,9 +41,10 @@ DType parse_dtype(std::string_view text) {
     int lanes = 0;
     auto lanes_text = rest.substr(x + 1);
     auto [p, ec] = std::from_chars(lanes_text.data(), lanes_text.data() + lanes_text.size(), lanes);
-    if (ec != std::errc() || p != lanes_text.data() + lanes_text.size() || lanes < 1 || lanes > 255)
+    if (ec != std::errc() || p != lanes_text.data() + lanes_text.size() || lanes < 1 ||
+        lanes > DType::kMaxLanes)
       throw Error("parse_dtype: bad lane count in '" + std::string(text) + "'");
-    dt.lanes = static_cast<uint8_t>(lanes);
+    dt.lanes = static_cast<uint16_t>(lanes);
   }
   return dt;
 }

@@ -56,6 +56,7 @@ double exp_f32_ops() {
 double ops_per_iteration(const UOp& u) {
   if (u.op == Op::EXP && u.dtype.scalar == Scalar::Float32) return exp_f32_ops() * u.dtype.lanes;
   if (u.op == Op::MULACC) return 2.0 * u.dtype.lanes;
+  if (u.op == Op::DOT2) return 4.0 * u.dtype.lanes;
   if (is_alu(u.op) || u.op == Op::REDUCE) return u.dtype.lanes;
   return 0;
 }

@@ -12,7 +12,7 @@ namespace loom {
 
 namespace {
 
-constexpr std::array<std::pair<OptKind, std::string_view>, 11> kNames{{
+constexpr std::array<std::pair<OptKind, std::string_view>, 12> kNames{{
     {OptKind::Pad, "pad"},
     {OptKind::Upcast, "upcast"},
     {OptKind::Unroll, "unroll"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<OptKind, std::string_view>, 11> kNames{{
     {OptKind::ColumnSumTile, "column_sum_tile"},
     {OptKind::DotTile, "dot_tile"},
     {OptKind::ExpandSum, "expand_sum"},
+    {OptKind::PairDot, "pair_dot"},
     {OptKind::AlignSides, "align_sides"},
     {OptKind::Parallel, "parallel"},
 }};

@@ -27,6 +27,8 @@ enum class OptKind : uint8_t {
                   // rows x every column `axis` accumulated, folded once after the sum
   ExpandSum,      // a float sum over the short range `axis` written out as its terms, each pick by the
                   // range folded to the one load it reads
+  PairDot,        // a float sum of bfloat16 products over `axis` two terms a step, on the Target's pair-dot
+                  // instruction (codegen/pair_dot.hpp); `amount` 2
   // The kernel as a whole:
   AlignSides,  // a kernel of several outputs: the side ENDs follow the main one's loops,
                // their own loops in vectors of `amount` (0: as they are)

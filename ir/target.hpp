@@ -59,6 +59,10 @@ struct Target {
 
   bool operator==(const Target&) const = default;
 
+  // vdpbf16ps at this vector width: pairs of bfloat16 products summed into float32 lanes
+  // (OptKind::PairDot; schedule/panel_packing.cpp lays its operands out in pairs).
+  bool pair_dot() const { return isa.avx512bf16 && (vector_bytes == 64 || isa.avx512vl); }
+
   // Sets of the L1 data cache: rows a multiple of sets x line apart share one.
   int64_t l1d_sets() const { return l1d_bytes / (int64_t{l1d_ways} * line_bytes); }
 

@@ -276,8 +276,8 @@ double LineCursor::float_value(std::string_view w) {
 }
 
 std::optional<AxisKind> axis_kind_from_name(std::string_view name) {
-  for (const AxisKind k :
-       {AxisKind::Loop, AxisKind::Parallel, AxisKind::Reduce, AxisKind::Upcast, AxisKind::Unroll})
+  for (const AxisKind k : {AxisKind::Loop, AxisKind::Parallel, AxisKind::Reduce, AxisKind::Upcast,
+                           AxisKind::Unroll, AxisKind::Pair})
     if (axis_kind_name(k) == name) return k;
   return std::nullopt;
 }

@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
     "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "COLLECTIVE", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
-    "GEP", "DEFINE_REG"};
+    "GEP", "DEFINE_REG", "DOT2"};
 // clang-format on
 
 bool in(Op op, Op lo, Op hi) { return op >= lo && op <= hi; }
@@ -61,7 +61,8 @@ bool is_commutative(Op op) {
   }
 }
 std::string_view axis_kind_name(AxisKind k) {
-  constexpr std::array<std::string_view, 5> names = {"loop", "parallel", "reduce", "upcast", "unroll"};
+  constexpr std::array<std::string_view, 6> names = {"loop",   "parallel", "reduce",
+                                                     "upcast", "unroll",   "pair"};
   return names.at(static_cast<size_t>(k));
 }
 

@@ -79,6 +79,8 @@ enum class Op : uint8_t {
   VECTORIZE,      // src = scalars -> one vector value
   GEP,            // src = (vector), arg = lane
   DEFINE_REG,     // accumulator register, arg = size
+  DOT2,  // src = (a, b, c), a and b of 2n lanes, c of n: lane i is (c[i] + a[2i+1] b[2i+1]) + a[2i] b[2i]
+         // (a register tile's sum over a pair range; docs/kernel-ir.md)
   COUNT_
 };
 // clang-format on
@@ -98,7 +100,9 @@ bool is_movement(Op op);     // RESHAPE PERMUTE EXPAND PAD SHRINK FLIP
 // so the schedule computes each value of one once (docs/pipeline.md).
 bool is_transcendental(Op op);
 
-enum class AxisKind : uint8_t { Loop, Parallel, Reduce, Upcast, Unroll };
+// Pair: the two iterations of a float sum's range that one step of a pair-dot instruction adds
+// (OptKind::PairDot); summed per step, the later iteration in the even lane (docs/kernel-ir.md).
+enum class AxisKind : uint8_t { Loop, Parallel, Reduce, Upcast, Unroll, Pair };
 std::string_view axis_kind_name(AxisKind k);
 
 struct AxisArg {

@@ -175,6 +175,16 @@ void check_kernel_op(const Check& c) {
     case Op::VECTORIZE: c.sources(1, any); break;
     case Op::GEP: c.sources(1, 1); break;
     case Op::DEFINE_REG: c.sources(0, 0); break;
+    case Op::DOT2:
+      c.sources(3, 3);
+      if (!c.dt.is_float() || c.src[2]->dtype != c.dt || c.src[0]->dtype.lanes != 2 * c.dt.lanes ||
+          c.src[1]->dtype.lanes != 2 * c.dt.lanes || !c.src[0]->dtype.is_float() ||
+          !c.src[1]->dtype.is_float())
+        reject(
+            c.op, c.dt,
+            fmt::format("sums pairs of {} and {} into {}: expected floats, twice its lanes",
+                        to_string(c.src[0]->dtype), to_string(c.src[1]->dtype), to_string(c.src[2]->dtype)));
+      break;
     default: break;  // SINK: any roots
   }
 }

@@ -64,6 +64,33 @@ struct PanelLayout {
     to_panel.emplace_back(range, make_range(*trip(range), next_id++));
     axis(to_panel.back().second, range);
   }
+  // The sum's range k in pairs: the copy's q (k / 2) here, its pair p innermost (pair()).
+  UOpPtr pair_outer(const UOpPtr& k, int64_t& next_id) {
+    const UOpPtr q = make_range(*trip(k) / 2, next_id++);
+    axis(q, k / 2);
+    return q;
+  }
+  // Each pair's later k first (p = 1 - k % 2): the order vdpbf16ps adds a pair in, odd lane
+  // first, so the sum keeps the order of k (codegen/pair_dot.hpp).
+  void pair(const UOpPtr& k, const UOpPtr& q, int64_t& next_id) {
+    const UOpPtr p = make_range(2, next_id++);
+    axis(p, const_int(DType::Int64, 1) - k % 2);
+    to_panel.emplace_back(k, q * 2 + (const_int(DType::Int64, 1) - p));
+  }
+};
+
+// The sum's ranges of a copy: kept whole, or with `pairs` its one range split in pairs.
+struct SumAxes {
+  const UOpPtr& red;
+  bool pairs;
+  UOpPtr q;
+  void outer(PanelLayout& l, int64_t& next_id) {
+    if (pairs) q = l.pair_outer(red->src[1], next_id);
+    for (size_t d = 1; !pairs && d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+  }
+  void inner(PanelLayout& l, int64_t& next_id) const {
+    if (pairs) l.pair(red->src[1], q, next_id);
+  }
 };
 
 // The side read from its copy: LOAD(INDEX(BUFFERIZE(side in the copy's ranges), read_at)).
@@ -76,9 +103,10 @@ UOpPtr copy_load(const UOpPtr& side, const PanelLayout& l) {
 }
 
 // b in column panels P[batch..., j / W, k..., j % W], read at `read_j` (j, or j padded to
-// whole panels); the last panel's columns past n hold zeros.
+// whole panels); the last panel's columns past n hold zeros. With `pairs`,
+// P[batch..., j / W, k / 2, j % W, 1 - k % 2].
 UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& outs, int64_t width,
-                const UOpPtr& read_j, int64_t& next_id) {
+                const UOpPtr& read_j, bool pairs, int64_t& next_id) {
   const UOpPtr& j = outs.back();
   const int64_t n = *trip(j);
   PanelLayout l;
@@ -86,9 +114,11 @@ UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& o
     if (uses(b, outs[d])) l.keep(outs[d], next_id);
   const UOpPtr jb = make_range((n + width - 1) / width, next_id++);
   l.axis(jb, read_j / width);
-  for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+  SumAxes sum{red, pairs};
+  sum.outer(l, next_id);
   const UOpPtr jl = make_range(width, next_id++);
   l.axis(jl, read_j % width);
+  sum.inner(l, next_id);
   l.to_panel.emplace_back(j, jb * width + jl);
   if (n % width != 0) l.valid = jb * width + jl < n;
   return copy_load(b, l);
@@ -99,7 +129,7 @@ UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& o
 // the R rows share one set of L1 with the panel of b, and a block of a's rows fills a
 // quarter of L2's sets). The last panel repeats a's last row where rows run out.
 UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::vector<UOpPtr>& outs,
-                int64_t rows, int64_t& next_id) {
+                int64_t rows, bool pairs, int64_t& next_id) {
   const int64_t m = *trip(i);
   PanelLayout l;
   if (rows == 1) {  // a as it is read, row-major: its value computed once
@@ -112,9 +142,11 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
     if (r != i && uses(a, r)) l.keep(r, next_id);
   const UOpPtr io = make_range((m + rows - 1) / rows, next_id++);
   l.axis(io, i / rows);
-  for (size_t d = 1; d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+  SumAxes sum{red, pairs};
+  sum.outer(l, next_id);
   const UOpPtr ii = make_range(rows, next_id++);
   l.axis(ii, i % rows);
+  sum.inner(l, next_id);
   const UOpPtr row = io * rows + ii;
   l.to_panel.emplace_back(i, m % rows == 0 ? row : where(row < m, row, const_int(DType::Int64, m - 1)));
   return copy_load(a, l);
@@ -192,6 +224,19 @@ UOpPtr padded_columns(const UOpPtr& buf, const UOpPtr& value, const UOpPtr& jp) 
   return buf->with_src(std::move(src));
 }
 
+bool widened_bf16(const UOpPtr& x) {
+  return x->op == Op::CAST && x->dtype == DType::Float32 && x->src.at(0)->dtype == DType::BFloat16;
+}
+
+// Both factors bfloat16 values widened, one summed range of even length, a in row panels (a
+// plain read, a tile of rows): the sum runs in pairs on the Target's pair-dot instruction.
+bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
+  const auto k = c.sum_length();
+  return ctx.target.pair_dot() && ctx.panel_rows > 1 && c.k.size() == 1 && k && *k % 2 == 0 &&
+         widened_bf16(c.factor[0]) && widened_bf16(c.factor[1]) && !c.nested[static_cast<size_t>(a_src)] &&
+         c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
+}
+
 UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
   const StageContext& ctx = m.ctx<StageContext>();
@@ -225,7 +270,14 @@ UOpPtr pack(const Match& m) {
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
     std::vector<UOpPtr> product = red->src[0]->src;
-    product[static_cast<size_t>(b_src)] = b_panels(b, red, outs, width, jp, next_id);
+    // Products of bfloat16s on a Target with vdpbf16ps: both factors copied as bfloat16 pairs
+    // (a in row panels always), which the tile reads one vector a step.
+    const bool pairs = pairs_fit(*c, ctx, a_src);
+    const auto packed = [&](const UOpPtr& side, auto&& copy) {
+      return pairs ? UOp::make(Op::CAST, side->dtype, {copy(side->src[0])}) : copy(side);
+    };
+    product[static_cast<size_t>(b_src)] =
+        packed(b, [&](const UOpPtr& x) { return b_panels(x, red, outs, width, jp, pairs, next_id); });
     // A costly a (attention's softmax, exp(s - max) / sum per element) is computed once,
     // by its copy, so the product gets the many-row tile; without row panels it keeps the
     // one wide tile of codegen/register_tile.cpp and b is not packed either.
@@ -237,8 +289,12 @@ UOpPtr pack(const Match& m) {
     const bool crowded =
         rows_ok && rows_crowd_l1_set(c->loads[static_cast<size_t>(a_src)], i, ctx.panel_rows, itemsize,
                                      ctx.target, free_ways(ctx.target, ctx.panel_bytes, ctx.panel_depth));
-    if (rows_ok && ((costly && !crowded) || (crowded && (costly || panels >= kMinPanels))))
-      product[static_cast<size_t>(a_src)] = a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, next_id);
+    if (pairs)
+      product[static_cast<size_t>(a_src)] = packed(
+          a, [&](const UOpPtr& x) { return a_panels(x, i, red, outs, ctx.panel_rows, true, next_id); });
+    else if (rows_ok && ((costly && !crowded) || (crowded && (costly || panels >= kMinPanels))))
+      product[static_cast<size_t>(a_src)] =
+          a_panels(a, i, red, outs, crowded ? ctx.panel_rows : 1, false, next_id);
     std::vector<UOpPtr> reduce = red->src;
     reduce[0] = red->src[0]->with_src(std::move(product));
     const UOpPtr value = substitute(buf->src[0], {{red, red->with_src(std::move(reduce))}});

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -82,8 +83,9 @@ void sgemm(benchmark::State& state, int64_t m, int64_t k, int64_t n) {
 // packed ahead).
 constexpr int64_t kLinearM = 256, kLinearK = 784, kLinearN = 512;
 
-dnnl::memory::desc plain(dnnl::memory::dims dims) {
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+dnnl::memory::desc plain(dnnl::memory::dims dims,
+                         dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc(dims, type, dnnl::memory::format_tag::ab);
 }
 
 dnnl::matmul::primitive_desc linear_relu_pd(const dnnl::engine& eng) {
@@ -113,6 +115,39 @@ void linear_relu(benchmark::State& state) {
     s.wait();
     benchmark::DoNotOptimize(y.data());
   }
+}
+
+// C = A B of n x n bfloat16 matrices, row-major, summed in float32 and stored as bfloat16 (as
+// loom's a.matmul(b) of two BFloat16 tensors): oneDNN's matmul primitive, whose bf16 kernels
+// use vdpbf16ps where the CPU has AVX512_BF16.
+void matmul_bf16(benchmark::State& state, int64_t n) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  const matmul::primitive_desc pd(
+      matmul::desc(plain({n, n}, dt::bf16), plain({n, n}, dt::bf16), plain({n, n}, dt::bf16)), eng);
+  state.SetLabel(std::string("oneDNN matmul ") + pd.impl_info_str());
+  const matmul prim(pd);
+  auto bf16 = [](const std::vector<float>& v) {  // the top 16 bits, rounded to nearest even
+    std::vector<uint16_t> out;
+    for (float x : v) {
+      uint32_t w;
+      std::memcpy(&w, &x, 4);
+      out.push_back(static_cast<uint16_t>((w + 0x7fff + ((w >> 16) & 1)) >> 16));
+    }
+    return out;
+  };
+  std::vector<uint16_t> a = bf16(randn(n * n, 8)), b = bf16(randn(n * n, 9)), c(static_cast<size_t>(n * n));
+  memory am(plain({n, n}, dt::bf16), eng, a.data()), bm(plain({n, n}, dt::bf16), eng, b.data()),
+      cm(plain({n, n}, dt::bf16), eng, c.data());
+  for (auto _ : state) {
+    prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    s.wait();
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
@@ -182,6 +217,8 @@ void register_workloads(bool eigen) {
   for (int64_t n : {511, 513, 520})
     add("matmul_sweep_" + std::to_string(n), [n](benchmark::State& s) { sgemm(s, n, n, n); });
   add("linear_relu_256x784x512", linear_relu);
+  for (int64_t n : {1024, 4096})
+    add("matmul_bf16_" + std::to_string(n), [n](benchmark::State& s) { matmul_bf16(s, n); });
   if (!eigen) return;
   add("exp_4096x4096", [](benchmark::State& s) { unary(s, [](const auto& a) { return a.exp(); }); });
   add("tanh_4096x4096", [](benchmark::State& s) { unary(s, [](const auto& a) { return a.tanh(); }); });

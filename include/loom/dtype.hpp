@@ -17,12 +17,16 @@ enum class Scalar : uint8_t { Bool, UInt8, Int32, Int64, Float32, Float64, BFloa
 
 struct DType {
   Scalar scalar = Scalar::Float32;
-  uint8_t lanes = 1;  // >1 for SIMD vectors (VECTORIZE, upcast loads)
-  bool ptr = false;   // a pointer to `scalar` elements (buffer params, INDEX)
+  uint16_t lanes = 1;  // >1 for SIMD vectors (VECTORIZE, upcast loads), at most kMaxLanes
+  bool ptr = false;    // a pointer to `scalar` elements (buffer params, INDEX)
 
   static const DType Bool, UInt8, Int32, Int64, Float32, Float64, BFloat16, Float16;
 
-  constexpr DType vec(int n) const { return DType{scalar, static_cast<uint8_t>(n), ptr}; }
+  // Lanes a vector dtype holds at most: a register tile's products summed in pairs (6 x 2
+  // registers of 16 float32 accumulators, 2 terms each: 384).
+  static constexpr int kMaxLanes = 1024;
+
+  constexpr DType vec(int n) const { return DType{scalar, static_cast<uint16_t>(n), ptr}; }
   constexpr DType ptr_to() const { return DType{scalar, lanes, true}; }
   constexpr DType base() const { return DType{scalar, 1, false}; }
   constexpr DType deref() const { return DType{scalar, lanes, false}; }  // what a pointer points at

@@ -95,7 +95,7 @@ inline bool rounds_differently(const UOpPtr& kernel) {
     if (n->op == Op::SIN || n->op == Op::COS || n->op == Op::POW || n->op == Op::EXP || n->op == Op::EXP2 ||
         n->op == Op::LOG2)
       return true;
-    if (n->op == Op::MULACC && n->dtype.is_float()) return true;
+    if ((n->op == Op::MULACC || n->op == Op::DOT2) && n->dtype.is_float()) return true;
   }
   return false;
 }

@@ -222,8 +222,10 @@ class Interpreter {
     if (r.op != Op::RANGE) fail(r, "found where a loop RANGE was expected");
     if (open_loop(r)) fail(r, "is already an open loop");
     const auto [lo, hi] = iterations(r);
-    for (int64_t i = lo; i < hi; ++i) {
-      set_range(r, i);
+    // A pair range adds its later iteration first, as DOT2 adds its odd lane first (docs/kernel-ir.md).
+    const bool pair = r.get<AxisArg>().kind == AxisKind::Pair;
+    for (int64_t n = lo; n < hi; ++n) {
+      set_range(r, pair ? hi - 1 - (n - lo) : n);
       loops(src, first + 1, body);
     }
     std::erase_if(ranges_, [&](const auto& open) { return open.first == &r; });
@@ -286,6 +288,7 @@ class Interpreter {
       case Op::AFTER: return after(u);
       case Op::VECTORIZE: return vectorize(u);
       case Op::GEP: return lanes_of(u);
+      case Op::DOT2: return dot2(u);
       case Op::CAST:
       case Op::BITCAST:
         need_src(u, 1, 1);
@@ -430,19 +433,40 @@ class Interpreter {
     return ks::of_int(DType::Int64, open->value);
   }
 
+  // DOT2(a, b, c): c + a[2i+1] b[2i+1], then + a[2i] b[2i] (docs/kernel-ir.md).
+  Lanes dot2(const UOp& u) {
+    need_src(u, 3, 3);
+    const Lanes a = eval(*u.src[0]), b = eval(*u.src[1]);
+    Lanes acc = eval(*u.src[2]);
+    if (acc.lane.size() != u.dtype.lanes || a.lane.size() != 2 * acc.lane.size() ||
+        b.lane.size() != a.lane.size())
+      fail(u, "pairs " + to_string(a.dtype) + " and " + to_string(b.dtype) + " into " + to_string(acc.dtype));
+    for (size_t l = 0; l < acc.lane.size(); ++l)
+      for (const size_t at : {2 * l + 1, 2 * l}) {
+        note_sum_operands({ks::binary(Op::MUL, a.lane[at], b.lane[at]), acc.lane[l]});
+        acc.lane[l] = ks::mulacc(a.lane[at], b.lane[at], acc.lane[l]);
+      }
+    return acc;
+  }
+
+  // A value of two lanes per accumulator lane (a pair range, codegen/pair_dot.hpp) adds
+  // each pair per step, odd lane first.
   Lanes reduce(const UOp& u) {
     need_src(u, 1, u.src.size());
     const Op op = u.get<ReduceArg>().op;
     Lanes acc{u.dtype, SmallList<Scalar1, 16>(u.dtype.lanes, ks::reduce_identity(op, u.dtype.base()))};
     loops(u.src, 1, [&] {
       const Lanes x = eval(*u.src[0]);
-      if (x.lane.size() != acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
-      for (size_t l = 0; l < acc.lane.size(); ++l) {
-        if (op == Op::ADD) note_sum_operands({acc.lane[l], x.lane[l]});
-        const bool finite = std::isfinite(acc.lane[l].f) && std::isfinite(x.lane[l].f);
-        acc.lane[l] = ks::binary(op, acc.lane[l], x.lane[l]);
-        made_infinity_ |= finite && std::isinf(acc.lane[l].f) && u.dtype.is_float();
-      }
+      const size_t per = x.lane.size() == 2 * acc.lane.size() ? 2 : 1;
+      if (x.lane.size() != per * acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
+      for (size_t l = 0; l < acc.lane.size(); ++l)
+        for (size_t k = per; k-- > 0;) {
+          const Scalar1& term = x.lane[per * l + k];
+          if (op == Op::ADD) note_sum_operands({acc.lane[l], term});
+          const bool finite = std::isfinite(acc.lane[l].f) && std::isfinite(term.f);
+          acc.lane[l] = ks::binary(op, acc.lane[l], term);
+          made_infinity_ |= finite && std::isinf(acc.lane[l].f) && u.dtype.is_float();
+        }
     });
     return acc;
   }
