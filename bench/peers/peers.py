@@ -175,6 +175,9 @@ def torch_layer_workloads(r):
     """The layer workloads of bench/bench_matmul.cpp: a fused linear layer, an MLP's SGD step, MLA forward."""
     x, w, b = r(256, 784), r(784, 512), r(512)
     out = {"linear_relu_256x784x512": lambda: torch.relu(torch.addmm(b, x, w))}
+    for n in (1024, 4096):  # bfloat16 operands and result, as bench_matmul's matmul_bf16_<n>
+        a16, b16 = r(n, n).bfloat16(), r(n, n).bfloat16()
+        out[f"matmul_bf16_{n}"] = lambda a=a16, b=b16: torch.matmul(a, b)
     xh, wh, bh = r(128, 128), r(10, 128), r(10)
     out["classifier_head_128x128x10"] = lambda: torch.nn.functional.linear(xh, wh, bh)
     torch.manual_seed(0)
