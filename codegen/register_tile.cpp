@@ -213,7 +213,7 @@ std::optional<MatmulAxes> column_sum_axes(const UOpPtr& kernel, const Target& ta
     const auto stride = Contraction::stride(read, k);
     if (!stride || *stride * read.itemsize < target.page_bytes) return std::nullopt;
   }
-  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*c, cols, 1), nullptr};
+  return MatmulAxes{nullptr, cols, k, 0, panel_axes(*c, cols, 1), nullptr, false, nullptr};
 }
 
 int tile_panel_bytes(const Target& target) {
