@@ -600,9 +600,12 @@ class Generator {
 
   // A product of fresh float operands past panel packing's thresholds (32 rows, 32 KiB
   // of b: schedule/panel_packing.cpp), sometimes batched, sometimes plus x's sum: odd
-  // row, column and k counts, columns past whole panels.
+  // row, column and k counts, columns past whole panels. BFloat16 operands with an even k
+  // take the pair-dot unit where the Target has one (codegen/pair_dot.hpp).
   Value packed_matmul_step(const Value& x) {
-    const DType dt = gradient_ || chance(0.3) ? DType::Float64 : DType::Float32;
+    const DType dt = gradient_ || chance(0.3) ? DType::Float64
+                     : chance(0.3)            ? DType::BFloat16
+                                              : DType::Float32;
     const int64_t rows = between(32, 70), k = between(64, 130), batch = chance(0.25) ? 2 : 1;
     const int64_t fewest = 8192 / k + 1;  // b over 32 KiB in Float32
     const int64_t cols = between(fewest, fewest + 24);
@@ -615,7 +618,7 @@ class Generator {
     row_sums_of(a);
     Tensor product = a.matmul(input(dt, b_shape));
     if (!x.t.dtype().is_bool() && chance(0.5)) product = product + x.t.sum().cast(dt);
-    note("packed_matmul");
+    note(dt == DType::BFloat16 ? "packed_matmul_bf16" : "packed_matmul");
     return make_value(product);
   }
 
