@@ -86,10 +86,10 @@ const std::vector<Case> kCases = {
     // the forward and dw split only the columns by phase (conv2d_by_columns).
     {2, 3, 12, 14, 4, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1},  // the stem's: 7 x 8 taps, one zero a row
     {1, 2, 9, 12, 3, 3, 4, {2, 3}, {1, 2}, {2, 1}, 1},   // rows dilated 2, column stride 3
-    {1, 1, 5, 6, 2, 1, 2, {2, 2}, {2, 3}, {1, 1}, 1},    // padding past the kernel: the last tap is zero
+    {1, 1, 5, 6, 2, 1, 2, {2, 2}, {2, 3}, {1, 1}, 1},    // padding past the kernel: 2 of 4 column taps zero
     {1, 4, 6, 8, 4, 2, 2, {1, 2}, {0, 0}, {1, 1}, 2},    // rows unstrided, groups 2, no padding
-    {1, 2, 8, 9, 2, 3, 3, {3, 3}, {0, 1}, {1, 1}, 1},    // stride 3 both ways, rows 6 and 7 past the last
-                                                         // window
+    {1, 2, 8, 9, 2, 3, 3, {3, 3}, {0, 1}, {1, 1}, 1},    // stride 3 both ways, rows 6, 7 unread
+    {0, 2, 8, 8, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},    // an empty batch by columns
 };
 
 TEST_CASE("a strided conv2d's output, dx and dw match the definition's loops") {
