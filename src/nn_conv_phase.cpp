@@ -5,6 +5,8 @@
 //   y    = correlate([N, 3*4, 115, 115] phase images, [64, 12, 4, 4] kernel)       stride 1
 //   dx_r = correlate(dy padded by 3, [3*4, 64, 4, 4] flipped kernel), interleaved  stride 1
 //   dw   = weight_grad([N, 12, 115, 115] phase images, dy) as [64, 12, 4, 4] -> [64, 3, 7, 7]
+// Since (columns only, W even): forward and dw read x's column phases [N, 3*2, 230, 115] at
+// row stride 2 with the kernel [64, 6, 7, 4] (7 x 8 taps a channel against 8 x 8), dx as above.
 #include "src/nn_conv_phase.hpp"
 
 #include "src/nn_conv_correlate.hpp"
@@ -88,7 +90,75 @@ Tensor kernel_of_phases(const Tensor& wp, Size2d kernel, Size2d stride, Size2d d
   return t;
 }
 
+// floor(a / b) for b > 0.
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The column axis of conv2d_by_columns: stride s, padding p, kernel k (undilated). Output j's
+// tap t reads x column s*j + t - p = s*(j + m) + r with t - p = s*m + r, 0 <= r < s: phase
+// r's column j + m, m from lo = floor(-p / s) to floor((k - 1 - p) / s), so M taps a phase,
+// the phase images padded by -lo before; tap m' = m - lo of phase r is the kernel's column
+// s*m' + r + off (off = s*lo + p, in (-s, 0]), zero outside [0, k).
+struct Columns {
+  int64_t k, s, p;
+  int64_t lo() const { return floor_div(-p, s); }
+  int64_t m() const { return floor_div(k - 1 - p, s) - lo() + 1; }
+  int64_t off() const { return s * lo() + p; }
+};
+
+// x [N, C, H, W] as the correlation's input: its column phases [N, C*s, H, W / s] (channel
+// c*s + r holds x[c, h, s*b + r]), padded, rows by the conv's padding and columns so that output
+// j's windows start at phase column j + lo (ow + M - 1 columns), stored. Two copies: the phases,
+// a transposing copy with no bounds to test (a 32-float load split into two 16-lane vectors),
+// then the padding, a contiguous copy. As one copy the padding's mask kept the transpose from
+// vector loads (18 ms against 2 + 4 for the stem at batch 64); read in place, the correlation
+// tested each tap's bounds (76 ms against 67 stored) and its weight gradient's dot tile its
+// window's (141 against 80; docs/performance.md).
+Tensor column_input(const Tensor& x, const Columns& c, int64_t pad_h, int64_t ow) {
+  const Shape& xs = x.shape();
+  const int64_t n = xs[0], ch = xs[1] * c.s, h = xs[2], b = xs[3] / c.s;
+  const Tensor images =
+      x.reshape({n, xs[1], h, b, c.s}).permute({0, 1, 4, 2, 3}).contiguous().reshape({n, ch, h, b});
+  const int64_t cols = ow + c.m() - 1, after = cols + c.lo() - b;
+  return images.pad({{0, 0}, {0, 0}, {pad_h, pad_h}, {-c.lo(), std::max<int64_t>(after, 0)}})
+      .shrink({{0, n}, {0, ch}, {0, h + 2 * pad_h}, {0, cols}})
+      .contiguous();
+}
+
 }  // namespace
+
+bool forward_by_columns(int64_t width, int64_t kernel_w, Size2d stride, Size2d dilation) {
+  return stride.w > 1 && dilation.w == 1 && width % stride.w == 0 && kernel_w >= stride.w;
+}
+
+Tensor conv2d_by_columns(const Tensor& x, const Tensor& w, Size2d stride, Size2d padding, Size2d dilation,
+                         int64_t groups) {
+  const Shape &xs = x.shape(), &ws = w.shape();
+  const Columns c{ws[3], stride.w, padding.w};
+  const int64_t ow = (xs[3] + 2 * padding.w - c.k) / c.s + 1, co = ws[0], cg = ws[1], kh = ws[2];
+  // w's columns [k] -> [M, s]: column s*m' + r + off, zeros around.
+  const Tensor wp = w.pad({{0, 0}, {0, 0}, {0, 0}, {-c.off(), c.s * c.m() + c.off() - c.k}})
+                        .reshape({co, cg, kh, c.m(), c.s})
+                        .permute({0, 1, 4, 2, 3})
+                        .reshape({co, cg * c.s, kh, c.m()})
+                        .contiguous();
+  return correlate(column_input(x, c, padding.h, ow), wp, {}, {stride.h, 1}, {dilation.h, 1}, groups,
+                   "conv2d");
+}
+
+Tensor weight_grad_by_columns(const Tensor& x, const Tensor& grad, Size2d kernel, Size2d stride,
+                              Size2d padding, Size2d dilation, int64_t groups) {
+  const Shape& gs = grad.shape();
+  const Columns c{kernel.w, stride.w, padding.w};
+  const int64_t co = gs[1], cg = x.shape()[1] / groups;
+  const Tensor wp = weight_grad(column_input(x, c, padding.h, gs[3]), grad, kernel.h, c.m(), {stride.h, 1},
+                                {0, 0}, {dilation.h, 1}, groups)
+                        .contiguous();
+  // [C_out, cg*s, kh, M] -> [C_out, cg, kh, M*s] (column s*m' + r + off) -> the k real columns.
+  return wp.reshape({co, cg, c.s, kernel.h, c.m()})
+      .permute({0, 1, 3, 4, 2})
+      .reshape({co, cg, kernel.h, c.m() * c.s})
+      .shrink({{0, co}, {0, cg}, {0, kernel.h}, {-c.off(), -c.off() + c.k}});
+}
 
 bool forward_by_phase(Size2d stride, Size2d dilation) {
   auto fits = [](int64_t s, int64_t d) { return s == 1 || d == 1; };

@@ -28,8 +28,26 @@ bool forward_by_phase(Size2d stride, Size2d dilation);
 Tensor conv2d_by_phase(const Tensor& x, const Tensor& w, Size2d stride, Size2d padding, Size2d dilation,
                        int64_t groups);
 
-// Its weight's gradient given dy = grad: the phase images correlated with dy (the same stored
-// images as the forward's, one node), [C_out, cg*Qh*Qw, Mh, Mw], back to [C_out, cg, kh, kw].
+// Whether conv2d_by_columns applies: a column stride above 1 that divides the width, undilated
+// columns, and a kernel at least as wide as the stride (so every column phase holds a tap).
+bool forward_by_columns(int64_t width, int64_t kernel_w, Size2d stride, Size2d dilation);
+
+// conv2d(x, w, stride, padding, dilation, groups) without bias, only its columns split by
+// phase (the lanes run along a row, so only the columns need to be one float apart; the rows
+// are read at the stride in place): x's sw column phases [N, C_in*sw, H + 2*ph, ow + M - 1]
+// (channel c*sw + r holds x[c, h, sw*b + r], padded; stored) correlated at stride (sh, 1) with
+// the column-phase kernel [C_out, cg*sw, kh, M], M taps a phase, zero where no tap sits. A 7x7
+// of stride 2 then sums 7 x 8 taps of which 7 x 7 are real, where conv2d_by_phase sums 8 x 8.
+Tensor conv2d_by_columns(const Tensor& x, const Tensor& w, Size2d stride, Size2d padding, Size2d dilation,
+                         int64_t groups);
+
+// Its weight's gradient given dy = grad: the same column images (one node) correlated with dy,
+// [C_out, cg*sw, kh, M], stored, back to [C_out, cg, kh, kw].
+Tensor weight_grad_by_columns(const Tensor& x, const Tensor& grad, Size2d kernel, Size2d stride,
+                              Size2d padding, Size2d dilation, int64_t groups);
+
+// conv2d_by_phase's weight's gradient given dy = grad: the phase images correlated with dy (the
+// same stored images as the forward's, one node), [C_out, cg*Qh*Qw, Mh, Mw], back to [C_out, cg, kh, kw].
 Tensor weight_grad_by_phase(const Tensor& x, const Tensor& grad, Size2d kernel, Size2d stride, Size2d padding,
                             Size2d dilation, int64_t groups);
 

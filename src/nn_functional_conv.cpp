@@ -142,18 +142,26 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, 
   const bool strided = stride.h > 1 || stride.w > 1;
   const bool by_phase = detail_conv::forward_by_phase(stride, dilation);
   Tensor forward = correlate(xp, w, {}, stride, dilation, groups, op);  // checks the kernel fits
-  if (by_phase) forward = detail_conv::conv2d_by_phase(x, w, stride, padding, dilation, groups);
+  const bool by_columns = detail_conv::forward_by_columns(xs[3], ws[3], stride, dilation);
+  if (by_columns)
+    forward = detail_conv::conv2d_by_columns(x, w, stride, padding, dilation, groups);
+  else if (by_phase)
+    forward = detail_conv::conv2d_by_phase(x, w, stride, padding, dilation, groups);
   const Tensor y = detail::with_gradient(
       forward, {x, w},
-      [stride, padding, dilation, groups, strided, by_phase](const std::vector<Tensor>& in, const Tensor& g) {
+      [stride, padding, dilation, groups, strided, by_phase, by_columns](const std::vector<Tensor>& in,
+                                                                         const Tensor& g) {
         const Tensor &xi = in[0], &wi = in[1];
         const int64_t kh = wi.shape()[2], kw = wi.shape()[3];
         if (strided)
           return std::vector<Tensor>{
               detail_conv::input_grad_by_phase(g, wi, {xi.shape()[2], xi.shape()[3]}, stride, padding,
                                                dilation, groups),
-              by_phase ? detail_conv::weight_grad_by_phase(xi, g, {kh, kw}, stride, padding, dilation, groups)
-                       : weight_grad(xi, g, kh, kw, stride, padding, dilation, groups)};
+              by_columns
+                  ? detail_conv::weight_grad_by_columns(xi, g, {kh, kw}, stride, padding, dilation, groups)
+              : by_phase
+                  ? detail_conv::weight_grad_by_phase(xi, g, {kh, kw}, stride, padding, dilation, groups)
+                  : weight_grad(xi, g, kh, kw, stride, padding, dilation, groups)};
         // The output_padding that gives the transposed conv x's size: the rows past the last window.
         auto rest = [&](int64_t size, int64_t k, int64_t s, int64_t p, int64_t d) {
           return (size + 2 * p - d * (k - 1) - 1) % s;

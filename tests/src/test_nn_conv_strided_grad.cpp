@@ -82,6 +82,14 @@ const std::vector<Case> kCases = {
     {1, 2, 1, 9, 2, 1, 3, {1, 2}, {0, 1}, {1, 1}, 2},    // conv1d's shape: stride along w only
     {1, 2, 6, 5, 2, 4, 4, {2, 2}, {3, 3}, {1, 1}, 1},    // even kernel, padding 3
     {0, 2, 7, 7, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},    // an empty batch
+    // A width the column stride divides, undilated columns, a kernel at least the stride wide:
+    // the forward and dw split only the columns by phase (conv2d_by_columns).
+    {2, 3, 12, 14, 4, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1},  // the stem's: 7 x 8 taps, one zero a row
+    {1, 2, 9, 12, 3, 3, 4, {2, 3}, {1, 2}, {2, 1}, 1},   // rows dilated 2, column stride 3
+    {1, 1, 5, 6, 2, 1, 2, {2, 2}, {2, 3}, {1, 1}, 1},    // padding past the kernel: 2 of 4 column taps zero
+    {1, 4, 6, 8, 4, 2, 2, {1, 2}, {0, 0}, {1, 1}, 2},    // rows unstrided, groups 2, no padding
+    {1, 2, 8, 9, 2, 3, 3, {3, 3}, {0, 1}, {1, 1}, 1},    // stride 3 both ways, rows 6, 7 unread
+    {0, 2, 8, 8, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},    // an empty batch by columns
 };
 
 TEST_CASE("a strided conv2d's output, dx and dw match the definition's loops") {

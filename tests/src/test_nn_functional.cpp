@@ -190,10 +190,11 @@ TEST_CASE(
     }
     CAPTURE(listing);
     if (stride.h > 1) {
-      // By phase (src/nn_conv_phase.hpp): x's phase images [2, 8*4, 9, 9], exactly x padded
-      // (2*8*18*18, where im2col's is 2*8*8*8*9), the phase kernel [16, 8*4, 2, 2], and their
-      // stride-1 correlation reading both in place.
-      REQUIRE(kernels.size() == 3);
+      // By columns (src/nn_conv_phase.hpp, the width 16 even): x's column phases [2, 8*2, 16, 8],
+      // a copy, then padded [2, 8*2, 18, 9], exactly x padded (2*8*18*18, where im2col's is
+      // 2*8*8*8*9), the column kernel [16, 8*2, 3, 2], and their correlation at row stride 2
+      // reading both in place.
+      REQUIRE(kernels.size() == 4);
       for (const auto& k : kernels)
         for (const auto& b : k.buffers) CHECK(b.numel <= 2 * 8 * 18 * 18);
       const auto reduce = std::find_if(kernels.begin(), kernels.end(),
@@ -210,6 +211,17 @@ TEST_CASE(
     CHECK(b[0].numel == y.numel());
     CHECK(((b[1].numel == x.numel() && b[2].numel == w.numel()) ||
            (b[2].numel == x.numel() && b[1].numel == w.numel())));
+  }
+  {
+    // An odd width goes by phase on both axes: x's phase images [2, 8*4, 9, 9], exactly x padded
+    // (2*8*17*17 cut or grown to 18 x 18 = 5184), the phase kernel [16, 8*4, 2, 2], and their
+    // stride-1 correlation.
+    Tensor odd = Tensor::rand({2, 8, 15, 15});
+    realize({odd});
+    const auto kernels = schedule_of({F::conv2d(odd, w, {}, 2, 1)});
+    REQUIRE(kernels.size() == 3);
+    for (const auto& k : kernels)
+      for (const auto& b : k.buffers) CHECK(b.numel <= 2 * 8 * 18 * 18);
   }
   const auto pool = schedule_of({F::max_pool2d(x, 2)});
   std::string listing;
@@ -306,12 +318,13 @@ TEST_CASE(
     CAPTURE(s);
     CAPTURE(x.numel());
     const Tensor y = F::conv2d(x, w, {}, s, 1);
-    // By phase (s = 2, src/nn_conv_phase.hpp), x's phase images are x padded by 1 and split,
-    // [2, 8*4, 9, 9]: 5184 elements, the most any buffer holds (im2col's would be 2*8*8*8*9).
+    // By columns (s = 2, src/nn_conv_phase.hpp), x's column phases padded are x padded by 1 and
+    // split, [2, 8*2, 18, 9]: 5184 elements, the most any buffer holds (im2col's would be
+    // 2*8*8*8*9).
     const int64_t most = s == 1 ? std::max(x.numel(), y.numel()) : xs[0] * xs[1] * (xs[2] + 2) * (xs[3] + 2);
     const auto forward = schedule_of({y});
-    // By phase: x's phase images, the phase kernel, their stride-1 correlation.
-    CHECK(forward.size() == (s == 1 ? 1 : 3));
+    // By columns: x's column phases, padded, the column kernel, their correlation at row stride 2.
+    CHECK(forward.size() == (s == 1 ? 1 : 4));
     for (const auto& k : forward)
       for (const auto& b : k.buffers) CHECK(b.numel <= most);
     const std::vector<Tensor> g = gradient((y * y).sum(), {x, w});
@@ -324,9 +337,10 @@ TEST_CASE(
     }
     CAPTURE(listing);
     // y (which the gradient of y*y reads), dx as a transposed correlation, dw as a correlation.
-    // By phase, the forward's three; dy padded, the flipped phase kernel, dx's phases and the
-    // copy interleaving them; dw's phases (reading the forward's phase images) and its taps.
-    CHECK(kernels.size() == (s == 1 ? 3 : 9));
+    // Strided, the forward's four; dy padded, the flipped phase kernel, dx's phases and the
+    // copy interleaving them; dw by columns (reading the forward's padded column phases) and
+    // its taps.
+    CHECK(kernels.size() == (s == 1 ? 3 : 10));
     for (const auto& k : kernels)
       for (const auto& b : k.buffers) CHECK(b.numel <= most);
   }
