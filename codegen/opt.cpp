@@ -128,6 +128,10 @@ void OptState::apply(const Opt& opt) {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");
       const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
+      if (tile.rows * tile.vectors * tile.lanes > kMaxVectorLanes)
+        misfit(opt, k,
+               fmt::format("{} rows x {} vectors of {} lanes exceed a tile's {} lanes", tile.rows,
+                           tile.vectors, tile.lanes, kMaxVectorLanes));
       k = tile_matmul(k, mm, tile, target_, itemsize);
       break;
     }
@@ -145,6 +149,10 @@ void OptState::apply(const Opt& opt) {
       if (dot->cols->get<AxisArg>().id != opt.axis)
         misfit(opt, k, fmt::format("the contraction's columns are axis {}", dot->cols->get<AxisArg>().id));
       if (opt.rows < 1 || opt.amount < 1) misfit(opt, k, "a dot tile has at least one row and one lane");
+      if (opt.rows * *trip(dot->cols) * opt.amount > kMaxVectorLanes)
+        misfit(opt, k,
+               fmt::format("{} rows x {} columns of {} lanes exceed a tile's {} lanes", opt.rows,
+                           *trip(dot->cols), opt.amount, kMaxVectorLanes));
       k = tile_dot(k, *dot, RegisterTile{opt.rows, *trip(dot->cols), opt.amount}, target_, itemsize);
       break;
     }
