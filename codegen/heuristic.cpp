@@ -5,6 +5,8 @@
 //             goes to the SIMD width (8 float32 lanes with AVX2, 16 with AVX-512);
 //   unroll    a reduction keeps several vector accumulators: the upcast range is
 //             split further (output lanes) or the reduced one is (reduced lanes);
+//             a transposing copy loads whole vectors of several rows; a copy whose
+//             inner loop reads a page apart reads several lines of a row a step;
 //   blocks    a float sum is accumulated in nested blocks of at most kBlock per
 //             accumulator, so its error stays bounded as it grows;
 //   parallel  the outermost output range runs across threads;
@@ -32,6 +34,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <optional>
 #include <unordered_set>
 
@@ -189,6 +192,46 @@ UOpPtr parallel_candidate(const UOpPtr& kernel) {
 
 int64_t axis_of(const UOpPtr& range) { return range->get<AxisArg>().id; }
 
+// A copy whose inner loop reads a new page at every step: the copy of b into column
+// panels (schedule/panel_packing.cpp) walks a strip of b's columns one line (or two) of
+// each row at a time, rows 4 KiB apart at n = 1024. The hardware prefetchers stay within
+// a page, so they fetch nothing ahead, and each line is a miss waiting on its own. The
+// threads' loop outside it reads the next lines of the same rows: unrolled so that one
+// step reads prefetch_streams lines of a row, that many misses are in flight together, as
+// a GEMV's gemv_rows streams are (the copy of b at 1024 with AVX2: 0.40 to 0.65 ms -> 0.22
+// to 0.28, docs/performance.md). At least min_blocks steps of that loop are left to the
+// threads. Kernels that reduce keep their loops.
+std::optional<Opt> page_stride_unroll(const UOpPtr& kernel, const Target& target) {
+  if (kernel->src.size() != 1) return std::nullopt;
+  const UOpPtr& end = kernel->src[0];
+  if (end->op != Op::END || end->src.size() < 3) return std::nullopt;
+  const UOpPtr& outer = end->src[1];
+  if (outer->op != Op::RANGE || kind(outer) != AxisKind::Loop || !trip(outer)) return std::nullopt;
+  int64_t step_bytes = 0;  // what one step of the outer loop moves a page-striding read by
+  for (const auto& n : toposort(kernel)) {
+    if (n->op == Op::REDUCE) return std::nullopt;
+    if (n->op != Op::LOAD || n->src.at(0)->op != Op::INDEX) continue;
+    const UOpPtr& index = n->src[0];
+    if (index->src.at(0)->op != Op::DEFINE_GLOBAL) continue;
+    const int64_t itemsize = index->dtype.itemsize();
+    const auto along_outer = address_stride(index, outer);
+    if (!along_outer || *along_outer <= 0 || *along_outer * itemsize >= target.page_bytes) continue;
+    for (size_t i = 2; i < end->src.size(); ++i) {
+      const UOpPtr& inner = end->src[i];
+      if (inner->op != Op::RANGE || kind(inner) != AxisKind::Loop) continue;
+      const auto along_inner = address_stride(index, inner);
+      if (along_inner && std::abs(*along_inner) * itemsize >= target.page_bytes)
+        step_bytes = std::max(step_bytes, *along_outer * itemsize);
+    }
+  }
+  if (step_bytes == 0) return std::nullopt;
+  const int64_t lines = std::max<int64_t>(1, target.prefetch_streams * target.line_bytes / step_bytes);
+  auto u = static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(lines)));
+  while (u > 1 && (*trip(outer) % u != 0 || *trip(outer) / u < target.min_blocks())) u /= 2;
+  if (u < 2) return std::nullopt;
+  return Opt{OptKind::Unroll, axis_of(outer), u};
+}
+
 // `range` to lanes of `width`: whole when it is an output range that fits in them,
 // else split into lanes (padded to whole vectors), with several accumulators when the
 // kernel reduces, and a float sum over what is left blocked. A symbolic range is
@@ -313,7 +356,10 @@ void apply_heuristic(OptState& s) {
     } else if (width >= 2) {
       for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
         upcast(s, lane, width);
-      if (const auto rows = transpose_unroll(s.kernel(), width)) s.apply(*rows);
+      if (const auto rows = transpose_unroll(s.kernel(), width))
+        s.apply(*rows);
+      else if (const auto lines = page_stride_unroll(s.kernel(), target))
+        s.apply(*lines);
     }
   }
   finish_heuristic(s);

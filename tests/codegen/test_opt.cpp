@@ -37,6 +37,16 @@ UOpPtr transpose(int64_t rows, int64_t cols) {
   return sink({end(store(index(out, j * rows + i), load(in, i * cols + j)), {i, j})});
 }
 
+// b [rows, n] copied into column panels of `width`, as schedule/panel_packing.cpp packs a
+// matmul's b: out[((jo * rows) + r) * width + ji] = in[r * n + jo * width + ji] over
+// END(jo, r, ji): axes 0 (jo), 1 (r) and 2 (ji).
+UOpPtr panel_copy(int64_t rows, int64_t n, int64_t width) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto jo = make_range(n / width, 0), r = make_range(rows, 1), ji = make_range(width, 2);
+  return sink(
+      {end(store(index(out, (jo * rows + r) * width + ji), load(in, r * n + jo * width + ji)), {jo, r, ji})});
+}
+
 // out[i] = sum_k in[i*n + k]: axes 0 (i) and 1 (k, reduced).
 UOpPtr row_sums(int64_t rows, int64_t n) {
   auto out = global(0, f32), in = global(1, f32);
@@ -138,6 +148,21 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       // A copy that does not transpose unrolls nothing.
       const std::vector<Opt> plain = heuristic_opts(elementwise(64, 784), t);
       CHECK(std::none_of(plain.begin(), plain.end(), [](const Opt& o) { return o.kind == OptKind::Unroll; }));
+    }
+    SUBCASE("a copy whose inner loop reads a page apart: prefetch_streams lines of a row per step") {
+      // b's panels at n = 1024: each step of r reads one panel row of the next row of b, 4 KiB
+      // on; the panels' loop outside it unrolled reads prefetch_streams lines of a row at once.
+      const int64_t width = 2 * w, n = t.page_bytes / 4;  // rows a page apart
+      const UOpPtr kernel = panel_copy(4, n, width);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      const int64_t lines = t.prefetch_streams * t.line_bytes / (width * 4);  // 8 on v3, 4 on v4 here
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 0, lines}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      Aligned<float> out(static_cast<size_t>(4 * n)), in(ramp(static_cast<size_t>(4 * n), 13));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+      // Rows half a page apart: the prefetchers follow them, nothing unrolled.
+      const std::vector<Opt> near = heuristic_opts(panel_copy(4, n / 2, width), t);
+      CHECK(std::none_of(near.begin(), near.end(), [](const Opt& o) { return o.kind == OptKind::Unroll; }));
     }
     SUBCASE("a length that is no multiple of the lanes is padded first, then blocked") {
       const UOpPtr kernel = row_sums(2, 4 * w * 300 - 3);  // 300 steps of 4 vectors, 3 lanes short

@@ -546,6 +546,11 @@ TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agr
     check_matmul(Tensor::randn({42, 1024}).realize(), Tensor::randn({1024, 134}).realize(),
                  Tensor::randn({134}).realize(), 1024, kernels);
   }
+  // n = 1024: b's rows 4 KiB apart, so its panel copy reads prefetch_streams lines of a row
+  // a step, several panels unrolled (codegen/heuristic.cpp, page_stride_unroll).
+  SUBCASE("b's rows a page apart: its copy several panels a step") {
+    check_matmul(Tensor::randn({32, 16}).realize(), Tensor::randn({16, 1024}).realize(), none, 16);
+  }
 }
 
 TEST_CASE("padded products of 50 and 49 columns (both padded to 64) are kernels of their own") {
