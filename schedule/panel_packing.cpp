@@ -114,7 +114,7 @@ UOpPtr b_panels(const UOpPtr& b, const UOpPtr& red, const std::vector<UOpPtr>& o
     if (uses(b, outs[d])) l.keep(outs[d], next_id);
   const UOpPtr jb = make_range((n + width - 1) / width, next_id++);
   l.axis(jb, read_j / width);
-  SumAxes sum{red, pairs};
+  SumAxes sum{red, pairs, nullptr};
   sum.outer(l, next_id);
   const UOpPtr jl = make_range(width, next_id++);
   l.axis(jl, read_j % width);
@@ -142,7 +142,7 @@ UOpPtr a_panels(const UOpPtr& a, const UOpPtr& i, const UOpPtr& red, const std::
     if (r != i && uses(a, r)) l.keep(r, next_id);
   const UOpPtr io = make_range((m + rows - 1) / rows, next_id++);
   l.axis(io, i / rows);
-  SumAxes sum{red, pairs};
+  SumAxes sum{red, pairs, nullptr};
   sum.outer(l, next_id);
   const UOpPtr ii = make_range(rows, next_id++);
   l.axis(ii, i % rows);
