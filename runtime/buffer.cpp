@@ -68,7 +68,12 @@ std::atomic<size_t> g_live_bytes{0};
 std::atomic<size_t> g_live_count{0};
 
 // The process-wide free-block registry: size class -> freed blocks of that
-// capacity, most recently freed last (reused first, while still in cache).
+// capacity, most recently freed last (reused first, while still in cache). When a
+// freed block does not fit under the bounds, the least recently freed blocks leave
+// (of its class when the class is full, else of any class), never the new one: the
+// blocks a program frees now are the ones its next step asks for, so a run of small
+// steps after large ones reuses its own blocks instead of mapping and faulting in
+// fresh memory every step beside a pool full of the large steps' blocks.
 // One mutex guards it; allocation and release hold it only to push or pop.
 class Pool {
  public:
@@ -81,23 +86,23 @@ class Pool {
     std::lock_guard lock(mu_);
     auto it = free_.find(capacity);
     if (it == free_.end() || it->second.empty()) return nullptr;
-    void* block = it->second.back();
+    const Freed block = it->second.back();
     it->second.pop_back();
     pooled_bytes_ -= capacity;
-    return block;
+    return block.data;
   }
 
-  void give(void* block, size_t capacity) {
+  void give(void* data, size_t capacity) {
+    if (capacity > kMaxPooledBytes) return free_block(data, capacity);
+    std::vector<std::pair<void*, size_t>> evicted;
     {
       std::lock_guard lock(mu_);
-      auto& list = free_[capacity];
-      if (list.size() < kMaxBlocksPerClass && pooled_bytes_ + capacity <= kMaxPooledBytes) {
-        list.push_back(block);
-        pooled_bytes_ += capacity;
-        return;
-      }
+      if (free_[capacity].size() >= kMaxBlocksPerClass) evict_oldest(capacity, evicted);
+      while (pooled_bytes_ + capacity > kMaxPooledBytes) evict_oldest(oldest_class(), evicted);
+      free_[capacity].push_back({data, ++clock_});
+      pooled_bytes_ += capacity;
     }
-    free_block(block, capacity);
+    for (auto [block, bytes] : evicted) free_block(block, bytes);
   }
 
   size_t pooled_bytes() {
@@ -106,20 +111,44 @@ class Pool {
   }
 
   void trim() {
-    std::unordered_map<size_t, std::vector<void*>> drained;
+    std::unordered_map<size_t, std::vector<Freed>> drained;
     {
       std::lock_guard lock(mu_);
       drained.swap(free_);
       pooled_bytes_ = 0;
     }
     for (auto& [capacity, blocks] : drained)
-      for (void* block : blocks) free_block(block, capacity);
+      for (const Freed& block : blocks) free_block(block.data, capacity);
   }
 
  private:
+  struct Freed {
+    void* data;
+    uint64_t freed_at;  // the pool's clock when it was given back
+  };
+
+  // The class whose least recently freed block is the oldest in the pool (a few dozen
+  // classes at most: a scan is cheaper than keeping a second index in step).
+  size_t oldest_class() const {
+    size_t best = 0;
+    uint64_t best_at = UINT64_MAX;
+    for (const auto& [capacity, blocks] : free_)
+      if (!blocks.empty() && blocks.front().freed_at < best_at)
+        best = capacity, best_at = blocks.front().freed_at;
+    return best;
+  }
+
+  void evict_oldest(size_t capacity, std::vector<std::pair<void*, size_t>>& evicted) {
+    auto& blocks = free_.at(capacity);
+    evicted.emplace_back(blocks.front().data, capacity);
+    blocks.erase(blocks.begin());
+    pooled_bytes_ -= capacity;
+  }
+
   std::mutex mu_;
-  std::unordered_map<size_t, std::vector<void*>> free_;
+  std::unordered_map<size_t, std::vector<Freed>> free_;
   size_t pooled_bytes_ = 0;
+  uint64_t clock_ = 0;
 };
 }  // namespace
 

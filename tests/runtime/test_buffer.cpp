@@ -115,6 +115,26 @@ TEST_CASE("the pool keeps freed blocks until trimmed") {
   CHECK(pooled_buffer_bytes() == 0);
 }
 
+TEST_CASE("a pool full of large blocks makes room for a small one freed after them") {
+  // A program's large steps, then small ones: the small steps' blocks must be reused,
+  // not mapped afresh every step beside a pool still full of the large steps' blocks.
+  empty_cache();
+  const size_t large = size_t{64} << 20, small_class = buffer_size_class(3000);
+  std::vector<std::shared_ptr<Buffer>> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(Buffer::allocate(large, Buffer::Fill::Uninitialized));
+  blocks.clear();
+  const size_t full = pooled_buffer_bytes();
+  REQUIRE(full >= large);
+  REQUIRE(full < 8 * large);  // the pool's bound held back some of them
+  Buffer::allocate(3000).reset();
+  CHECK(pooled_buffer_bytes() == full - large + small_class);  // one large block left for it
+  auto again = Buffer::allocate(3000);
+  CHECK(pooled_buffer_bytes() == full - large);  // and the small block was taken back
+  again.reset();
+  empty_cache();
+  CHECK(pooled_buffer_bytes() == 0);
+}
+
 TEST_CASE("buffers of 2 MiB or more are 2 MiB-aligned on transparent huge pages, zeroed, and pooled") {
   empty_cache();
   for (size_t bytes : {size_t{2} << 20, (size_t{5} << 20) + 3, size_t{64} << 20}) {
