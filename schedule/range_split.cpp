@@ -9,7 +9,7 @@ namespace loom {
 
 namespace {
 
-UOpPtr record_mod(const Match& m) {
+UOpPtr record_split(const Match& m) {
   const UOpPtr &r = m["r"], &c = m["c"];
   const UOpPtr& end = r->src[0];
   const int64_t k = c->const_int();
@@ -36,7 +36,8 @@ UOpPtr split_at_sink(const Match& m) {
 const PatternMatcher& range_split() {
   static const PatternMatcher pm("range_split",
                                  {
-                                     {UPat::ops({Op::RANGE}, "r") % UPat::cvar("c"), record_mod},
+                                     {UPat::ops({Op::RANGE}, "r") % UPat::cvar("c"), record_split},
+                                     {UPat::ops({Op::RANGE}, "r") / UPat::cvar("c"), record_split},
                                      {UPat::ops({Op::SINK}), split_at_sink},
                                  });
   return pm;

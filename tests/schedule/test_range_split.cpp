@@ -54,3 +54,36 @@ TEST_CASE("RANGE(12) % 4 -> RANGE(3)*4 + RANGE(4): the modulo is gone, both rang
 TEST_CASE("no split when end % c != 0: RANGE(12) % 5 stays") {
   CHECK(apply_stage(range_split() + range_flatten(), mod_kernel(5)) == expect(mod_kernel(5)));
 }
+
+TEST_CASE("RANGE(12) / 4 alone -> RANGE(3)*4 + RANGE(4): the quotient is the outer range") {
+  const std::string div_kernel = R"(
+%n = CONST i64 [12]
+%r = RANGE i64 %n [axis 0 loop]
+%c = CONST i64 [4]
+%q = IDIV i64 %r, %c
+%x = DEFINE_GLOBAL f32* [1]
+%ix = INDEX f32* %x, %q
+%lx = LOAD f32 %ix
+%out = DEFINE_GLOBAL f32* [0]
+%io = INDEX f32* %out, %r
+%st = STORE f32 %io, %lx
+%e = END f32 %st, %r
+%k = SINK bool %e
+)";
+  CHECK(apply_stage(range_split() + range_flatten(), div_kernel) == expect(R"(
+%c3 = CONST i64 [3]
+%r1 = RANGE i64 %c3 [axis 1 loop]
+%x = DEFINE_GLOBAL f32* [1]
+%ix = INDEX f32* %x, %r1
+%lx = LOAD f32 %ix
+%c4 = CONST i64 [4]
+%m = MUL i64 %r1, %c4
+%r2 = RANGE i64 %c4 [axis 2 loop]
+%a = ADD i64 %m, %r2
+%out = DEFINE_GLOBAL f32* [0]
+%io = INDEX f32* %out, %a
+%st = STORE f32 %io, %lx
+%e = END f32 %st, %r1, %r2
+%k = SINK bool %e
+)"));
+}
