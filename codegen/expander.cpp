@@ -12,6 +12,7 @@
 #include "codegen/codegen.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/contraction.hpp"
+#include "ir/linear_form.hpp"
 #include "ir/pattern.hpp"
 #include "ir/symbolic.hpp"
 
@@ -202,6 +203,9 @@ class Expander {
   struct Piece {
     UOpPtr index;
     int first, lanes;
+    // For a run in another order: each of the piece's lanes' element in the run
+    // (empty: lane i is element i).
+    std::vector<int64_t> element;
   };
 
   // How the lanes of an INDEX reach memory: as few contiguous vector accesses
@@ -234,20 +238,41 @@ class Expander {
       for (int l = 0; l < n; ++l) address.push_back(scalar_at(idx, axes, l));
     int group = address.empty() ? 1 : contiguous_group(address);
     // Lanes of several axes with no run in loop order (a transposing copy's load, its
-    // lanes along the load's rows and its unrolled columns) take the order whose last
-    // axis the address runs along: vector accesses, the value's lanes reordered by
-    // a shuffle where it meets lanes in loop order.
-    if (group == 1 && axes.size() > 1 && !has_valid)
-      for (size_t a = 0; a + 1 < axes.size() && group == 1; ++a) {
-        LaneAxes order = axes;
-        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(a),
-                    order.begin() + static_cast<std::ptrdiff_t>(a) + 1, order.end());
+    // lanes along the load's rows and its unrolled columns) take the order of their axes
+    // with the longest runs, consecutive or else consecutive in another order: vector
+    // accesses, the value's lanes reordered by a shuffle where it meets lanes in loop order.
+    if (group == 1 && axes.size() > 1 && axes.size() <= kMaxReorderedAxes && !has_valid) {
+      std::vector<size_t> pick(axes.size());
+      std::iota(pick.begin(), pick.end(), size_t{0});
+      const auto in_loop_order = permuted_runs(address);
+      int best = in_loop_order.empty() ? 1 : 2 * static_cast<int>(in_loop_order[0].element.size()) - 1;
+      while (std::next_permutation(pick.begin(), pick.end())) {
+        LaneAxes order;
+        for (size_t a : pick) order.push_back(axes[a]);
         std::vector<UOpPtr> moved;
         for (int l = 0; l < n; ++l) moved.push_back(scalar_at(idx, order, l));
-        if (const int g = contiguous_group(moved); g > 1)
-          axes = std::move(order), address = std::move(moved), group = g;
+        const int consecutive = contiguous_group(moved);
+        const auto runs = consecutive > 1 ? std::vector<Run>{} : permuted_runs(moved);
+        // A run in order beats a shuffled one of the same length.
+        const int run = consecutive > 1 ? 2 * consecutive
+                        : runs.empty()  ? 1
+                                        : 2 * static_cast<int>(runs[0].element.size()) - 1;
+        if (run > best) best = run, axes = std::move(order), address = std::move(moved), group = consecutive;
       }
+    }
     std::vector<Piece> pieces;
+    // Lanes whose addresses are consecutive in another order (a pair copy's swapped
+    // halves, read along the pairs): one vector access of each run, shuffled.
+    if (group == 1 && !has_valid && !address.empty())
+      if (auto runs = permuted_runs(address); !runs.empty()) {
+        const int g = static_cast<int>(runs[0].element.size());
+        for (int first = 0; first < n; first += g) {
+          Run& run = runs[static_cast<size_t>(first / g)];
+          pieces.push_back({make_index(address[static_cast<size_t>(first + run.lowest)], nullptr, g), first,
+                            g, std::move(run.element)});
+        }
+        return pieces;
+      }
     // Lanes that are unrolled iterations, not SIMD lanes, at scattered addresses (a
     // register tile's rows of a): one scalar access each, never a gather.
     const bool unrolled = std::all_of(axes.begin(), axes.end(), [](const LaneAxis& a) {
@@ -256,13 +281,65 @@ class Expander {
     if (group == 1 &&
         !(unrolled && !address.empty())) {  // a gather (or one address for all lanes, with per-lane validity)
       const UOpPtr at = address.empty() ? broadcast(of(idx).node, n) : align(of(idx), axes);
-      pieces.push_back({make_index(at, valid_lanes(0, n), n), 0, n});
+      pieces.push_back({make_index(at, valid_lanes(0, n), n), 0, n, {}});
       return pieces;
     }
     for (int first = 0; first < n; first += group)
-      pieces.push_back(
-          {make_index(address[static_cast<size_t>(first)], valid_lanes(first, group), group), first, group});
+      pieces.push_back({make_index(address[static_cast<size_t>(first)], valid_lanes(first, group), group),
+                        first,
+                        group,
+                        {}});
     return pieces;
+  }
+
+  // Lane orders tried for an access with no run in loop order: all of them, up to this
+  // many axes (a pair copy's lanes: its pairs, their halves and its rows).
+  static constexpr size_t kMaxReorderedAxes = 3;
+
+  // A block of lanes whose addresses are the elements of one run in another order:
+  // each lane's element in the run, and the lane that reads its first element.
+  struct Run {
+    std::vector<int64_t> element;
+    int lowest = 0;
+  };
+
+  // The largest blocks of lanes (at least 2, the same size for all) each of which
+  // addresses a run of consecutive elements, in any order; none if there are none.
+  static std::vector<Run> permuted_runs(const std::vector<UOpPtr>& address) {
+    const int n = static_cast<int>(address.size());
+    std::vector<LinearForm> forms;
+    for (const auto& a : address) forms.push_back(linear_form(a));
+    const auto same_terms = [&](int i, int j) {
+      const auto &a = forms[static_cast<size_t>(i)].terms, &b = forms[static_cast<size_t>(j)].terms;
+      return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                        [](const Term& x, const Term& y) { return x.base == y.base && x.coef == y.coef; });
+    };
+    for (int g = n; g >= 2; --g) {
+      if (n % g != 0) continue;
+      std::vector<Run> runs;
+      for (int first = 0; first < n; first += g) {
+        Run run;
+        int64_t low = forms[static_cast<size_t>(first)].constant;
+        bool offsets_only = true;  // the block's addresses differ by constants alone
+        for (int l = first; l < first + g && offsets_only; ++l) {
+          offsets_only = same_terms(first, l);
+          if (forms[static_cast<size_t>(l)].constant < low)
+            low = forms[static_cast<size_t>(l)].constant, run.lowest = l - first;
+        }
+        if (!offsets_only) break;
+        std::vector<bool> hit(static_cast<size_t>(g), false);
+        for (int l = first; l < first + g; ++l) {
+          const int64_t e = forms[static_cast<size_t>(l)].constant - low;
+          if (e >= g || hit[static_cast<size_t>(e)]) break;
+          hit[static_cast<size_t>(e)] = true;
+          run.element.push_back(e);
+        }
+        if (static_cast<int>(run.element.size()) != g) break;
+        runs.push_back(std::move(run));
+      }
+      if (static_cast<int>(runs.size()) * g == n) return runs;
+    }
+    return {};
   }
 
   // The largest run of lanes whose addresses are consecutive, the same for every run.
@@ -285,7 +362,10 @@ class Expander {
     LaneAxes axes;
     const std::vector<Piece> pieces = layout(index, axes);
     std::vector<UOpPtr> loads;
-    for (const Piece& p : pieces) loads.push_back(UOp::make(Op::LOAD, p.index->dtype.deref(), {p.index}));
+    for (const Piece& p : pieces) {
+      const UOpPtr run = UOp::make(Op::LOAD, p.index->dtype.deref(), {p.index});
+      loads.push_back(p.element.empty() ? run : gep(run, p.element));
+    }
     if (loads.size() == 1) return {loads[0], axes};
     return {UOp::make(Op::VECTORIZE, n->dtype.vec(lane_count(axes)), std::move(loads)),
             axes};  // concatenated
@@ -312,9 +392,10 @@ class Expander {
     std::vector<UOpPtr> stores;
     for (const Piece& p : pieces) {
       UOpPtr part = v;
-      if (pieces.size() > 1) {
-        std::vector<int64_t> picks;
-        for (int l = p.first; l < p.first + p.lanes; ++l) picks.push_back(l);
+      if (pieces.size() > 1 || !p.element.empty()) {
+        std::vector<int64_t> picks(static_cast<size_t>(p.lanes));  // element e of the run <- its lane
+        for (int l = 0; l < p.lanes; ++l)
+          picks[static_cast<size_t>(p.element.empty() ? l : p.element[static_cast<size_t>(l)])] = p.first + l;
         part = gep(v, std::move(picks));
       }
       stores.push_back(UOp::make(Op::STORE, part->dtype, {p.index, part}));

@@ -71,14 +71,56 @@ std::vector<Access> accesses(const UOpPtr& kernel) {
   return out;
 }
 
+// The loops of `kernel` other than `range` that step `index` through the `stride`
+// elements between two steps of `range`: one stepping it by one element (either way),
+// the next by the first's trip, and so on, all of them plain loops. Only chains that
+// transpose_unroll's single forward loop does not cover count: two or more loops, or
+// one that runs backwards (a pair copy: x[2q + 1 - t] read along the pairs q and the
+// halves t, its panel P[q, r, t] written along rows r and halves t), and only as many
+// as fit one UOp's vector with `width` lanes of `range` (kMaxVectorLanes).
+std::vector<UOpPtr> run_chain(const UOpPtr& kernel, const UOpPtr& index, const UOpPtr& range, int64_t width) {
+  const auto along = address_stride(index, range);
+  if (!along || std::abs(*along) <= 1 || index->src.size() > 2) return {};
+  std::vector<UOpPtr> chain;
+  bool backwards = false;
+  for (int64_t covered = 1; covered < std::abs(*along);) {
+    UOpPtr next;
+    for (const auto& r : ranges_of(kernel)) {
+      const auto st = address_stride(index, r);
+      if (r != range && kind(r) == AxisKind::Loop && st && std::abs(*st) == covered &&
+          trip(r).value_or(0) > 1)
+        next = r;
+    }
+    if (!next) return {};
+    backwards |= address_stride(index, next) < 0;
+    chain.push_back(next);
+    covered *= *trip(next);
+  }
+  const bool covers = std::abs(*along) == [&] {
+    int64_t c = 1;
+    for (const auto& r : chain) c *= *trip(r);
+    return c;
+  }();
+  int64_t lanes = width;
+  for (const auto& r : chain) lanes *= *trip(r);
+  return covers && (chain.size() >= 2 || backwards) && lanes <= kMaxVectorLanes ? chain
+                                                                                : std::vector<UOpPtr>{};
+}
+
 // Bytes that become vector accesses minus bytes that become gathers if `range`
 // went to the lanes; accesses that do not use it are broadcast.
-double lane_score(const std::vector<Access>& all, const UOpPtr& range) {
+double lane_score(const UOpPtr& kernel, const std::vector<Access>& all, const UOpPtr& range, int64_t width) {
+  // In a copy (no reduce), an access whose other loops complete runs along `range`
+  // (run_chain) becomes vectors too once run_unroll has unrolled them.
+  const auto nodes = toposort(kernel);
+  const bool copy =
+      std::none_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::REDUCE; });
   double score = 0;
   for (const Access& a : all) {
     const auto s = address_stride(a.index, range);
     if (s == 0) continue;
-    score += s == 1 ? a.bytes : -a.bytes;
+    const bool vector = s == 1 || (copy && !run_chain(kernel, a.index, range, width).empty());
+    score += vector ? a.bytes : -a.bytes;
   }
   return score;
 }
@@ -113,7 +155,7 @@ std::unordered_set<const UOp*> beside_lanes(const UOpPtr& kernel) {
 // output range on a tie (its lanes need no folding), among those that no range in
 // lanes already shares a node with. A kernel over rows that reduces each row before
 // storing it (softmax's max, sum and normalised row) gets lanes in each of its loops.
-UOpPtr lane_candidate(const UOpPtr& kernel) {
+UOpPtr lane_candidate(const UOpPtr& kernel, int64_t width) {
   const std::vector<Access> all = accesses(kernel);
   const std::unordered_set<const UOp*> taken = beside_lanes(kernel);
   UOpPtr best;
@@ -123,7 +165,7 @@ UOpPtr lane_candidate(const UOpPtr& kernel) {
     if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip_bound(r) < 2) continue;
     if (taken.contains(r.get())) continue;
     if (scatters_along(kernel, r)) continue;
-    const double score = lane_score(all, r) + (k == AxisKind::Loop ? 0.5 : 0);
+    const double score = lane_score(kernel, all, r, width) + (k == AxisKind::Loop ? 0.5 : 0);
     if (score > best_score) best = r, best_score = score;
   }
   return best;
@@ -159,6 +201,31 @@ std::optional<Opt> transpose_unroll(const UOpPtr& kernel, int64_t width) {
     }
   }
   return std::nullopt;
+}
+
+// A copy whose lanes have run chains (run_chain) in some access unrolls their loops
+// whole: each of the access's vectors is then one run of consecutive elements, in some
+// order, which the expander reads or writes as one vector and shuffles.
+std::vector<Opt> run_unroll(const UOpPtr& kernel, int64_t width) {
+  UOpPtr lanes;
+  for (const auto& n : toposort(kernel)) {
+    if (n->op == Op::REDUCE || (n->op == Op::RANGE && kind(n) == AxisKind::Unroll)) return {};
+    if (n->op == Op::RANGE && kind(n) == AxisKind::Upcast) {
+      if (lanes && lanes != n) return {};
+      lanes = n;
+    }
+  }
+  if (!lanes) return {};
+  std::vector<UOpPtr> unrolled;
+  int64_t lanes_in_all = width;
+  for (const Access& a : accesses(kernel))
+    for (const auto& r : run_chain(kernel, a.index, lanes, width))
+      if (std::find(unrolled.begin(), unrolled.end(), r) == unrolled.end() &&
+          lanes_in_all * *trip(r) <= kMaxVectorLanes)
+        unrolled.push_back(r), lanes_in_all *= *trip(r);
+  std::vector<Opt> out;
+  for (const auto& r : unrolled) out.push_back(Opt{OptKind::Unroll, r->get<AxisArg>().id, *trip(r)});
+  return out;
 }
 
 // Accumulators for `n` vectors of `width` lanes: the largest factor of the Target's
@@ -354,9 +421,11 @@ void apply_heuristic(OptState& s) {
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
     } else if (width >= 2) {
-      for (UOpPtr lane = lane_candidate(s.kernel()); lane; lane = lane_candidate(s.kernel()))
+      for (UOpPtr lane = lane_candidate(s.kernel(), width); lane; lane = lane_candidate(s.kernel(), width))
         upcast(s, lane, width);
-      if (const auto rows = transpose_unroll(s.kernel(), width))
+      if (const auto runs = run_unroll(s.kernel(), width); !runs.empty())
+        for (const Opt& o : runs) s.apply(o);
+      else if (const auto rows = transpose_unroll(s.kernel(), width))
         s.apply(*rows);
       else if (const auto lines = page_stride_unroll(s.kernel(), target))
         s.apply(*lines);

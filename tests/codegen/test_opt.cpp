@@ -40,6 +40,16 @@ UOpPtr transpose(int64_t rows, int64_t cols) {
 // b [rows, n] copied into column panels of `width`, as schedule/panel_packing.cpp packs a
 // matmul's b: out[((jo * rows) + r) * width + ji] = in[r * n + jo * width + ji] over
 // END(jo, r, ji): axes 0 (jo), 1 (r) and 2 (ji).
+// panel_packing's copy of a matmul's a into bfloat16-pair row panels, in float32:
+// P[p, q, r, t] = in[6p + r, 2q + 1 - t] (each pair's later k first), k = 2 * pairs.
+UOpPtr pair_panel_copy(int64_t panels, int64_t pairs) {
+  auto out = global(0, f32), in = global(1, f32);
+  auto p = make_range(panels, 0), q = make_range(pairs, 1), r = make_range(6, 2), t = make_range(2, 3);
+  const UOpPtr at = ((p * pairs + q) * 6 + r) * 2 + t;
+  const UOpPtr from = (p * 6 + r) * (2 * pairs) + q * 2 + const_int(DType::Int64, 1) - t;
+  return sink({end(store(index(out, at), load(in, from)), {p, q, r, t})});
+}
+
 UOpPtr panel_copy(int64_t rows, int64_t n, int64_t width) {
   auto out = global(0, f32), in = global(1, f32);
   auto jo = make_range(n / width, 0), r = make_range(rows, 1), ji = make_range(width, 2);
@@ -148,6 +158,19 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       // A copy that does not transpose unrolls nothing.
       const std::vector<Opt> plain = heuristic_opts(elementwise(64, 784), t);
       CHECK(std::none_of(plain.begin(), plain.end(), [](const Opt& o) { return o.kind == OptKind::Unroll; }));
+    }
+    SUBCASE("a pair copy: lanes along the pairs, their halves and the panel's rows unrolled whole") {
+      // Each row's pairs are one run of the input, read as one vector and shuffled; the panel's
+      // 6 rows of pairs one run of the output: no gather, no scatter, no per-pair store.
+      const UOpPtr kernel = pair_panel_copy(4, 64);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(opts.size() >= 3);
+      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 3, 2}) == 1);
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 2, 6}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      Aligned<float> out(4 * 64 * 12), in(ramp(4 * 6 * 128, 17));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
     }
     SUBCASE("a copy whose inner loop reads a page apart: prefetch_streams lines of a row per step") {
       // b's panels at n = 1024: each step of r reads one panel row of the next row of b, 4 KiB
