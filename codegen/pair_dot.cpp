@@ -2,6 +2,7 @@
 
 #include "codegen/kernel_edit.hpp"
 #include "ir/buffer_access.hpp"
+#include "ir/pattern.hpp"
 #include "ir/range_split.hpp"
 
 #include <algorithm>
