@@ -6,6 +6,7 @@
 #include "schedule/elementwise_outputs.hpp"
 #include "schedule/load_collapse.hpp"
 #include "schedule/multi_output.hpp"
+#include "schedule/narrow_buffers.hpp"
 #include "schedule/panel_packing.hpp"
 #include "schedule/range_flatten.hpp"
 #include "schedule/range_merge.hpp"
@@ -46,6 +47,7 @@ const Stage kSplitReduceop{"split_reduceop", split_reduceop};
 const Stage kReduceCollapse{"reduce_collapse", reduce_collapse};
 const Stage kReduceUnparented{"reduce_unparented", reduce_unparented};
 const Stage kDeadAxis{"dead_axis", dead_axis};
+const Stage kNarrowBuffers{"narrow_buffers", narrow_buffers};
 const Stage kBufferRemoval{"buffer_removal", buffer_removal};
 const Stage kPanelPacking{"panel_packing", panel_packing};
 const Stage kMultiOutput{"multi_output", multi_output};
@@ -61,9 +63,9 @@ const Stage kRangeMerge{"range_merge", range_merge};
 const std::vector<std::string_view>& rewrite_stage_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const Stage* s : {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kBufferRemoval,
-                           &kPanelPacking, &kMultiOutput, &kElementwiseOutputs, &kScatterReduce,
-                           &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
+    for (const Stage* s : {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kNarrowBuffers,
+                           &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs,
+                           &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
       out.push_back(s->name);
     return out;
   }();
@@ -87,8 +89,9 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   ctx.in_place_roots = in_place_roots;
   place_ranges(sink, ctx);
   const UOpPtr out = run_stages(
-      "buffer_stages", {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kBufferRemoval},
-      sink, ctx, notify_graph_stage);
+      "buffer_stages",
+      {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kNarrowBuffers, kBufferRemoval}, sink,
+      ctx, notify_graph_stage);
   // Apart: its copies are realization points no other stage of the group may undo.
   const UOpPtr packed = run_stages("panel_packing", {kPanelPacking}, out, ctx, notify_graph_stage);
   // After packing: the product's value is final, and its reads are what the sum must share.
