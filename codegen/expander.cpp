@@ -430,9 +430,8 @@ class Expander {
     if (loops.size() > 1) {
       acc = UOp::make(Op::REDUCE, dt, std::move(loops), n->arg);
     } else if (!pair.empty()) {  // no loop: the one step, odd lanes first
-      std::vector<int64_t> odd, even;
-      for (int64_t l = 0; l < lane_count(all); ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
-      acc = alu(op, {gep(acc, odd), gep(acc, even)});
+      const PairLanes halves = pair_lanes(lane_count(all));
+      acc = alu(op, {gep(acc, halves.odd), gep(acc, halves.even)});
     }
     if (folded.empty()) return {acc, all};
     LaneAxes kept;

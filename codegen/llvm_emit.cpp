@@ -8,6 +8,7 @@
 #include "codegen/codegen.hpp"
 #include "codegen/linearizer.hpp"
 #include "codegen/numeric_lowering.hpp"
+#include "codegen/vector_ops.hpp"
 #include "ir/target.hpp"
 
 #include <loom/half.hpp>
@@ -338,8 +339,9 @@ Value* Emitter::dot2(const UOp& u) {
     return b_.CreateIntrinsic(
         id, {}, {get(u.src.at(2)), b_.CreateBitCast(get(*a), pairs), b_.CreateBitCast(get(*b), pairs)});
   }
-  std::vector<int> odd, even;
-  for (int l = 0; l < static_cast<int>(n); ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
+  const PairLanes halves = pair_lanes(static_cast<int64_t>(n));
+  const std::vector<int> odd(halves.odd.begin(), halves.odd.end()),
+      even(halves.even.begin(), halves.even.end());
   Value* x = get(u.src.at(0));
   Value* y = get(u.src.at(1));
   auto lanes = [&](Value* v, const std::vector<int>& at) -> Value* {

@@ -72,9 +72,8 @@ UOpPtr fold(Op op, const UOpPtr& current, const UOpPtr& value) {
   if (value->dtype.lanes == 2 * current->dtype.lanes) {
     if (op == Op::ADD && value->op == Op::MUL && value->dtype.is_float())
       return UOp::make(Op::DOT2, current->dtype, {value->src[0], value->src[1], current});
-    std::vector<int64_t> odd, even;
-    for (int64_t l = 0; l < current->dtype.lanes; ++l) odd.push_back(2 * l + 1), even.push_back(2 * l);
-    return alu(op, {alu(op, {current, pick(value, odd)}), pick(value, even)});
+    const PairLanes halves = pair_lanes(current->dtype.lanes);
+    return alu(op, {alu(op, {current, pick(value, halves.odd)}), pick(value, halves.even)});
   }
   if (op == Op::ADD && value->op == Op::MUL && value->dtype.is_float())
     return UOp::make(Op::MULACC, value->dtype, {value->src[0], value->src[1], current});

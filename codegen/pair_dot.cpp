@@ -4,16 +4,13 @@
 #include "ir/buffer_access.hpp"
 #include "ir/pattern.hpp"
 #include "ir/range_split.hpp"
+#include "ir/widening.hpp"
 
 #include <algorithm>
 
 namespace loom::kopt {
 
 namespace {
-
-bool widened_bf16(const UOpPtr& x) {
-  return x->op == Op::CAST && x->dtype == DType::Float32 && x->src.at(0)->dtype == DType::BFloat16;
-}
 
 // The REDUCEs under the kernel's main END (its first effect).
 std::vector<UOpPtr> main_sums(const UOpPtr& kernel) {
@@ -29,7 +26,7 @@ std::vector<UOpPtr> main_sums(const UOpPtr& kernel) {
 bool is_bf16_product_sum(const UOpPtr& red) {
   if (!is_float_sum(red) || red->dtype != DType::Float32) return false;
   const UOpPtr& v = red->src.at(0);
-  return v->op == Op::MUL && widened_bf16(v->src.at(0)) && widened_bf16(v->src.at(1));
+  return v->op == Op::MUL && is_widened_bf16(v->src.at(0)) && is_widened_bf16(v->src.at(1));
 }
 
 UOpPtr pair_sum(const UOpPtr& kernel, const UOpPtr& range) {

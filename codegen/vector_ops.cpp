@@ -149,4 +149,10 @@ UOpPtr reduce_identity(Op op, DType dt) {
   }
 }
 
+PairLanes pair_lanes(int64_t pairs) {
+  PairLanes out;
+  for (int64_t l = 0; l < pairs; ++l) out.odd.push_back(2 * l + 1), out.even.push_back(2 * l);
+  return out;
+}
+
 }  // namespace loom

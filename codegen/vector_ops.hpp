@@ -22,6 +22,12 @@ UOpPtr uniform_lane(const UOpPtr& v);
 bool lane_wise(const UOpPtr& v);
 // A constant `v` of `dt`'s scalar type, broadcast to `dt`'s lanes.
 UOpPtr vconst(DType dt, double v);
+// The lanes of a vector of `pairs` pairs (a pair range's value, docs/kernel-ir.md): each
+// pair's odd lane, which its sum adds first, and its even lane.
+struct PairLanes {
+  std::vector<int64_t> odd, even;
+};
+PairLanes pair_lanes(int64_t pairs);
 // The identity of a REDUCE op (ADD 0, MUL 1, MAX the lowest value) as a `dt` constant.
 UOpPtr reduce_identity(Op op, DType dt);
 

@@ -3,6 +3,7 @@
 #include "ir/buffer_access.hpp"
 #include "ir/contraction.hpp"
 #include "ir/range_split.hpp"
+#include "ir/widening.hpp"
 #include "schedule/stage.hpp"
 
 #include <algorithm>
@@ -224,17 +225,13 @@ UOpPtr padded_columns(const UOpPtr& buf, const UOpPtr& value, const UOpPtr& jp) 
   return buf->with_src(std::move(src));
 }
 
-bool widened_bf16(const UOpPtr& x) {
-  return x->op == Op::CAST && x->dtype == DType::Float32 && x->src.at(0)->dtype == DType::BFloat16;
-}
-
 // Both factors bfloat16 values widened, one summed range of even length, a in row panels (a
 // plain read, a tile of rows): the sum runs in pairs on the Target's pair-dot instruction.
 bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
   const auto k = c.sum_length();
   return ctx.target.pair_dot() && ctx.panel_rows > 1 && c.k.size() == 1 && k && *k % 2 == 0 &&
-         widened_bf16(c.factor[0]) && widened_bf16(c.factor[1]) && !c.nested[static_cast<size_t>(a_src)] &&
-         c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
+         is_widened_bf16(c.factor[0]) && is_widened_bf16(c.factor[1]) &&
+         !c.nested[static_cast<size_t>(a_src)] && c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
 }
 
 UOpPtr pack(const Match& m) {
