@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "loom_source_id.hpp"  // generated: LOOM_SOURCE_ID (cmake/source_id.cmake)
+
 #ifndef LOOM_VERSION
 #define LOOM_VERSION "unknown"
 #endif
@@ -108,7 +110,8 @@ DiskCache::DiskCache(std::string dir, std::string backend_identity)
     : dir_(dir == "off" ? std::string() : std::move(dir)), backend_(std::move(backend_identity)) {}
 
 std::string DiskCache::full_key(const std::string& key) const {
-  return fmt::format("loom {}\n{}\nformat {}\n{}", LOOM_VERSION, backend_, kMagic, key);
+  return fmt::format("loom {}\nsource {}\n{}\nformat {}\n{}", LOOM_VERSION, LOOM_SOURCE_ID, backend_, kMagic,
+                     key);
 }
 
 std::string DiskCache::path_of(const std::string& key) const {

@@ -4,9 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -68,6 +71,22 @@ TEST_CASE("an object stored under a key comes back; another key finds nothing") 
   CHECK_FALSE(cache.find("kernel B"));
   CHECK(files_in(dir.path) == 1);  // no temporary file left behind
   CHECK(cache.path_of("kernel A").rfind(dir.path + "/", 0) == 0);
+}
+
+TEST_CASE("an entry names the build's source identity, so another build of loom never loads it") {
+  // The same version with other code (a codegen fix) must compile afresh: the entry's
+  // full key, kept in its file and checked on load, names the sources' SHA-256.
+  TempDir dir("source_id");
+  const DiskCache cache(dir.path, kBackend);
+  cache.store("kernel A", {"k_a", "object"});
+  std::ifstream in(cache.path_of("kernel A"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = bytes.find("\nsource ");
+  REQUIRE(at != std::string::npos);
+  const std::string id = bytes.substr(at + 8, 64);
+  CHECK(id.size() == 64);
+  CHECK(
+      std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }));
 }
 
 TEST_CASE("an object stored by one backend is not found by another, in the same directory") {
