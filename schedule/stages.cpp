@@ -14,7 +14,6 @@
 #include "schedule/reduce_collapse.hpp"
 #include "schedule/reduce_unparented.hpp"
 #include "schedule/scatter_reduce.hpp"
-#include "schedule/separate_products.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
 
@@ -45,7 +44,6 @@ const Stage kSimplifier{"symbolic", symbolic, false};
 
 // The stages LOOM_DISABLE switches off, each named once.
 const Stage kSplitReduceop{"split_reduceop", split_reduceop};
-const Stage kSeparateProducts{"separate_products", separate_products};
 const Stage kReduceCollapse{"reduce_collapse", reduce_collapse};
 const Stage kReduceUnparented{"reduce_unparented", reduce_unparented};
 const Stage kDeadAxis{"dead_axis", dead_axis};
@@ -65,10 +63,9 @@ const Stage kRangeMerge{"range_merge", range_merge};
 const std::vector<std::string_view>& rewrite_stage_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const Stage* s :
-         {&kSplitReduceop, &kSeparateProducts, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,
-          &kNarrowBuffers, &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs,
-          &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
+    for (const Stage* s : {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kNarrowBuffers,
+                           &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs,
+                           &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
       out.push_back(s->name);
     return out;
   }();
@@ -80,9 +77,7 @@ std::vector<UOpPtr> tensor_stages(const std::vector<UOpPtr>& targets, const Flag
   StageContext ctx{flags, {}};
   if (target) ctx.target = *target;
   const UOpPtr sink = UOp::make(Op::SINK, DType::Bool, targets);
-  const UOpPtr separated =
-      run_stages("separate_products", {kSeparateProducts}, sink, ctx, notify_graph_stage);
-  const UOpPtr out = run_stages("split_reduceop", {kSplitReduceop}, separated, ctx, notify_graph_stage);
+  const UOpPtr out = run_stages("split_reduceop", {kSplitReduceop}, sink, ctx, notify_graph_stage);
   return out->src;
 }
 
