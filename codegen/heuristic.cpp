@@ -83,7 +83,8 @@ std::vector<UOpPtr> run_chain(const UOpPtr& kernel, const UOpPtr& index, const U
   if (!along || std::abs(*along) <= 1 || index->src.size() > 2) return {};
   std::vector<UOpPtr> chain;
   bool backwards = false;
-  for (int64_t covered = 1; covered < std::abs(*along);) {
+  int64_t covered = 1;  // the elements the chain's loops step through together
+  while (covered < std::abs(*along)) {
     UOpPtr next;
     for (const auto& r : ranges_of(kernel)) {
       const auto st = address_stride(index, r);
@@ -96,25 +97,22 @@ std::vector<UOpPtr> run_chain(const UOpPtr& kernel, const UOpPtr& index, const U
     chain.push_back(next);
     covered *= *trip(next);
   }
-  const bool covers = std::abs(*along) == [&] {
-    int64_t c = 1;
-    for (const auto& r : chain) c *= *trip(r);
-    return c;
-  }();
-  int64_t lanes = width;
-  for (const auto& r : chain) lanes *= *trip(r);
-  return covers && (chain.size() >= 2 || backwards) && lanes <= kMaxVectorLanes ? chain
-                                                                                : std::vector<UOpPtr>{};
+  const bool fits = covered == std::abs(*along) && width * covered <= kMaxVectorLanes;
+  return fits && (chain.size() >= 2 || backwards) ? chain : std::vector<UOpPtr>{};
+}
+
+// Does the kernel reduce anything? (A copy does not.)
+bool has_reduce(const UOpPtr& kernel) {
+  const auto nodes = toposort(kernel);
+  return std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::REDUCE; });
 }
 
 // Bytes that become vector accesses minus bytes that become gathers if `range`
 // went to the lanes; accesses that do not use it are broadcast.
-double lane_score(const UOpPtr& kernel, const std::vector<Access>& all, const UOpPtr& range, int64_t width) {
-  // In a copy (no reduce), an access whose other loops complete runs along `range`
-  // (run_chain) becomes vectors too once run_unroll has unrolled them.
-  const auto nodes = toposort(kernel);
-  const bool copy =
-      std::none_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::REDUCE; });
+// In a copy, an access whose other loops complete runs along `range` (run_chain)
+// becomes vectors too once run_unroll has unrolled them.
+double lane_score(const UOpPtr& kernel, bool copy, const std::vector<Access>& all, const UOpPtr& range,
+                  int64_t width) {
   double score = 0;
   for (const Access& a : all) {
     const auto s = address_stride(a.index, range);
@@ -158,6 +156,7 @@ std::unordered_set<const UOp*> beside_lanes(const UOpPtr& kernel) {
 UOpPtr lane_candidate(const UOpPtr& kernel, int64_t width) {
   const std::vector<Access> all = accesses(kernel);
   const std::unordered_set<const UOp*> taken = beside_lanes(kernel);
+  const bool copy = !has_reduce(kernel);
   UOpPtr best;
   double best_score = 0;
   for (const auto& r : ranges_of(kernel)) {
@@ -165,7 +164,7 @@ UOpPtr lane_candidate(const UOpPtr& kernel, int64_t width) {
     if ((k != AxisKind::Loop && k != AxisKind::Reduce) || trip_bound(r) < 2) continue;
     if (taken.contains(r.get())) continue;
     if (scatters_along(kernel, r)) continue;
-    const double score = lane_score(kernel, all, r, width) + (k == AxisKind::Loop ? 0.5 : 0);
+    const double score = lane_score(kernel, copy, all, r, width) + (k == AxisKind::Loop ? 0.5 : 0);
     if (score > best_score) best = r, best_score = score;
   }
   return best;
@@ -311,8 +310,7 @@ void upcast(OptState& s, const UOpPtr& range, int width) {
   // that at most doubles it: a max-pool window's 4 values padded to 16 lanes folded 16.
   if (trip(range) && n <= width && (!reduced || n * 2 <= width)) return s.apply({OptKind::Upcast, id, 0});
   // Several accumulators: the lanes of a reduction, or of the outputs of a kernel that reduces.
-  bool reduces = false;
-  for (const auto& u : toposort(s.kernel())) reduces |= u->op == Op::REDUCE;
+  const bool reduces = has_reduce(s.kernel());
   const int64_t unroll = reduces ? unroll_for((n + width - 1) / width, width, s.target()) : 1;
   if (!exact_quotient(range->src.at(0), width * unroll)) s.apply({OptKind::Pad, id, width * unroll});
   int64_t outer = next_axis_id(s.kernel());  // the split's outer part: range = outer * width + lane
@@ -535,8 +533,7 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
   }
   // Lanes, as upcast() gives them, on any range the heuristic could choose (lane_candidate's
   // rules without its score), with 1, 2 or 4 accumulators when the kernel reduces.
-  bool reduces = false;
-  for (const auto& u : toposort(k)) reduces |= u->op == Op::REDUCE;
+  const bool reduces = has_reduce(k);
   const std::unordered_set<const UOp*> taken = beside_lanes(k);
   for (const auto& r : ranges_of(k)) {
     const AxisKind kd = kind(r);
