@@ -1,12 +1,14 @@
 # Writes OUT, a header defining LOOM_SOURCE_ID: a SHA-256 over loom's library sources
-# (every file under ROOT's include, ir, schedule, codegen, runtime and src, by path and
-# content). The disk cache keys its objects on it, so an object compiled by another build
-# of loom, the same version with other code, is never loaded (docs/env.md). The header is
-# rewritten only when the identity changes, so only its one reader recompiles.
-file(GLOB_RECURSE files RELATIVE ${ROOT}
-  ${ROOT}/include/*.hpp ${ROOT}/ir/*.cpp ${ROOT}/ir/*.hpp ${ROOT}/schedule/*.cpp ${ROOT}/schedule/*.hpp
-  ${ROOT}/codegen/*.cpp ${ROOT}/codegen/*.hpp ${ROOT}/runtime/*.cpp ${ROOT}/runtime/*.hpp
-  ${ROOT}/src/*.cpp ${ROOT}/src/*.hpp)
+# (every .cpp and .hpp under ROOT's folders DIRS, by path and content; CMakeLists.txt
+# names the folders once). The disk cache keys its objects on it, so an object compiled
+# by another build of loom, the same version with other code, is never loaded
+# (docs/env.md). The header is rewritten only when the identity changes, so only its one
+# reader recompiles.
+set(globs)
+foreach(dir IN LISTS DIRS)
+  list(APPEND globs ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.hpp)
+endforeach()
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${globs})
 list(SORT files)
 set(all "")
 foreach(f IN LISTS files)

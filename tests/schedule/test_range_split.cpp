@@ -12,13 +12,13 @@ using loom::testing::apply_stage;
 using loom::testing::expect;
 
 namespace {
-// out[r] = x[r % c] for r < 12.
-std::string mod_kernel(int c) {
+// out[r] = x[r op c] for r < 12, op MOD or IDIV.
+std::string divmod_kernel(int c, const char* op = "MOD") {
   return fmt::format(R"(
 %n = CONST i64 [12]
 %r = RANGE i64 %n [axis 0 loop]
 %c = CONST i64 [{}]
-%m = MOD i64 %r, %c
+%m = {} i64 %r, %c
 %x = DEFINE_GLOBAL f32* [1]
 %ix = INDEX f32* %x, %m
 %lx = LOAD f32 %ix
@@ -28,12 +28,12 @@ std::string mod_kernel(int c) {
 %e = END f32 %st, %r
 %k = SINK bool %e
 )",
-                     c);
+                     c, op);
 }
 }  // namespace
 
 TEST_CASE("RANGE(12) % 4 -> RANGE(3)*4 + RANGE(4): the modulo is gone, both ranges are loops") {
-  CHECK(apply_stage(range_split() + range_flatten(), mod_kernel(4)) == expect(R"(
+  CHECK(apply_stage(range_split() + range_flatten(), divmod_kernel(4)) == expect(R"(
 %c3 = CONST i64 [3]
 %r1 = RANGE i64 %c3 [axis 1 loop]
 %c4 = CONST i64 [4]
@@ -52,25 +52,11 @@ TEST_CASE("RANGE(12) % 4 -> RANGE(3)*4 + RANGE(4): the modulo is gone, both rang
 }
 
 TEST_CASE("no split when end % c != 0: RANGE(12) % 5 stays") {
-  CHECK(apply_stage(range_split() + range_flatten(), mod_kernel(5)) == expect(mod_kernel(5)));
+  CHECK(apply_stage(range_split() + range_flatten(), divmod_kernel(5)) == expect(divmod_kernel(5)));
 }
 
 TEST_CASE("RANGE(12) / 4 alone -> RANGE(3)*4 + RANGE(4): the quotient is the outer range") {
-  const std::string div_kernel = R"(
-%n = CONST i64 [12]
-%r = RANGE i64 %n [axis 0 loop]
-%c = CONST i64 [4]
-%q = IDIV i64 %r, %c
-%x = DEFINE_GLOBAL f32* [1]
-%ix = INDEX f32* %x, %q
-%lx = LOAD f32 %ix
-%out = DEFINE_GLOBAL f32* [0]
-%io = INDEX f32* %out, %r
-%st = STORE f32 %io, %lx
-%e = END f32 %st, %r
-%k = SINK bool %e
-)";
-  CHECK(apply_stage(range_split() + range_flatten(), div_kernel) == expect(R"(
+  CHECK(apply_stage(range_split() + range_flatten(), divmod_kernel(4, "IDIV")) == expect(R"(
 %c3 = CONST i64 [3]
 %r1 = RANGE i64 %c3 [axis 1 loop]
 %x = DEFINE_GLOBAL f32* [1]
