@@ -180,6 +180,7 @@ const std::unordered_map<Op, GradientRule> kRules = {
   {Op::LOG2,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g / (ret->src[0] * const_as(g, std::numbers::ln2))}; }},
   {Op::SIN,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * cos_of(ret->src[0])}; }},
   {Op::COS,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * alu(Op::SIN, {ret->src[0]}))}; }},
+  {Op::TANH,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * (const_as(ret, 1) - ret * ret)}; }},
   {Op::SQRT,    sqrt_rule},
   {Op::RECIP,   [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * (ret * ret))}; }},
   {Op::ADD,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g, g}; }},
@@ -236,9 +237,6 @@ const CompositeRule kComposites[] = {
    sigmoid_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y * (const_as(y, 1) - y); }},
   // tanh' = 1 - y^2, instead of the derivative of its series and two branches.
   {Op::WHERE, {1}, where_on_zero_test,
-   tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (const_as(y, 1) - y * y); }},
-  // The same for Float32's form, whose last step puts x's sign bit back.
-  {Op::BITCAST, {0, 1, 0, 0}, [](const UOpPtr& y) { return is(y, 0, Op::OR); },
    tanh_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (const_as(y, 1) - y * y); }},
   // relu' = (0 < y), which is (0 < x) for every x (-0.0 and NaN too): the mask reads relu's
   // output, which a network stores anyway, so the pre-activation need not be kept as well.

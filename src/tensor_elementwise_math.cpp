@@ -1,9 +1,8 @@
 // Transcendental and power functions, built from the IR's float primitives (EXP EXP2
-// LOG2 SIN COS SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
+// LOG2 SIN COS TANH SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
 // ir/float_math.hpp's code, the rest are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
 // measures it against higher-precision libm. Integer inputs compute in Float32.
-#include "ir/float_math.hpp"
 #include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -83,9 +82,11 @@ UOpPtr expm1_series(const UOpPtr& y) {
 // where (1 - u)/(1 + u) with u = exp(-2|x|) would cancel; beyond, 1 - 2u/(1 + u), whose small
 // term's error hardly reaches the result and which is exactly 1 once u rounds away (no NaN
 // for any x). The sign is put back last; a zero returns itself (tanh(-0) = -0).
-// Float32: ir/float_math.hpp's -t/(t + 2) with t = expm1(-2|x|) from one range reduction.
+// Float32 is TANH, one node, which codegen lowers to ir/float_math.hpp's -t/(t + 2) with
+// t = expm1(-2|x|) from one range reduction: a tensor graph of an LSTM or a GELU does not
+// carry (and build, key and drop every step) the form's hundred nodes per tanh.
 UOpPtr detail::tanh_of(const UOpPtr& x) {
-  if (is_f32(x)) return tanh_f32(x);
+  if (is_f32(x)) return alu(Op::TANH, {x});
   const UOpPtr a = umax(x, -x), y = a * const_as(x, -2), u = exp_of(y), one = const_as(x, 1);
   const UOpPtr t = expm1_series(y);
   const UOpPtr near_zero = -t / (t + const_as(x, 2)), far = one - (u + u) / (one + u);

@@ -42,14 +42,17 @@ TEST_CASE("a kernel that only copies does no arithmetic") {
   CHECK(kernel_flops(sink({end(store(index(global(0, f32), i), load(index(global(1, f32), i))), {i})})) == 0);
 }
 
-TEST_CASE("a Float32 EXP counts the operations of the form codegen lowers it to") {
+TEST_CASE("a Float32 EXP or TANH counts the operations of the form codegen lowers it to") {
   auto i = make_range(100, 0);
   auto x = load(index(global(1, f32), i));
-  double form = 0;  // exp_f32's ALU operations, MULACC counting two, for one element
-  for (const UOpPtr& u : toposort(exp_f32(x)))
-    if (is_alu(u->op)) form += u->op == Op::MULACC ? 2 : 1;
-  REQUIRE(form > 10);
-  CHECK(kernel_flops(sink({end(store(index(global(0, f32), i), alu(Op::EXP, {x})), {i})})) == 100 * form);
+  for (auto [op, lowered] : {std::pair{Op::EXP, &exp_f32}, {Op::TANH, &tanh_f32}}) {
+    CAPTURE(op_name(op));
+    double form = 0;  // the form's ALU operations, MULACC counting two, for one element
+    for (const UOpPtr& u : toposort(lowered(x)))
+      if (is_alu(u->op)) form += u->op == Op::MULACC ? 2 : 1;
+    REQUIRE(form > 10);
+    CHECK(kernel_flops(sink({end(store(index(global(0, f32), i), alu(op, {x})), {i})})) == 100 * form);
+  }
   // Float64's EXP stays LLVM's intrinsic: one operation.
   const DType f64 = DType::Float64;
   auto y = load(index(global(1, f64), i));

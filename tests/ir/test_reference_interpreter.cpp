@@ -379,6 +379,10 @@ TEST_CASE("reference: float unary ops, with their IEEE edge values") {
   CHECK(std::signbit(trunc.f[2]));
   check_floats(unary(Op::SIN, f32, std::vector<float>{0, INFINITY}), {0, kNaN});
   check_floats(unary(Op::COS, f32, std::vector<float>{0, -INFINITY}), {1, kNaN});
+  // tanh(0.5) = 0.46211715726000975850...; the nearest float is 0.4621171653270721435546875.
+  const RefTensor tanh = unary(Op::TANH, f32, std::vector<float>{0.5f, -0.0f, INFINITY, -INFINITY, NAN});
+  check_floats(tanh, {0.4621171653270721435546875, -0.0, 1, -1, kNaN});
+  CHECK(std::signbit(tanh.f[1]));
 }
 
 TEST_CASE("reference: float transcendentals round to their dtype") {

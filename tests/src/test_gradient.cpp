@@ -339,3 +339,13 @@ TEST_CASE("Float32 exp is one EXP node (codegen lowers it), and its gradient is 
   const auto yv = y.to_vector<float>();
   for (size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == yv[i] * 3.0f);
 }
+
+TEST_CASE("Float32 tanh is one TANH node (codegen lowers it), and its gradient is (1 - y^2) w") {
+  const Tensor x = Tensor::from_vector<float>({0.5f, -1.0f, 4.0f, 0.0f}, {4});
+  const Tensor y = x.tanh();
+  CHECK(y.node()->uop->op == Op::TANH);
+  CHECK(y.node()->uop->src[0] == x.node()->uop);
+  const auto dx = gradient((y * 3.0f).sum(), {x})[0].to_vector<float>();
+  const auto yv = y.to_vector<float>();
+  for (size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == (1.0f - yv[i] * yv[i]) * 3.0f);
+}

@@ -68,11 +68,12 @@ using Exact = std::function<long double(long double)>;
 
 // Runs `result` (a function of `xs`), checks it against the reference interpreter and
 // returns the largest ulp error against `exact`, reporting the worst input on failure.
-double max_ulp_error(const Tensor& result, const std::vector<double>& xs, DType dt, const Exact& exact) {
-  // Float32 exp2 is loom's own polynomial (codegen/transcendental.cpp), the reference's is
-  // libm's: both within 1 ulp of the exact value, so within 2 of each other. The bound
-  // that matters is checked below, against long double.
-  const std::vector<double> got = check_ref(result, 2);
+// Float32 exp2 is loom's own polynomial (codegen/transcendental.cpp), the reference's is
+// libm's: both within 1 ulp of the exact value, so within 2 of each other (`ref_ulps`).
+// The bound that matters is the one its caller checks, against long double.
+double max_ulp_error(const Tensor& result, const std::vector<double>& xs, DType dt, const Exact& exact,
+                     double ref_ulps = 2) {
+  const std::vector<double> got = check_ref(result, ref_ulps);
   REQUIRE(got.size() == xs.size());
   double worst = 0, worst_x = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -220,7 +221,10 @@ TEST_CASE("tanh and sigmoid accurate near 0 and saturating without NaN") {
     // and two roundings, about 2.6 ulps at worst with the binade effect; beyond 0.55,
     // 1 - 2u/(1+u) is within ~1 ulp (1.82 seen). Float32: -t/(t+2) with t from one range
     // reduction, 2.54 ulps seen over 4M points (the old series form reached 4.2 near 0.544).
-    CHECK(max_ulp_error(x.tanh(), xs, dt, [](long double v) { return std::tanh(v); }) <= 3);
+    // Float32 tanh is one TANH node, lowered to that form; the reference interpreter's is
+    // libm's tanhf (within 1 ulp), so the two may differ by up to 3 + 1.
+    CHECK(max_ulp_error(
+              x.tanh(), xs, dt, [](long double v) { return std::tanh(v); }, 4) <= 3);
     // exp (1.5 ulps) then one add and one division (1.95 seen).
     CHECK(max_ulp_error(x.sigmoid(), xs, dt, [](long double v) { return 1 / (1 + std::exp(-v)); }) <= 2.5);
   }

@@ -47,7 +47,7 @@ T maximum(T a, T b) {
 }
 
 // T is float for Float32, so every op rounds to float exactly once; the <cmath>
-// overloads for float are exp2f, log2f, sinf, sqrtf, truncf and powf.
+// overloads for float are exp2f, log2f, sinf, tanhf, sqrtf, truncf and powf.
 template <class T>
 T float_op(Op op, DType dt, T a, T b, T c) {
   switch (op) {
@@ -57,6 +57,7 @@ T float_op(Op op, DType dt, T a, T b, T c) {
     case Op::LOG2: return std::log2(a);
     case Op::SIN: return std::sin(a);
     case Op::COS: return std::cos(a);
+    case Op::TANH: return std::tanh(a);
     case Op::SQRT: return std::sqrt(a);
     case Op::RECIP: return T(1) / a;
     case Op::TRUNC: return std::trunc(a);
@@ -129,6 +130,7 @@ int64_t int_alu(Op op, DType dt, int64_t a, int64_t b, int64_t c) {
     case Op::LOG2:
     case Op::SIN:
     case Op::COS:
+    case Op::TANH:
     case Op::SQRT:
     case Op::RECIP:
     case Op::TRUNC:
