@@ -143,6 +143,15 @@ UOpPtr tanh_f32(const UOpPtr& x) {
       {alu(Op::OR, {alu(Op::AND, {bits_of(magnitude), i32(x, 0x7fffffff)}), alu(Op::AND, {bits, sign})})});
 }
 
+// sigmoid(x) = 1/(1 + e) for x >= 0 and e/(1 + e) for x < 0, with e = e^-|x| <= 1: never
+// inf/inf, and e^x's subnormal tail survives for very negative x (NaN passes: x < 0 is false,
+// -x is NaN).
+UOpPtr sigmoid_f32(const UOpPtr& x) {
+  const UOpPtr negative = x < f32(x, 0), one = f32(x, 1);
+  const UOpPtr e = exp_f32(where(negative, x, -x));
+  return where(negative, e, one) / (one + e);
+}
+
 // log2(x) = k + log2(m) with m in [sqrt(2)/2, sqrt(2)) and f = m - 1 exact, as FreeBSD's
 // log2f does it: log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with s = f / (2 + f) and R a
 // minimax polynomial; f - f^2/2 is split into a 12-bit head, whose product with log2 e's

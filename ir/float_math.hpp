@@ -2,8 +2,8 @@
 // Float32 elementary functions as UOp forms: range reduction and polynomials
 // built from + - * MULACC, compares, selects and bit moves, so a kernel that
 // uses them vectorises to the full SIMD width (no libm call per lane). The
-// front end builds tanh from them; codegen/transcendental.cpp lowers EXP, EXP2,
-// LOG2, SIN, COS and POW to them. docs/api.md states each one's error bound, which
+// codegen/transcendental.cpp lowers EXP, EXP2, LOG2, SIN, COS, TANH, SIGMOID and POW
+// to them. docs/api.md states each one's error bound, which
 // tests/src/test_tensor_elementwise_math.cpp measures.
 #include "ir/uop.hpp"
 
@@ -14,10 +14,11 @@ namespace loom {
 UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi);
 
 // The Float32 functions; x is a scalar Float32 UOp.
-UOpPtr exp_f32(const UOpPtr& x);   // e^x, one Cody-Waite reduction
-UOpPtr exp2_f32(const UOpPtr& x);  // 2^x
-UOpPtr log2_f32(const UOpPtr& x);  // FreeBSD log2f's method
-UOpPtr tanh_f32(const UOpPtr& x);  // via e^(-2|x|) - 1, one reduction
+UOpPtr exp_f32(const UOpPtr& x);      // e^x, one Cody-Waite reduction
+UOpPtr exp2_f32(const UOpPtr& x);     // 2^x
+UOpPtr log2_f32(const UOpPtr& x);     // FreeBSD log2f's method
+UOpPtr tanh_f32(const UOpPtr& x);     // via e^(-2|x|) - 1, one reduction
+UOpPtr sigmoid_f32(const UOpPtr& x);  // from e^-|x|: never inf / inf
 // sin and cos: Payne-Hanek reduction of every float and polynomials, in Float64 (the
 // reduction needs more than Float32's bits, and cos's bound is 0.501 ulp).
 UOpPtr sin_f32(const UOpPtr& x);

@@ -181,6 +181,7 @@ const std::unordered_map<Op, GradientRule> kRules = {
   {Op::SIN,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * cos_of(ret->src[0])}; }},
   {Op::COS,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * alu(Op::SIN, {ret->src[0]}))}; }},
   {Op::TANH,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * (const_as(ret, 1) - ret * ret)}; }},
+  {Op::SIGMOID, [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * (const_as(ret, 1) - ret)}; }},
   {Op::SQRT,    sqrt_rule},
   {Op::RECIP,   [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * (ret * ret))}; }},
   {Op::ADD,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g, g}; }},
@@ -231,7 +232,7 @@ const CompositeRule kComposites[] = {
   {Op::MUL,   {0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::MUL) && is(y->src[0], 0, Op::EXP2) && is(y, 1, Op::BITCAST); },
    exp_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y; }},
-  // sigmoid' = y (1 - y): 1/4 at 0, where the form's |x| tie would give 0.
+  // sigmoid' = y (1 - y): 1/4 at 0, where the form's |x| tie would give 0 (Float64's form).
   {Op::FDIV,  {0, 0, 0},
    [](const UOpPtr& y) { return is(y, 0, Op::WHERE) && is(y->src[0], 0, Op::CMPLT) && is(y, 1, Op::ADD); },
    sigmoid_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * y * (const_as(y, 1) - y); }},

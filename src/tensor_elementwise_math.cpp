@@ -1,5 +1,5 @@
 // Transcendental and power functions, built from the IR's float primitives (EXP EXP2
-// LOG2 SIN COS TANH SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
+// LOG2 SIN COS TANH SIGMOID SQRT RECIP POW; codegen lowers the Float32 ones but SQRT and RECIP to
 // ir/float_math.hpp's code, the rest are libm's), with decompositions chosen for accuracy:
 // each comment states the error it keeps, and tests/src/test_tensor_elementwise_math.cpp
 // measures it against higher-precision libm. Integer inputs compute in Float32.
@@ -95,8 +95,10 @@ UOpPtr detail::tanh_of(const UOpPtr& x) {
 }
 
 // sigmoid(x) = 1/(1 + e) for x >= 0 and e/(1 + e) for x < 0, with e = exp(-|x|) <= 1: never
-// inf/inf, and e^x's subnormal tail survives for very negative x.
+// inf/inf, and e^x's subnormal tail survives for very negative x. Float32 is SIGMOID, one
+// node, which codegen lowers to the same form (ir/float_math.hpp's sigmoid_f32).
 UOpPtr detail::sigmoid_of(const UOpPtr& x) {
+  if (is_f32(x)) return alu(Op::SIGMOID, {x});
   const UOpPtr e = exp_of(where(x < const_as(x, 0), x, -x)), one = const_as(x, 1);  // -|x| (NaN stays)
   return where(x < const_as(x, 0), e, one) / (one + e);
 }

@@ -14,6 +14,7 @@ bool approximate_node(const UOp& u) {
     case Op::SIN:
     case Op::COS:
     case Op::TANH:
+    case Op::SIGMOID:
     case Op::POW:
     case Op::MULACC: return true;
     case Op::REDUCE_AXIS: return u.get<ReduceArg>().op != Op::MAX;

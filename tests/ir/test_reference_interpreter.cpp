@@ -383,6 +383,10 @@ TEST_CASE("reference: float unary ops, with their IEEE edge values") {
   const RefTensor tanh = unary(Op::TANH, f32, std::vector<float>{0.5f, -0.0f, INFINITY, -INFINITY, NAN});
   check_floats(tanh, {0.4621171653270721435546875, -0.0, 1, -1, kNaN});
   CHECK(std::signbit(tanh.f[1]));
+  // 1 / (1 + e^-x) rounded once: sigmoid(1) = 0.73105857863000487925...; e^-100 is a float
+  // subnormal, not 0.
+  check_floats(unary(Op::SIGMOID, f32, std::vector<float>{1, 0, -100, INFINITY, -INFINITY, NAN}),
+               {0.731058597564697265625, 0.5, 3.78350585367700609149406987488e-44, 1, 0, kNaN});
 }
 
 TEST_CASE("reference: float transcendentals round to their dtype") {

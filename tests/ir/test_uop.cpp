@@ -262,9 +262,14 @@ TEST_CASE("a malformed node is a loom::Error naming the op, not a standard-libra
                        doctest::Contains("DEFINE_VAR"), Error);
   CHECK_THROWS_WITH_AS(UOp::make(Op::RANGE, DType::Int64, {}, AxisArg{0, AxisKind::Loop}),
                        doctest::Contains("RANGE"), Error);
-  // Codegen lowers only Float32's TANH; other floats build tanh from EXP in the front end.
+  // Codegen lowers only Float32's TANH and SIGMOID; other floats build them from EXP in the
+  // front end.
   const UOpPtr d = UOp::make(Op::CONST, DType::Float64, {}, 0.5);
   CHECK_THROWS_WITH_AS(UOp::make(Op::TANH, DType::Float64, {d}),
                        "UOp::make: TANH f64: TANH of f64, expected float32", Error);
-  CHECK(UOp::make(Op::TANH, DType::Float32, {UOp::make(Op::CONST, DType::Float32, {}, 0.5)})->op == Op::TANH);
+  CHECK_THROWS_WITH_AS(UOp::make(Op::SIGMOID, DType::Float64, {d}),
+                       "UOp::make: SIGMOID f64: SIGMOID of f64, expected float32", Error);
+  const UOpPtr f = UOp::make(Op::CONST, DType::Float32, {}, 0.5);
+  CHECK(UOp::make(Op::TANH, DType::Float32, {f})->op == Op::TANH);
+  CHECK(UOp::make(Op::SIGMOID, DType::Float32, {f})->op == Op::SIGMOID);
 }

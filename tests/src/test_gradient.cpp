@@ -340,6 +340,17 @@ TEST_CASE("Float32 exp is one EXP node (codegen lowers it), and its gradient is 
   for (size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == yv[i] * 3.0f);
 }
 
+TEST_CASE("Float32 sigmoid is one SIGMOID node (codegen lowers it), and its gradient is y (1 - y) w") {
+  const Tensor x = Tensor::from_vector<float>({0.5f, -1.0f, 4.0f, 0.0f}, {4});
+  const Tensor y = x.sigmoid();
+  CHECK(y.node()->uop->op == Op::SIGMOID);
+  CHECK(y.node()->uop->src[0] == x.node()->uop);
+  const auto dx = gradient((y * 3.0f).sum(), {x})[0].to_vector<float>();
+  const auto yv = y.to_vector<float>();
+  CHECK(yv[3] == 0.5f);
+  for (size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == 3.0f * yv[i] * (1.0f - yv[i]));  // the rule's order
+}
+
 TEST_CASE("Float32 tanh is one TANH node (codegen lowers it), and its gradient is (1 - y^2) w") {
   const Tensor x = Tensor::from_vector<float>({0.5f, -1.0f, 4.0f, 0.0f}, {4});
   const Tensor y = x.tanh();

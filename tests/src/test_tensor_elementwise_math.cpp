@@ -225,8 +225,10 @@ TEST_CASE("tanh and sigmoid accurate near 0 and saturating without NaN") {
     // libm's tanhf (within 1 ulp), so the two may differ by up to 3 + 1.
     CHECK(max_ulp_error(
               x.tanh(), xs, dt, [](long double v) { return std::tanh(v); }, 4) <= 3);
-    // exp (1.5 ulps) then one add and one division (1.95 seen).
-    CHECK(max_ulp_error(x.sigmoid(), xs, dt, [](long double v) { return 1 / (1 + std::exp(-v)); }) <= 2.5);
+    // exp (1.5 ulps) then one add and one division (1.95 seen). Float32's is one SIGMOID node
+    // lowered to that form, the reference interpreter's rounded once from double.
+    CHECK(max_ulp_error(
+              x.sigmoid(), xs, dt, [](long double v) { return 1 / (1 + std::exp(-v)); }, 3) <= 2.5);
   }
 }
 
