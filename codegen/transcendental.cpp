@@ -1,7 +1,7 @@
 // Float32 transcendentals lowered to UOps (ir/float_math.hpp), so they
 // vectorise with the rest of the kernel instead of calling libm once per lane.
 //
-//   Before:  EXP2(x)                       x: f32   (EXP, LOG2, SIN, COS, TANH, SIGMOID, POW alike)
+//   Before:  EXP2(x)                       x: f32   (EXP, LOG2, SIN, COS, TANH, SIGMOID, ERF, POW alike)
 //   After:   p(x - n) * 2^n                n = round(x), p a polynomial
 //
 // Float64 keeps LLVM's intrinsics (libm).
@@ -29,6 +29,7 @@ const PatternMatcher& transcendental_rules() {
           {UPat::ops({Op::COS}, "e"), [](const Match& m) { return lower_f32(m, cos_f32); }},
           {UPat::ops({Op::TANH}, "e"), [](const Match& m) { return lower_f32(m, tanh_f32); }},
           {UPat::ops({Op::SIGMOID}, "e"), [](const Match& m) { return lower_f32(m, sigmoid_f32); }},
+          {UPat::ops({Op::ERF}, "e"), [](const Match& m) { return lower_f32(m, erf_f32); }},
           {UPat::ops({Op::POW}, "e"),
            [](const Match& m) -> UOpPtr {
              const UOpPtr& e = m["e"];

@@ -56,7 +56,7 @@ std::optional<int64_t> fold_int(Op op, DType dt, const std::vector<UOpPtr>& c) {
   if (op == Op::TRUNC) return int_of(c[0]);
   if (op == Op::MULACC) return wrap_add(dt, wrap_mul(dt, int_of(c[0]), int_of(c[1])), int_of(c[2]));
   if (is_binary(op)) return int_binary(op, dt, int_of(c[0]), int_of(c[1]));
-  return std::nullopt;  // EXP EXP2 LOG2 SIN COS TANH SIGMOID SQRT RECIP: float-only
+  return std::nullopt;  // EXP EXP2 LOG2 SIN COS TANH SIGMOID ERF SQRT RECIP: float-only
 }
 
 // ---- floats, computed in T (float for Float32 and the halves: then rounded once)
@@ -78,6 +78,7 @@ std::optional<T> float_unary(Op op, T x) {
     case Op::SIN: return std::sin(x);
     case Op::COS: return std::cos(x);
     case Op::TANH: return std::tanh(x);
+    case Op::ERF: return std::erf(x);
     case Op::SIGMOID: return static_cast<T>(1 / (1 + std::exp(-static_cast<double>(x))));
     case Op::SQRT: return std::sqrt(x);
     case Op::RECIP: return T(1) / x;

@@ -152,6 +152,47 @@ UOpPtr sigmoid_f32(const UOpPtr& x) {
   return where(negative, e, one) / (one + e);
 }
 
+UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s) {
+  const UOpPtr two_s = s + s;
+  UOpPtr b1 = constant(s, s->dtype, coefficients.back()), b2;
+  for (size_t j = coefficients.size() - 2; j >= 1; --j) {
+    UOpPtr b = two_s * b1 + constant(s, s->dtype, coefficients[j]);
+    if (b2) b = b - b2;
+    b2 = b1;
+    b1 = b;
+  }
+  return s * b1 + constant(s, s->dtype, coefficients[0]) - b2;
+}
+
+// erf(x) for Float32, as the front end builds Float64's (src/tensor_activation.cpp): for |x| <
+// 0.5 the series 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)) to n = 7 (below 2^-30 of the
+// result; x itself, so erf(-0) = -0); beyond, sign(x) (1 - erfc(|x|)) with erfc(z) = e^(-z^2)
+// t Q(t), t = 2 / (2 + z), Q a Chebyshev fit in s = (t - mid) / half fitted by tools/fit_erf.py
+// (relative error of t Q 1.3e-8) for z in [0.5, 4] (erf rounds to 1 past 4). NaN takes the
+// second branch and stays NaN; ±inf clamps to ±1.
+UOpPtr erf_f32(const UOpPtr& x) {
+  constexpr double z_max = 4, t_lo = 1.0 / 3.0, t_hi = 0.8;
+  static const std::vector<double> fit{0.57478646612577393633,      0.17901825098848688033,
+                                       0.015589331930882489999,     0.00029159002516387973008,
+                                       -0.000070672754178294408265, -2.5698423918475812284e-6,
+                                       5.3111382323040234282e-7,    7.151613735268246226e-9};
+  const UOpPtr a = alu(Op::MAX, {x, -x});
+  const UOpPtr z = clamp_keeping_nan(a, 0.5, z_max);
+  const UOpPtr t = f32(z, 2) / (f32(z, 2) + z);
+  const double mid = (t_lo + t_hi) / 2, half = (t_hi - t_lo) / 2;
+  const UOpPtr s = (t - f32(t, mid)) * f32(t, 1 / half);
+  const UOpPtr erfc = exp_f32(-(z * z)) * t * clenshaw(fit, s);
+  const UOpPtr magnitude = f32(x, 1) - erfc;
+  const UOpPtr x2 = x * x;
+  auto term = [](int n) {
+    const double sign = n % 2 ? -1 : 1;
+    return sign * 2 / std::sqrt(std::numbers::pi) / (std::tgamma(n + 1) * (2 * n + 1));
+  };
+  UOpPtr p = f32(x, term(7));
+  for (int n = 6; n >= 0; --n) p = p * x2 + f32(x, term(n));
+  return where(a < f32(a, 0.5), x * p, where(x < f32(x, 0), -magnitude, magnitude));
+}
+
 // log2(x) = k + log2(m) with m in [sqrt(2)/2, sqrt(2)) and f = m - 1 exact, as FreeBSD's
 // log2f does it: log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with s = f / (2 + f) and R a
 // minimax polynomial; f - f^2/2 is split into a 12-bit head, whose product with log2 e's

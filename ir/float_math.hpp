@@ -2,10 +2,12 @@
 // Float32 elementary functions as UOp forms: range reduction and polynomials
 // built from + - * MULACC, compares, selects and bit moves, so a kernel that
 // uses them vectorises to the full SIMD width (no libm call per lane). The
-// codegen/transcendental.cpp lowers EXP, EXP2, LOG2, SIN, COS, TANH, SIGMOID and POW
-// to them. docs/api.md states each one's error bound, which
+// codegen/transcendental.cpp lowers EXP, EXP2, LOG2, SIN, COS, TANH, SIGMOID, ERF and
+// POW to them. docs/api.md states each one's error bound, which
 // tests/src/test_tensor_elementwise_math.cpp measures.
 #include "ir/uop.hpp"
+
+#include <vector>
 
 namespace loom {
 
@@ -19,6 +21,10 @@ UOpPtr exp2_f32(const UOpPtr& x);     // 2^x
 UOpPtr log2_f32(const UOpPtr& x);     // FreeBSD log2f's method
 UOpPtr tanh_f32(const UOpPtr& x);     // via e^(-2|x|) - 1, one reduction
 UOpPtr sigmoid_f32(const UOpPtr& x);  // from e^-|x|: never inf / inf
+UOpPtr erf_f32(const UOpPtr& x);      // a series near 0, 1 - erfc beyond (fitted polynomial)
+// sum_j coefficients[j] T_j(s), the Chebyshev series, by Clenshaw's recurrence (stable at any
+// degree); s a Float32 or Float64 UOp, scalar or a tensor's.
+UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s);
 // sin and cos: Payne-Hanek reduction of every float and polynomials, in Float64 (the
 // reduction needs more than Float32's bits, and cos's bound is 0.501 ulp).
 UOpPtr sin_f32(const UOpPtr& x);

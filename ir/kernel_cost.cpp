@@ -40,7 +40,7 @@ std::unordered_set<const UOp*> index_math(const std::vector<UOpPtr>& nodes) {
 
 double ops_per_iteration(const UOp& u);
 
-// Codegen lowers a Float32 EXP, TANH or SIGMOID to its form (codegen/transcendental.cpp): it costs
+// Codegen lowers a Float32 EXP, TANH, SIGMOID or ERF to its form (codegen/transcendental.cpp): it costs
 // that form's operations, as when the front end built the form itself, not one.
 double form_ops(UOpPtr (*form)(const UOpPtr&)) {
   const UOpPtr x =
@@ -61,11 +61,16 @@ double sigmoid_f32_ops() {
   static const double ops = form_ops(sigmoid_f32);
   return ops;
 }
+double erf_f32_ops() {
+  static const double ops = form_ops(erf_f32);
+  return ops;
+}
 
 double ops_per_iteration(const UOp& u) {
   if (u.op == Op::EXP && u.dtype.scalar == Scalar::Float32) return exp_f32_ops() * u.dtype.lanes;
   if (u.op == Op::TANH) return tanh_f32_ops() * u.dtype.lanes;
   if (u.op == Op::SIGMOID) return sigmoid_f32_ops() * u.dtype.lanes;
+  if (u.op == Op::ERF) return erf_f32_ops() * u.dtype.lanes;
   if (u.op == Op::MULACC) return 2.0 * u.dtype.lanes;
   if (u.op == Op::DOT2) return 4.0 * u.dtype.lanes;
   if (is_alu(u.op) || u.op == Op::REDUCE) return u.dtype.lanes;

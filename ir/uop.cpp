@@ -21,7 +21,7 @@ namespace {
 // clang-format off
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "BUFFER", "CONST", "DEFINE_VAR", "IOTA", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP",
-    "REDUCE_AXIS", "NEG", "EXP", "EXP2", "LOG2", "SIN", "COS", "TANH", "SIGMOID", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
+    "REDUCE_AXIS", "NEG", "EXP", "EXP2", "LOG2", "SIN", "COS", "TANH", "SIGMOID", "ERF", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
     "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
     "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "COLLECTIVE", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
@@ -45,7 +45,7 @@ bool is_comparison(Op op) { return in(op, Op::CMPLT, Op::CMPEQ); }
 bool is_movement(Op op) { return in(op, Op::RESHAPE, Op::FLIP); }
 bool is_transcendental(Op op) {
   return op == Op::EXP || op == Op::EXP2 || op == Op::LOG2 || op == Op::SIN || op == Op::COS ||
-         op == Op::TANH || op == Op::SIGMOID || op == Op::SQRT;
+         op == Op::TANH || op == Op::SIGMOID || op == Op::ERF || op == Op::SQRT;
 }
 bool is_commutative(Op op) {
   switch (op) {

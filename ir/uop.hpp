@@ -37,6 +37,7 @@ enum class Op : uint8_t {
   COS,
   TANH,     // Float32 only: codegen lowers it to ir/float_math.hpp's tanh_f32
   SIGMOID,  // Float32 only: 1 / (1 + e^-x), lowered to sigmoid_f32
+  ERF,      // Float32 only: lowered to erf_f32
   SQRT,
   RECIP,
   TRUNC,
@@ -98,7 +99,7 @@ bool is_alu(Op op);          // unary, binary or ternary arithmetic/logic
 bool is_commutative(Op op);  // ADD MUL MAX CMPNE CMPEQ AND OR XOR
 bool is_comparison(Op op);   // CMPLT CMPNE CMPEQ
 bool is_movement(Op op);     // RESHAPE PERMUTE EXPAND PAD SHRINK FLIP
-// EXP EXP2 LOG2 SIN COS TANH SIGMOID SQRT: unary ops that cost many times a load and a store,
+// EXP EXP2 LOG2 SIN COS TANH SIGMOID ERF SQRT: unary ops that cost many times a load and a store,
 // so the schedule computes each value of one once (docs/pipeline.md).
 bool is_transcendental(Op op);
 

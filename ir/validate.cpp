@@ -128,9 +128,9 @@ void check_alu(const Check& c) {
   if (is_unary(c.op)) c.sources(1, 1);
   if (is_binary(c.op)) c.sources(2, 2);
   if (is_ternary(c.op)) c.sources(3, 3);
-  // Codegen has TANH's and SIGMOID's forms for Float32 only (the front end builds other
-  // floats' from EXP).
-  if ((c.op == Op::TANH || c.op == Op::SIGMOID) && c.dt.scalar != Scalar::Float32)
+  // Codegen has TANH's, SIGMOID's and ERF's forms for Float32 only (the front end builds
+  // other floats' from EXP).
+  if ((c.op == Op::TANH || c.op == Op::SIGMOID || c.op == Op::ERF) && c.dt.scalar != Scalar::Float32)
     reject(c.op, c.dt, fmt::format("{} of {}, expected float32", op_name(c.op), to_string(c.dt)));
   if (c.op == Op::WHERE) {
     if (!c.src[0]->dtype.is_bool())

@@ -182,6 +182,9 @@ const std::unordered_map<Op, GradientRule> kRules = {
   {Op::COS,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * alu(Op::SIN, {ret->src[0]}))}; }},
   {Op::TANH,    [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * (const_as(ret, 1) - ret * ret)}; }},
   {Op::SIGMOID, [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {g * ret * (const_as(ret, 1) - ret)}; }},
+  {Op::ERF,     [](const UOpPtr& ret, const UOpPtr& g) -> Grads {
+     const UOpPtr& x = ret->src[0];
+     return {g * const_as(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x))}; }},
   {Op::SQRT,    sqrt_rule},
   {Op::RECIP,   [](const UOpPtr& ret, const UOpPtr& g) -> Grads { return {-(g * (ret * ret))}; }},
   {Op::ADD,     [](const UOpPtr&, const UOpPtr& g) -> Grads { return {g, g}; }},
@@ -243,7 +246,8 @@ const CompositeRule kComposites[] = {
   // output, which a network stores anyway, so the pre-activation need not be kept as well.
   {Op::WHERE, {1}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 2, Op::DETACH); },
    relu_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return where(const_as(y, 0) < y, g, const_as(g, 0)); }},
-  // erf' = 2/sqrt(pi) exp(-x^2), instead of the derivative of its series and fitted polynomial.
+  // erf' = 2/sqrt(pi) exp(-x^2), instead of the derivative of its series and fitted polynomial
+  // (Float64's form; Float32's is one ERF node).
   {Op::WHERE, {1, 0}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 1, Op::MUL) && is(y, 2, Op::WHERE); },
    erf_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) {
      return g * const_as(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x)); }},

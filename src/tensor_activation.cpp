@@ -1,8 +1,10 @@
 // The activations of torch.nn.functional (erf, gelu, silu, softplus, leaky_relu), built from
 // the IR's primitives and the composites of tensor_elementwise_math.cpp, with PyTorch's
-// formulas so values and gradients (kinks included) match its CPU kernels. erf is a composite
-// (src/composites.hpp): the gradient applies erf' = 2/sqrt(pi) exp(-x^2) instead of the
-// derivative of its polynomials.
+// formulas so values and gradients (kinks included) match its CPU kernels. Float32 erf is one
+// ERF node, which codegen lowers to ir/float_math.hpp's erf_f32; Float64's is a composite
+// (src/composites.hpp) of the same method: either way the gradient applies erf' = 2/sqrt(pi)
+// exp(-x^2) instead of the derivative of its polynomials.
+#include "ir/float_math.hpp"
 #include "src/composites.hpp"
 #include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
@@ -18,7 +20,7 @@ namespace {
 
 // Chebyshev coefficients of Q(t) = erfcx(z) / t, t = 2 / (2 + z), for z in [0.5, z_max], in
 // s = (t - mid) / half; fitted and checked by tools/fit_erf.py (largest relative error of t Q
-// 9.8e-17 for Float64, 1.3e-8 for Float32).
+// 9.8e-17; Float32's fit is erf_f32's).
 struct ErfcFit {
   double z_max, t_lo, t_hi;
   std::vector<double> coefficients;
@@ -33,31 +35,12 @@ const ErfcFit kErfcFloat64{
      -2.1202480021379180694e-11, -2.6147492376678084004e-12, 6.1470612496459903415e-13,
      -1.8956157206845145818e-14, -9.1171391111850753913e-15, 1.4769301991029442386e-15,
      -1.7695764998306194725e-17}};
-const ErfcFit kErfcFloat32{4,
-                           1.0 / 3.0,
-                           0.8,
-                           {0.57478646612577393633, 0.17901825098848688033, 0.015589331930882489999,
-                            0.00029159002516387973008, -0.000070672754178294408265, -2.5698423918475812284e-6,
-                            5.3111382323040234282e-7, 7.151613735268246226e-9}};
-
-// sum_j coefficients[j] T_j(s) by Clenshaw's recurrence (stable at any degree).
-UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s) {
-  const UOpPtr two_s = s + s;
-  UOpPtr b1 = const_as(s, coefficients.back()), b2;
-  for (size_t j = coefficients.size() - 2; j >= 1; --j) {
-    UOpPtr b = two_s * b1 + const_as(s, coefficients[j]);
-    if (b2) b = b - b2;
-    b2 = b1;
-    b1 = b;
-  }
-  return s * b1 + const_as(s, coefficients[0]) - b2;
-}
 
 // erfc(z) for z >= 0.5 (z is clamped to the fit's interval; past z_max erf rounds to 1):
 // exp(-z^2) t Q(t). Its relative error is Q's plus exp's of z^2's rounding (z^2 ulps), which
 // reach erf = 1 - erfc scaled down by erfc <= 0.48.
 UOpPtr erfc_tail(const UOpPtr& a) {
-  const ErfcFit& fit = a->dtype == DType::Float32 ? kErfcFloat32 : kErfcFloat64;
+  const ErfcFit& fit = kErfcFloat64;
   const UOpPtr z = umax(-umax(-a, const_as(a, -fit.z_max)), const_as(a, 0.5));  // clamp, NaN stays
   const UOpPtr t = const_as(z, 2) / (const_as(z, 2) + z);
   const double mid = (fit.t_lo + fit.t_hi) / 2, half = (fit.t_hi - fit.t_lo) / 2;
@@ -66,10 +49,9 @@ UOpPtr erfc_tail(const UOpPtr& a) {
 }
 
 // erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 0.5, where the terms fall
-// by 4x at least and the sum has no cancellation to speak of; cut below 2^-60 (Float64) or
-// 2^-30 (Float32) of the result.
+// by 4x at least and the sum has no cancellation to speak of; cut below 2^-60 of the result.
 UOpPtr erf_series(const UOpPtr& x) {
-  const int last = x->dtype == DType::Float32 ? 7 : 13;
+  const int last = 13;
   auto term = [](int n) {
     const double sign = n % 2 ? -1 : 1;
     return sign * 2 / std::sqrt(std::numbers::pi) / (std::tgamma(n + 1) * (2 * n + 1));
@@ -90,6 +72,7 @@ void require_float(const UOpPtr& x, const char* op) {
 // The series near 0 (x itself, so erf(-0) = -0), sign(x) (1 - erfc(|x|)) beyond; NaN takes the
 // second branch and stays NaN, ±inf clamps to ±1.
 UOpPtr detail::erf_of(const UOpPtr& x) {
+  if (x->dtype == DType::Float32) return alu(Op::ERF, {x});
   const UOpPtr a = umax(x, -x);
   const UOpPtr magnitude = const_as(x, 1) - erfc_tail(a);
   return loom::where(a < const_as(a, 0.5), erf_series(x),

@@ -93,7 +93,8 @@ inline std::map<int64_t, DType> slot_dtypes(const UOpPtr& kernel) {
 inline bool rounds_differently(const UOpPtr& kernel) {
   for (const auto& n : toposort(kernel)) {
     if (n->op == Op::SIN || n->op == Op::COS || n->op == Op::POW || n->op == Op::EXP || n->op == Op::EXP2 ||
-        n->op == Op::LOG2 || n->op == Op::TANH || n->op == Op::SIGMOID)
+        n->op == Op::LOG2 || n->op == Op::TANH || n->op == Op::SIGMOID ||
+        n->op == Op::ERF)
       return true;
     if ((n->op == Op::MULACC || n->op == Op::DOT2) && n->dtype.is_float()) return true;
   }

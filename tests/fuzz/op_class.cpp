@@ -15,6 +15,7 @@ bool approximate_node(const UOp& u) {
     case Op::COS:
     case Op::TANH:
     case Op::SIGMOID:
+    case Op::ERF:
     case Op::POW:
     case Op::MULACC: return true;
     case Op::REDUCE_AXIS: return u.get<ReduceArg>().op != Op::MAX;

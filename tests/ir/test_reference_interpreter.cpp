@@ -387,6 +387,11 @@ TEST_CASE("reference: float unary ops, with their IEEE edge values") {
   // subnormal, not 0.
   check_floats(unary(Op::SIGMOID, f32, std::vector<float>{1, 0, -100, INFINITY, -INFINITY, NAN}),
                {0.731058597564697265625, 0.5, 3.78350585367700609149406987488e-44, 1, 0, kNaN});
+  // libm's erf rounded to float: erf(1) = 0.84270079294971486934...
+  const RefTensor erf = unary(Op::ERF, f32, std::vector<float>{1, -2, 0.25f, -0.0f, INFINITY, NAN});
+  check_floats(erf, {0.842700779438018798828125, -0.995322287082672119140625, 0.2763263881206512451171875,
+                     -0.0, 1, kNaN});
+  CHECK(std::signbit(erf.f[3]));
 }
 
 TEST_CASE("reference: float transcendentals round to their dtype") {

@@ -262,14 +262,15 @@ TEST_CASE("a malformed node is a loom::Error naming the op, not a standard-libra
                        doctest::Contains("DEFINE_VAR"), Error);
   CHECK_THROWS_WITH_AS(UOp::make(Op::RANGE, DType::Int64, {}, AxisArg{0, AxisKind::Loop}),
                        doctest::Contains("RANGE"), Error);
-  // Codegen lowers only Float32's TANH and SIGMOID; other floats build them from EXP in the
-  // front end.
-  const UOpPtr d = UOp::make(Op::CONST, DType::Float64, {}, 0.5);
-  CHECK_THROWS_WITH_AS(UOp::make(Op::TANH, DType::Float64, {d}),
-                       "UOp::make: TANH f64: TANH of f64, expected float32", Error);
-  CHECK_THROWS_WITH_AS(UOp::make(Op::SIGMOID, DType::Float64, {d}),
-                       "UOp::make: SIGMOID f64: SIGMOID of f64, expected float32", Error);
-  const UOpPtr f = UOp::make(Op::CONST, DType::Float32, {}, 0.5);
-  CHECK(UOp::make(Op::TANH, DType::Float32, {f})->op == Op::TANH);
-  CHECK(UOp::make(Op::SIGMOID, DType::Float32, {f})->op == Op::SIGMOID);
+  // Codegen lowers only Float32's TANH, SIGMOID and ERF; the front end builds other floats'
+  // from EXP.
+  const UOpPtr d = UOp::make(Op::CONST, DType::Float64, {}, 0.5),
+               f = UOp::make(Op::CONST, DType::Float32, {}, 0.5);
+  for (Op op : {Op::TANH, Op::SIGMOID, Op::ERF}) {
+    const std::string name(op_name(op));
+    CHECK_THROWS_WITH_AS(UOp::make(op, DType::Float64, {d}),
+                         ("UOp::make: " + name + " f64: " + name + " of f64, expected float32").c_str(),
+                         Error);
+    CHECK(UOp::make(op, DType::Float32, {f})->op == op);
+  }
 }

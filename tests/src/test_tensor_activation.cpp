@@ -2,6 +2,7 @@
 // PyTorch's values and Float64 gradients (tests/data/ops_table.json, made once by
 // tests/data/make_ops_table.py), float64 finite differences, and their errors.
 #include "gradcheck.hpp"
+#include "src/tensor_node.hpp"
 #include "torch_table.hpp"
 
 #include <doctest/doctest.h>
@@ -157,6 +158,14 @@ TEST_CASE("erf is odd, keeps -0 and NaN, and uses its own derivative") {
   CHECK(std::isnan(v[1]));
   CHECK(v[2] == std::erf(-1e-300));
   CHECK(std::abs(v[3] - std::erf(0.49999999999)) <= 2e-16);
+  // Float32's is one ERF node, lowered to the same method (ir/float_math.hpp's erf_f32).
+  const Tensor x32 = Tensor::from_vector<float>({-0.0f, NAN, -1e-30f, INFINITY, -INFINITY}, {5});
+  CHECK(x32.erf().node()->uop->op == Op::ERF);
+  const std::vector<float> v32 = x32.erf().to_vector<float>();
+  CHECK((std::signbit(v32[0]) && v32[0] == 0));
+  CHECK(std::isnan(v32[1]));
+  CHECK(v32[2] == -1e-30f * static_cast<float>(2 / std::sqrt(std::numbers::pi)));  // the series' x * p
+  CHECK((v32[3] == 1 && v32[4] == -1));
   // The gradient is erf's own derivative, not that of the polynomials (which is off by ~1e-13).
   Tensor p = Tensor::from_vector<double>({-3.5, -1.2, -0.3, 0.1, 0.49, 0.51, 2.2, 5.5}, {8});
   p.requires_grad_();

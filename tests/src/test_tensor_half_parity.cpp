@@ -227,7 +227,7 @@ const std::map<std::string, OpSpec>& ops() {
 }
 
 // The digest of every result's bits of the test case below (see there).
-constexpr uint64_t kHalfParityDigest = 0xdb7ee1f36fc434e9u;
+constexpr uint64_t kHalfParityDigest = 0x33f08542f22abde9u;
 
 struct Counts {
   int cases = 0, elements = 0, torch_equal = 0, torch_rounds_more = 0, midpoint = 0;

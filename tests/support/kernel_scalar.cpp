@@ -151,6 +151,7 @@ Value unary(Op op, const Value& a) {
     case Op::SIN: return of_float(a.dtype, std::sin(a.f));
     case Op::COS: return of_float(a.dtype, std::cos(a.f));
     case Op::TANH: return of_float(a.dtype, std::tanh(a.f));
+    case Op::ERF: return of_float(a.dtype, std::erf(a.f));
     case Op::SIGMOID: return of_float(a.dtype, 1 / (1 + std::exp(-a.f)));
     case Op::SQRT: return of_float(a.dtype, std::sqrt(a.f));
     case Op::RECIP: return of_float(a.dtype, 1.0 / a.f);

@@ -58,6 +58,7 @@ T float_op(Op op, DType dt, T a, T b, T c) {
     case Op::SIN: return std::sin(a);
     case Op::COS: return std::cos(a);
     case Op::TANH: return std::tanh(a);
+    case Op::ERF: return std::erf(a);
     case Op::SIGMOID: return static_cast<T>(1 / (1 + std::exp(-static_cast<double>(a))));
     case Op::SQRT: return std::sqrt(a);
     case Op::RECIP: return T(1) / a;
@@ -133,6 +134,7 @@ int64_t int_alu(Op op, DType dt, int64_t a, int64_t b, int64_t c) {
     case Op::COS:
     case Op::TANH:
     case Op::SIGMOID:
+    case Op::ERF:
     case Op::SQRT:
     case Op::RECIP:
     case Op::TRUNC:
