@@ -38,43 +38,42 @@ std::unordered_set<const UOp*> index_math(const std::vector<UOpPtr>& nodes) {
   return out;
 }
 
-double ops_per_iteration(const UOp& u);
-
-// Codegen lowers a Float32 EXP, TANH, SIGMOID or ERF to its form (codegen/transcendental.cpp): it costs
-// that form's operations, as when the front end built the form itself, not one.
-double form_ops(UOpPtr (*form)(const UOpPtr&)) {
-  const UOpPtr x =
-      UOp::make(Op::CAST, DType::Float32, {UOp::make(Op::DEFINE_VAR, DType::Int32, {}, VarArg{"x", 0, 1})});
-  double n = 0;
-  for (const UOpPtr& u : toposort(form(x))) n += ops_per_iteration(*u);
-  return n;
-}
-double exp_f32_ops() {
-  static const double ops = form_ops(exp_f32);
-  return ops;
-}
-double tanh_f32_ops() {
-  static const double ops = form_ops(tanh_f32);
-  return ops;
-}
-double sigmoid_f32_ops() {
-  static const double ops = form_ops(sigmoid_f32);
-  return ops;
-}
-double erf_f32_ops() {
-  static const double ops = form_ops(erf_f32);
-  return ops;
-}
-
-double ops_per_iteration(const UOp& u) {
-  if (u.op == Op::EXP && u.dtype.scalar == Scalar::Float32) return exp_f32_ops() * u.dtype.lanes;
-  if (u.op == Op::TANH) return tanh_f32_ops() * u.dtype.lanes;
-  if (u.op == Op::SIGMOID) return sigmoid_f32_ops() * u.dtype.lanes;
-  if (u.op == Op::ERF) return erf_f32_ops() * u.dtype.lanes;
+// An op as codegen emits it: a multiply-add two, a pair dot product four, any other ALU op
+// or reduce step one, per lane.
+double emitted_ops(const UOp& u) {
   if (u.op == Op::MULACC) return 2.0 * u.dtype.lanes;
   if (u.op == Op::DOT2) return 4.0 * u.dtype.lanes;
   if (is_alu(u.op) || u.op == Op::REDUCE) return u.dtype.lanes;
   return 0;
+}
+
+// Codegen lowers a Float32 EXP, TANH, SIGMOID or ERF to its form (codegen/transcendental.cpp):
+// it costs that form's operations, as when the front end built the form itself, not one.
+constexpr std::pair<Op, UOpPtr (*)(const UOpPtr&)> kLoweredForms[] = {
+    {Op::EXP, exp_f32}, {Op::TANH, tanh_f32}, {Op::SIGMOID, sigmoid_f32}, {Op::ERF, erf_f32}};
+
+// The operations of `op`'s Float32 form for one lane, or nullopt for an op codegen emits as
+// it is. (The forms are made of emitted ops only.)
+std::optional<double> lowered_form_ops(Op op) {
+  static const std::unordered_map<Op, double> ops = [] {
+    const UOpPtr x =
+        UOp::make(Op::CAST, DType::Float32, {UOp::make(Op::DEFINE_VAR, DType::Int32, {}, VarArg{"x", 0, 1})});
+    std::unordered_map<Op, double> out;
+    for (const auto& [form_op, form] : kLoweredForms) {
+      double n = 0;
+      for (const UOpPtr& u : toposort(form(x))) n += emitted_ops(*u);
+      out[form_op] = n;
+    }
+    return out;
+  }();
+  const auto it = ops.find(op);
+  return it == ops.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+double ops_per_iteration(const UOp& u) {
+  if (u.dtype.scalar == Scalar::Float32)
+    if (const auto form = lowered_form_ops(u.op)) return *form * u.dtype.lanes;
+  return emitted_ops(u);
 }
 
 }  // namespace
