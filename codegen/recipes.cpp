@@ -309,23 +309,34 @@ UOpPtr masks_outside(const UOpPtr& k, const UOpPtr& vectors) {
 // The dot tile: the summed range in vectors (padded to whole ones, masked), a tile of
 // rows x every column unrolled, one accumulator vector each, whose lanes are folded once
 // after the sum. Rows padded to whole tiles repeat the last row; the loop over row tiles
-// first, for the threads.
+// first, for the threads (in blocks, the groups below).
 // A sum longer than the cache holds (a weight gradient's n, oh, ow: a row tile's dy over
 // the whole batch is megabytes, read again for every input channel and tap) runs in
-// blocks of its outermost range (dot_sum_block), the loop over blocks next to the row
-// tiles' and outside the other outputs: each block of a's rows stays in the L2 while
-// every output of the tile's rows adds that block's partial sum to the one waiting in
-// the output (docs/performance.md, "The weight gradient's dot tile").
+// blocks of its outermost range (dot_sum_block), outside the row tiles and the other
+// outputs: every output adds each block's partial sum to the one waiting in the output,
+// while the block stays in the cache. The row tiles go in groups, one a thread
+// (dot_tile_groups), the loop over groups outermost for the threads: each group's tiles
+// walk a block together, so b's side of the batch (x) is read from memory once a group,
+// not once a tile (docs/performance.md, "The weight gradient's dot tile" and "The weight
+// gradient's row tiles in groups").
 UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                 int64_t itemsize) {
   const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows ? mm.rows->get<AxisArg>().id : -1;
-  int64_t blocked_id = -1, kc = 0;
+  int64_t blocked_id = -1, kc = 0, groups = 1, group_tiles = 1;
   if (const UOpPtr red = reduce_of(k, mm.reduce); red && red->src.size() > 2 && red->src[1] != mm.reduce) {
     int64_t inner = 1;  // terms of the sum a step of its outermost range
     for (size_t i = 2; i < red->src.size(); ++i) inner *= trip_bound(red->src[i]);
     if (const auto outer = trip(red->src[1]))
-      if ((kc = dot_sum_block(tile.rows, *outer, inner, itemsize, target)) > 0)
+      if ((kc = dot_sum_block(tile.rows, *outer, inner, itemsize, target)) > 0) {
         blocked_id = red->src[1]->get<AxisArg>().id;
+        const auto m = mm.rows ? trip(mm.rows) : std::nullopt;
+        if (m && tile.rows > 1) {
+          const int64_t tiles = (*m + tile.rows - 1) / tile.rows;
+          groups = dot_tile_groups(tiles, target), group_tiles = (tiles + groups - 1) / groups;
+          // The block holds what a group's rows read of a.
+          kc = std::max<int64_t>(1, dot_sum_block(tile.rows * group_tiles, *outer, inner, itemsize, target));
+        }
+      }
   }
   k = pad_to_multiple(k, mm.reduce, tile.lanes);
   const Split lanes = split(k, find_range(k, reduce_id), tile.lanes, AxisKind::Upcast);
@@ -338,7 +349,8 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
   // Blocks read the partial sums back: a padded row repeating the last would add its block twice.
   const bool repeat_last = blocked_id < 0 && !loads_output(k, store->src.at(0)->src.at(0));
   if (mm.rows)
-    k = pad_output_range(k, find_range(k, rows_id), round_up(mm.rows->src.at(0), tile.rows), repeat_last);
+    k = pad_output_range(k, find_range(k, rows_id),
+                         round_up(mm.rows->src.at(0), tile.rows * groups * group_tiles), repeat_last);
   std::optional<KBlocks> kb;
   if (blocked_id >= 0 && (kb = k_blocks(k, find_range(k, blocked_id), kc))) k = kb->root;
   UOpPtr unrolled, row_tiles = mm.rows ? find_range(k, rows_id) : nullptr;
@@ -346,8 +358,18 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
     const Split s = split(k, row_tiles, tile.rows, AxisKind::Unroll);
     k = s.root, row_tiles = s.outer, unrolled = s.inner;
   }
-  if (kb) k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
-  if (row_tiles) k = loop_first(k, row_tiles);
+  if (kb) {  // the groups, the blocks, each group's tiles, outermost first
+    UOpPtr group = nullptr;
+    if (row_tiles && groups > 1) {
+      const Split s = split(k, row_tiles, group_tiles, AxisKind::Loop);
+      k = s.root, group = s.outer, row_tiles = s.inner;
+    }
+    if (row_tiles) k = loop_first(k, row_tiles);
+    k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
+    if (group) k = loop_first(k, group);
+  } else if (row_tiles) {
+    k = loop_first(k, row_tiles);
+  }
   k = drop_unit_loops(k);
   return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;
 }

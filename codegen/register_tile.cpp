@@ -248,15 +248,20 @@ RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target)
   return {rows, n, lanes};
 }
 
-// A quarter of the L2, as a's row blocks of a matmul (l2_block). Blocks of 1 to 8 images of
-// the 3x3 layer's dw ran alike (docs/performance.md); one vector of the row a block (18 KB,
-// within the L1) no better; the whole batch a block, 3.5 times slower.
+// A quarter of the L2, as a's row blocks of a matmul (l2_block); `rows` are the rows of a
+// that walk a block together (a group of row tiles). The 3x3 layer's dw ran best in blocks
+// of 1 or 2 images, a little slower in 4 or 8, 3.5 times slower as one block
+// (docs/performance.md, "The weight gradient's row tiles in groups").
 int64_t dot_sum_block(int64_t rows, int64_t outer, int64_t inner, int64_t itemsize, const Target& target) {
   const int64_t step_bytes = std::max<int64_t>(1, rows * inner * itemsize), most = l2_block(target);
   if (outer < 2 || step_bytes * outer <= most) return 0;
   int64_t kc = std::max<int64_t>(1, most / step_bytes);
   while (outer % kc != 0) --kc;
   return kc;
+}
+
+int64_t dot_tile_groups(int64_t row_tiles, const Target& target) {
+  return std::clamp<int64_t>(target.min_blocks(), 1, std::max<int64_t>(1, row_tiles));
 }
 
 int64_t tile_lanes(int64_t lanes, int64_t n) {

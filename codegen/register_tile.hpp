@@ -105,11 +105,15 @@ int64_t row_block(int64_t tiles, int64_t rows, int64_t k, int64_t itemsize, cons
 // registers and a UOp's 255 lanes. rows 0: no tile fits.
 RegisterTile dot_tile(int64_t m, int64_t n, int64_t lanes, const Target& target);
 // A dot tile's sum in blocks: of its outermost summed range's `outer` steps (a batch), how
-// many a block takes so the tile's `rows` rows of a over it (`inner` terms a step, of
-// `itemsize` bytes) stay within a block of the L2 while every other output of those
-// rows (the loops over b's channels and taps) passes by; 0 when the whole sum fits (no
-// blocks).
+// many a block takes so `rows` rows of a (a tile's, or a group of tiles') over it (`inner`
+// terms a step, of `itemsize` bytes) stay within a block of the L2 while every other output
+// of those rows (the loops over b's channels and taps) passes by; 0 when the whole sum fits
+// (no blocks).
 int64_t dot_sum_block(int64_t rows, int64_t outer, int64_t inner, int64_t itemsize, const Target& target);
+// The groups a blocked dot tile's `row_tiles` row tiles go in, one a thread: each thread's
+// tiles then walk a block of the sum together, so the batch is read once a group, not once
+// a tile. One a core (min_blocks), at most one a tile.
+int64_t dot_tile_groups(int64_t row_tiles, const Target& target);
 
 RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& target, int64_t a_ops = 0,
                            bool whole_rows = false);

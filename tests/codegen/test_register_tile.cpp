@@ -918,6 +918,33 @@ TEST_CASE(
   CHECK_FALSE(reads_output(optimize_kernel(conv_dw_kernel(2, 64, 64, 56, 56), {true, t})));
 }
 
+TEST_CASE("a conv's weight gradient in blocks: one group of row tiles a core, outside the blocks") {
+  // 64 output channels in tiles of 5 rows: 13 tiles, padded to 14 in 2 groups of 7. The loop
+  // nest is groups (the threads'), blocks of images, the group's tiles: each block is read
+  // once a group, not once a tile.
+  for (const int cores : {1, 2, 3}) {
+    CAPTURE(cores);
+    Target t = two_cores_1m_l2(64);
+    t.cores = cores;
+    const UOpPtr opt = optimize_kernel(conv_dw_kernel(64, 64, 64, 56, 56), {true, t});
+    REQUIRE(opt->src.size() == 1);
+    const UOpPtr& end = opt->src[0];
+    REQUIRE(end->src.size() >= 3);
+    const UOpPtr &first = end->src[1], &second = end->src[2];
+    if (cores == 1) {  // no groups: the blocks outermost, one thread
+      CHECK(first->get<AxisArg>().kind != AxisKind::Parallel);
+      CHECK(trip(first) == 64);  // blocks of one image (a block of the 13 tiles' dy is 4 MB)
+      continue;
+    }
+    CHECK(first->get<AxisArg>().kind == AxisKind::Parallel);
+    CHECK(trip(first) == cores);
+    CHECK(trip(second) == 64);  // blocks of one image
+    const int64_t tiles = (13 + cores - 1) / cores;
+    REQUIRE(end->src.size() >= 4);
+    CHECK(trip(end->src[3]) == tiles);
+  }
+}
+
 namespace {
 // A weight-gradient kernel (out, x, dy) as optimised, compiled at `bytes`, equals the
 // interpreter on the kernel as scheduled, element for element.
