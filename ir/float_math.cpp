@@ -164,6 +164,17 @@ UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s) {
   return s * b1 + constant(s, s->dtype, coefficients[0]) - b2;
 }
 
+UOpPtr erf_series(const UOpPtr& x, int last) {
+  auto term = [](int n) {
+    const double sign = n % 2 ? -1 : 1;
+    return sign * 2 / std::sqrt(std::numbers::pi) / (std::tgamma(n + 1) * (2 * n + 1));
+  };
+  const UOpPtr x2 = x * x;
+  UOpPtr p = constant(x, x->dtype, term(last));
+  for (int n = last - 1; n >= 0; --n) p = p * x2 + constant(x, x->dtype, term(n));
+  return x * p;
+}
+
 // erf(x) for Float32, as the front end builds Float64's (src/tensor_activation.cpp): for |x| <
 // 0.5 the series 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)) to n = 7 (below 2^-30 of the
 // result; x itself, so erf(-0) = -0); beyond, sign(x) (1 - erfc(|x|)) with erfc(z) = e^(-z^2)
@@ -176,21 +187,14 @@ UOpPtr erf_f32(const UOpPtr& x) {
                                        0.015589331930882489999,     0.00029159002516387973008,
                                        -0.000070672754178294408265, -2.5698423918475812284e-6,
                                        5.3111382323040234282e-7,    7.151613735268246226e-9};
-  const UOpPtr a = alu(Op::MAX, {x, -x});
+  const UOpPtr a = umax(x, -x);
   const UOpPtr z = clamp_keeping_nan(a, 0.5, z_max);
   const UOpPtr t = f32(z, 2) / (f32(z, 2) + z);
   const double mid = (t_lo + t_hi) / 2, half = (t_hi - t_lo) / 2;
   const UOpPtr s = (t - f32(t, mid)) * f32(t, 1 / half);
   const UOpPtr erfc = exp_f32(-(z * z)) * t * clenshaw(fit, s);
   const UOpPtr magnitude = f32(x, 1) - erfc;
-  const UOpPtr x2 = x * x;
-  auto term = [](int n) {
-    const double sign = n % 2 ? -1 : 1;
-    return sign * 2 / std::sqrt(std::numbers::pi) / (std::tgamma(n + 1) * (2 * n + 1));
-  };
-  UOpPtr p = f32(x, term(7));
-  for (int n = 6; n >= 0; --n) p = p * x2 + f32(x, term(n));
-  return where(a < f32(a, 0.5), x * p, where(x < f32(x, 0), -magnitude, magnitude));
+  return where(a < f32(a, 0.5), erf_series(x, 7), where(x < f32(x, 0), -magnitude, magnitude));
 }
 
 // log2(x) = k + log2(m) with m in [sqrt(2)/2, sqrt(2)) and f = m - 1 exact, as FreeBSD's

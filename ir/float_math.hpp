@@ -25,6 +25,9 @@ UOpPtr erf_f32(const UOpPtr& x);      // a series near 0, 1 - erfc beyond (fitte
 // sum_j coefficients[j] T_j(s), the Chebyshev series, by Clenshaw's recurrence (stable at any
 // degree); s a Float32 or Float64 UOp, scalar or a tensor's.
 UOpPtr clenshaw(const std::vector<double>& coefficients, const UOpPtr& s);
+// erf's Maclaurin series 2/sqrt(pi) sum_{n <= last} (-1)^n x^(2n+1) / (n! (2n+1)), for |x| < 0.5
+// (the terms fall by 4x at least: no cancellation); x Float32 or Float64, scalar or a tensor's.
+UOpPtr erf_series(const UOpPtr& x, int last);
 // sin and cos: Payne-Hanek reduction of every float and polynomials, in Float64 (the
 // reduction needs more than Float32's bits, and cos's bound is 0.501 ulp).
 UOpPtr sin_f32(const UOpPtr& x);
