@@ -150,6 +150,7 @@ class Emitter {
   void store(const UOp& store);
   bool streams(const UOp& store, const Access& a) const;
   unsigned piece_lanes(llvm::Type* type) const;
+  Value* piece_mask(Value* mask, unsigned first, unsigned n, unsigned lanes);
   Value* masked_load(const Access& a, const UOp& index);
   void masked_store(Value* v, const Access& a, const UOp& index);
   void masked_pieces(Value* v, const Access& a, const UOp& index);
@@ -895,6 +896,17 @@ unsigned Emitter::piece_lanes(llvm::Type* type) const {
   return std::min(lanes, vector->getNumElements());
 }
 
+// The same backend turns a register-wide masked access whose mask is a splat ANDed with
+// constants into a plain one when the constant lanes are all false (a padded product's
+// second register of lanes, all past the row, read a row's length past the buffer:
+// tests/codegen/test_llvm_emit.cpp). A piece's mask is frozen, so the backend sees a
+// mask, not its constants; a mask constant as a whole stays so (all true: a plain access,
+// all false: none, which LLVM folds right).
+Value* Emitter::piece_mask(Value* mask, unsigned first, unsigned n, unsigned lanes) {
+  Value* piece = n == lanes ? mask : b_.CreateShuffleVector(mask, llvm::createSequentialMask(first, n, 0));
+  return llvm::isa<llvm::Constant>(piece) ? piece : b_.CreateFreeze(piece);
+}
+
 Value* Emitter::masked_load(const Access& a, const UOp& index) {
   auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
   const unsigned lanes = vector->getNumElements(), width = piece_lanes(vector);
@@ -903,8 +915,7 @@ Value* Emitter::masked_load(const Access& a, const UOp& index) {
     const unsigned n = std::min(width, lanes - first);
     auto* type = llvm::FixedVectorType::get(vector->getElementType(), n);
     Value* ptr = first ? b_.CreateConstGEP1_64(vector->getElementType(), a.ptr, first) : a.ptr;
-    Value* mask =
-        n == lanes ? a.mask : b_.CreateShuffleVector(a.mask, llvm::createSequentialMask(first, n, 0));
+    Value* mask = piece_mask(a.mask, first, n, lanes);
     llvm::Instruction* piece =
         b_.CreateMaskedLoad(type, ptr, a.align, mask, llvm::Constant::getNullValue(type));
     tag_access(piece, index);
@@ -938,7 +949,7 @@ void Emitter::masked_pieces(Value* v, const Access& a, const UOp& index) {
     const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
     Value* ptr = first ? b_.CreateConstGEP1_64(vector->getElementType(), a.ptr, first) : a.ptr;
     Value* value = n == lanes ? v : b_.CreateShuffleVector(v, part);
-    Value* mask = n == lanes ? a.mask : b_.CreateShuffleVector(a.mask, part);
+    Value* mask = piece_mask(a.mask, first, n, lanes);
     tag_access(b_.CreateMaskedStore(value, ptr, a.align, mask), index);
   }
 }

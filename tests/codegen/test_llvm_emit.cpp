@@ -2,6 +2,7 @@
 // the JIT, run on real 64-byte aligned buffers, checked against hand-derived values
 // and, on every run, against the kernel-IR interpreter (run_kernel.hpp).
 #include "codegen/codegen.hpp"
+#include "codegen/opt.hpp"
 #include "codegen/run_kernel.hpp"
 #include "ir/target.hpp"
 
@@ -225,6 +226,32 @@ TEST_CASE("emit: a masked access wider than a SIMD register goes as register-wid
     run_all(Jit::instance().compile(ir, "masked_wide", JitOptions{.level = level}).fn, kernel,
             {o, in_a, in_b});
     CHECK(o[0] == 9.0);
+  }
+}
+
+TEST_CASE("emit: a register of lanes all past a padded row loads nothing") {
+  // out[r] = sum over k < 6 of x[k], guarded by k < 4 and 1 < r < 3 (a pad of x from 4 to 6,
+  // rows 0 and 3 of zeros): 8 Float64 lanes on AVX2 are two registers, the second's constant
+  // lanes all false. LLVM 19 made that register a plain load of x[4..7], past x (loom-fuzz,
+  // program 500119 right after 500118, whose buffers left values there); each register's
+  // mask is frozen now.
+  const auto f64 = DType::Float64;
+  auto out = global(0, f64), x = global(1, f64);
+  auto r = make_range(4, 0), k = make_range(6, 1, AxisKind::Reduce);
+  auto guard = land(k < 4, land(r < 3, i64(1) < r));
+  const auto kernel = sink({end(store(index(out, r), reduce(Op::ADD, load(index(x, k, guard)), {k})), {r})});
+  const Target& t = target_named("x86-64-v3");
+  const UOpPtr opt =
+      apply_opts(kernel, {{OptKind::Pad, 1, 8}, {OptKind::Upcast, 1, 4}, {OptKind::Unroll, 2, 2}}, t);
+  const UOpPtr lowered =
+      lower_numerics(split_vectors(lower_reduce(expand_lanes(opt), t.vector_bytes), t.vector_bytes));
+  const std::string ir = emit_llvm_ir(lowered, "frozen_mask", EmitOptions{.target = t});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const JitLevel level : {JitLevel::Full, JitLevel::Light, JitLevel::Bulk}) {
+    Aligned<double> o(4, -7.0), in(std::vector<double>{1, 2, 4, 8, nan, nan, nan, nan});
+    run_all(Jit::instance().compile(ir, "frozen_mask", JitOptions{.level = level, .target = "x86-64-v3"}).fn,
+            opt, {o, in});
+    check_same(o.values(), {0.0, 0.0, 15.0, 0.0});
   }
 }
 
