@@ -35,6 +35,10 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {
 // afterwards a half is only loaded, stored, selected or CAST to and from Float32.
 UOpPtr widen_halves(const UOpPtr& kernel);
 
+// WHERE(c, LOAD(INDEX(buf, i, g)), 0) becomes LOAD(INDEX(buf, i, g AND c)) (codegen/gated_select.cpp):
+// one masked load where there were a masked load and a masked move.
+UOpPtr fold_gated_selects(const UOpPtr& kernel);
+
 // Float32 EXP2 becomes range reduction and a polynomial from UOps
 // (codegen/transcendental.cpp), so it vectorises instead of calling libm per lane.
 UOpPtr lower_transcendental(const UOpPtr& kernel);
@@ -54,7 +58,7 @@ UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes = current_target().ve
 // in every lane becomes that bool (codegen/split_vectors.cpp).
 UOpPtr split_vectors(const UOpPtr& kernel, int vector_bytes = current_target().vector_bytes);
 
-// The kernel passes in order (docs/pipeline.md): optimizer, transcendental,
+// The kernel passes in order (docs/pipeline.md): optimizer, gated_select, transcendental,
 // expander, lower_reduce, split_vectors, numeric_lowering (codegen/numeric_lowering.hpp). Each is reported to
 // the pass observers (ir/pass_observer.hpp) under its name; LOOM_DISABLE may switch off the optional ones
 // (`optimizer` as LOOM_NOOPT does). The result is what the linearizer and the emitter take. `applied`, when
