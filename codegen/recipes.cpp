@@ -330,7 +330,7 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
       if ((kc = dot_sum_block(tile.rows, *outer, inner, itemsize, target)) > 0) {
         blocked_id = red->src[1]->get<AxisArg>().id;
         const auto m = mm.rows ? trip(mm.rows) : std::nullopt;
-        if (m && tile.rows > 1) {
+        if (m) {
           const int64_t tiles = (*m + tile.rows - 1) / tile.rows;
           groups = dot_tile_groups(tiles, target), group_tiles = (tiles + groups - 1) / groups;
           // The block holds what a group's rows read of a.
@@ -358,7 +358,9 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
     const Split s = split(k, row_tiles, tile.rows, AxisKind::Unroll);
     k = s.root, row_tiles = s.outer, unrolled = s.inner;
   }
-  if (kb) {  // the groups, the blocks, each group's tiles, outermost first
+  // The groups, the blocks, each group's tiles, outermost first: with groups for the threads,
+  // or on one core. Else (rows of symbolic count, one tile) the row tiles stay outermost.
+  if (kb && (groups > 1 || target.min_blocks() == 1)) {
     UOpPtr group = nullptr;
     if (row_tiles && groups > 1) {
       const Split s = split(k, row_tiles, group_tiles, AxisKind::Loop);
@@ -367,8 +369,9 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
     if (row_tiles) k = loop_first(k, row_tiles);
     k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
     if (group) k = loop_first(k, group);
-  } else if (row_tiles) {
-    k = loop_first(k, row_tiles);
+  } else {
+    if (kb) k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
+    if (row_tiles) k = loop_first(k, row_tiles);
   }
   k = drop_unit_loops(k);
   return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;

@@ -164,6 +164,31 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("a blocked dot tile of symbolic rows: its row tiles stay the threads' loop, outside the blocks") {
+  // dw[co, kw] = sum_{b, p} x[b, p + kw] * dy[b, co, p] over 64 images of 512 positions: a
+  // tile's rows of dy over the batch outgrow a quarter of the L2, so the sum runs in blocks. Of
+  // a symbolic count, the row tiles cannot go in groups a core; they stay outermost, shared by
+  // the threads, as before the groups.
+  const auto f32 = DType::Float32;
+  const auto n = make_var("co", 1, 12);
+  auto out = global(0, f32), x = global(1, f32), dy = global(2, f32);
+  auto co = make_range(n, 0), kw = make_range(3, 1), b = make_range(64, 2, AxisKind::Reduce),
+       p = make_range(512, 3, AxisKind::Reduce);
+  const UOpPtr value = reduce(Op::ADD, load(x, b * 514 + p + kw) * load(dy, (b * n + co) * 512 + p), {b, p});
+  const auto kernel = sink({end(store(index(out, co * 3 + kw), value), {co, kw})});
+  for (const char* t : kTargets) {
+    INFO(t);
+    Target target = target_named(t);
+    target.cores = 2, target.l2_bytes = 1 << 20;
+    const UOpPtr opt = optimize_kernel(kernel, {true, target});
+    REQUIRE(opt->src.size() == 1);
+    CHECK(opt->src[0]->src.at(1)->get<AxisArg>().kind == AxisKind::Parallel);
+    const auto opts =
+        check_bindings(kernel, "k_sym_dot_blocked", t, {1, 5, 6, 12}, {12 * 3, 64 * 514, 64 * 12 * 512});
+    CHECK(has(opts, OptKind::DotTile));
+  }
+}
+
 TEST_CASE("symbolic columns: 24 x 64 @ 64 x n, the columns padded to whole tiles, b and the store masked") {
   const auto n = make_var("n", 1, 100);
   const auto kernel = matmul_columns(const_i64(24), 64, n);
