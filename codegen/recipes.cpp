@@ -306,6 +306,16 @@ UOpPtr masks_outside(const UOpPtr& k, const UOpPtr& vectors) {
   return substitute(k, {{red, red->with_src(std::move(src))}});
 }
 
+// The kernel's output loops of more than one iteration other than `cols`, outermost first.
+std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
+  std::vector<UOpPtr> out;
+  const UOpPtr& end = k->src.at(0);
+  for (size_t i = 1; i < end->src.size(); ++i)
+    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip_bound(end->src[i]) > 1)
+      out.push_back(end->src[i]);
+  return out;
+}
+
 // The dot tile: the summed range in vectors (padded to whole ones, masked), a tile of
 // rows x every column unrolled, one accumulator vector each, whose lanes are folded once
 // after the sum. Rows padded to whole tiles repeat the last row; the loop over row tiles
@@ -317,11 +327,17 @@ UOpPtr masks_outside(const UOpPtr& k, const UOpPtr& vectors) {
 // while the block stays in the cache. The row tiles go in groups, one a thread
 // (dot_tile_groups), the loop over groups outermost for the threads: each group's tiles
 // walk a block together, so b's side of the batch (x) is read from memory once a group,
-// not once a tile (docs/performance.md, "The weight gradient's dot tile" and "The weight
-// gradient's row tiles in groups").
+// not once a tile; a tile of no rows (a depthwise dw) groups its outermost output loop, so
+// its blocks too leave a loop to the threads (docs/performance.md, "The weight gradient's
+// dot tile" and "The weight gradient's row tiles in groups").
 UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const Target& target,
                 int64_t itemsize) {
-  const int64_t reduce_id = mm.reduce->get<AxisArg>().id, rows_id = mm.rows ? mm.rows->get<AxisArg>().id : -1;
+  const int64_t reduce_id = mm.reduce->get<AxisArg>().id;
+  // The rows the groups split: the tile's, or in a tile of no rows (a depthwise dw, each
+  // channel its own), the outermost other output loop, one row a tile.
+  UOpPtr rows = mm.rows;
+  if (const auto others = output_loops_but(k, mm.cols); !rows && !others.empty()) rows = others.front();
+  const int64_t rows_id = rows ? rows->get<AxisArg>().id : -1, tile_rows = mm.rows ? tile.rows : 1;
   int64_t blocked_id = -1, kc = 0, groups = 1, group_tiles = 1;
   if (const UOpPtr red = reduce_of(k, mm.reduce); red && red->src.size() > 2 && red->src[1] != mm.reduce) {
     int64_t inner = 1;  // terms of the sum a step of its outermost range
@@ -329,12 +345,14 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
     if (const auto outer = trip(red->src[1]))
       if ((kc = dot_sum_block(tile.rows, *outer, inner, itemsize, target)) > 0) {
         blocked_id = red->src[1]->get<AxisArg>().id;
-        const auto m = mm.rows ? trip(mm.rows) : std::nullopt;
+        const auto m = rows ? trip(rows) : std::nullopt;
         if (m) {
-          const int64_t tiles = (*m + tile.rows - 1) / tile.rows;
+          const int64_t tiles = (*m + tile_rows - 1) / tile_rows;
           groups = dot_tile_groups(tiles, target), group_tiles = (tiles + groups - 1) / groups;
-          // The block holds what a group's rows read of a.
-          kc = std::max<int64_t>(1, dot_sum_block(tile.rows * group_tiles, *outer, inner, itemsize, target));
+          // The block holds what a group's rows read of a (rows of a tile that has them).
+          if (mm.rows)
+            kc =
+                std::max<int64_t>(1, dot_sum_block(tile.rows * group_tiles, *outer, inner, itemsize, target));
         }
       }
   }
@@ -348,12 +366,12 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
   const UOpPtr& store = k->src.at(0)->src.at(0);
   // Blocks read the partial sums back: a padded row repeating the last would add its block twice.
   const bool repeat_last = blocked_id < 0 && !loads_output(k, store->src.at(0)->src.at(0));
-  if (mm.rows)
+  if (mm.rows || groups > 1)
     k = pad_output_range(k, find_range(k, rows_id),
-                         round_up(mm.rows->src.at(0), tile.rows * groups * group_tiles), repeat_last);
+                         round_up(rows->src.at(0), tile_rows * groups * group_tiles), repeat_last);
   std::optional<KBlocks> kb;
   if (blocked_id >= 0 && (kb = k_blocks(k, find_range(k, blocked_id), kc))) k = kb->root;
-  UOpPtr unrolled, row_tiles = mm.rows ? find_range(k, rows_id) : nullptr;
+  UOpPtr unrolled, row_tiles = mm.rows || groups > 1 ? find_range(k, rows_id) : nullptr;
   if (row_tiles && tile.rows > 1) {
     const Split s = split(k, row_tiles, tile.rows, AxisKind::Unroll);
     k = s.root, row_tiles = s.outer, unrolled = s.inner;
@@ -417,16 +435,6 @@ int64_t gemv_chunk(int64_t n, int64_t width, int64_t most, int64_t columns) {
 // and its padded tiles computed, at every binding that does not fill it.
 int64_t symbolic_chunk(const UOpPtr& tiles, const std::function<int64_t(int64_t)>& choose) {
   return trip(tiles) ? choose(*trip(tiles)) : 1;
-}
-
-// The kernel's output loops of more than one iteration other than `cols`, outermost first.
-std::vector<UOpPtr> output_loops_but(const UOpPtr& k, const UOpPtr& cols) {
-  std::vector<UOpPtr> out;
-  const UOpPtr& end = k->src.at(0);
-  for (size_t i = 1; i < end->src.size(); ++i)
-    if (end->src[i] != cols && kind(end->src[i]) == AxisKind::Loop && trip_bound(end->src[i]) > 1)
-      out.push_back(end->src[i]);
-  return out;
 }
 
 // A GEMV's or column sum's columns in one-row tiles and its k in blocks of about

@@ -918,6 +918,18 @@ TEST_CASE(
   CHECK_FALSE(reads_output(optimize_kernel(conv_dw_kernel(2, 64, 64, 56, 56), {true, t})));
 }
 
+TEST_CASE("a blocked dot tile of no rows (a depthwise dw over a large batch) runs on every core") {
+  // 512 images: a channel's sum is 1.6 MB, so it runs in blocks. The tile has no rows (each
+  // channel reads its own x and dy); the 128 channels go in one group a core, the loop over
+  // groups the threads', outside the blocks.
+  const UOpPtr opt = optimize_kernel(depthwise_dw_kernel(512, 128, 28), {true, two_cores_1m_l2(64)});
+  REQUIRE(reads_output(opt));  // in blocks
+  REQUIRE(opt->src.size() == 1);
+  const UOpPtr& first = opt->src[0]->src.at(1);
+  CHECK(first->get<AxisArg>().kind == AxisKind::Parallel);
+  CHECK(trip(first) == 2);
+}
+
 TEST_CASE("a conv's weight gradient in blocks: one group of row tiles a core, outside the blocks") {
   // 64 output channels in tiles of 5 rows: 13 tiles, padded to 14 in 2 groups of 7. The loop
   // nest is groups (the threads'), blocks of images, the group's tiles: each block is read
@@ -986,10 +998,11 @@ TEST_CASE("a depthwise conv's weight gradient: a dot tile of one row, values as 
   CHECK(opts[0].amount == 16);  // 28 pixels in 2 vectors of 16
   CHECK(opts[0].rows == 1);
   for (const int bytes : {32, 64})
-    for (const auto [n, ch, h] : std::vector<std::array<int64_t, 3>>{{3, 5, 14}, {2, 3, 28}, {70, 2, 12}}) {
+    for (const auto [n, ch, h] :
+         std::vector<std::array<int64_t, 3>>{{3, 5, 14}, {2, 3, 28}, {70, 2, 12}, {70, 3, 12}}) {
       INFO("vector bytes " << bytes << " n " << n << " channels " << ch << " h " << h);
       Target t = two_cores_1m_l2(bytes);
-      t.l2_bytes = 16 << 10;  // the last shape's sum in blocks of images
+      t.l2_bytes = 16 << 10;  // the last shapes' sums in blocks of images, 3 channels in 2 groups
       const UOpPtr kernel = depthwise_dw_kernel(n, ch, h);
       check_dw_values(kernel, optimize_kernel(kernel, {true, t}), bytes, ch * 9, n * ch * h * h,
                       n * ch * h * h);
