@@ -170,58 +170,62 @@ UOpPtr lane_candidate(const UOpPtr& kernel, int64_t width) {
   return best;
 }
 
+// The lane ranges of a copy, one per END (copies merged into one kernel by multi_output
+// each keep theirs), or none when the kernel reduces or has unrolled already.
+std::vector<UOpPtr> copy_lane_ranges(const UOpPtr& kernel) {
+  std::vector<UOpPtr> lanes;
+  for (const auto& n : toposort(kernel)) {
+    if (n->op == Op::REDUCE || (n->op == Op::RANGE && kind(n) == AxisKind::Unroll)) return {};
+    if (n->op == Op::RANGE && kind(n) == AxisKind::Upcast &&
+        std::find(lanes.begin(), lanes.end(), n) == lanes.end())
+      lanes.push_back(n);
+  }
+  return lanes;
+}
+
 // A copy that transposes (a load strided along the lanes, contiguous along another
 // loop, as panel_packing's copy of a weight read [out, in] makes) unrolls that loop:
 // the expander then loads whole vectors along it and transposes them in registers
 // (shuffles) instead of a gather or scatter per vector. Its rows: the most lanes
 // within one UOp's vector (kMaxVectorLanes), at most as many as the vector's, that
-// divide the loop. Kernels that reduce keep their lanes as they are.
-std::optional<Opt> transpose_unroll(const UOpPtr& kernel, int64_t width) {
-  UOpPtr lanes;
-  for (const auto& n : toposort(kernel)) {
-    if (n->op == Op::REDUCE) return std::nullopt;
-    if (n->op != Op::RANGE) continue;
-    if (kind(n) == AxisKind::Unroll || (kind(n) == AxisKind::Upcast && lanes && lanes != n))
-      return std::nullopt;
-    if (kind(n) == AxisKind::Upcast) lanes = n;
-  }
-  if (!lanes) return std::nullopt;
+// divide the loop. One such loop per lane range.
+std::vector<Opt> transpose_unroll(const UOpPtr& kernel, int64_t width) {
   const auto most = std::min<int64_t>(
       width, static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(kMaxVectorLanes / width))));
-  for (const Access& a : accesses(kernel)) {
-    const auto along_lanes = address_stride(a.index, lanes);
-    // A masked access (padded lanes) stays a gather: the expander keeps its lanes in loop order.
-    if (!along_lanes || *along_lanes == 0 || *along_lanes == 1 || a.index->src.size() > 2) continue;
-    for (const auto& r : ranges_of(kernel)) {
-      if (kind(r) != AxisKind::Loop || address_stride(a.index, r) != std::optional<int64_t>{1}) continue;
-      for (int64_t rows = most; rows >= 2; rows /= 2)
-        if (trip(r).value_or(0) >= rows && *trip(r) % rows == 0)
-          return Opt{OptKind::Unroll, r->get<AxisArg>().id, rows};
-    }
+  std::vector<Opt> out;
+  for (const UOpPtr& lanes : copy_lane_ranges(kernel)) {
+    auto rows_of = [&]() -> std::optional<Opt> {
+      for (const Access& a : accesses(kernel)) {
+        const auto along_lanes = address_stride(a.index, lanes);
+        // A masked access (padded lanes) stays a gather: the expander keeps its lanes in loop order.
+        if (!along_lanes || *along_lanes == 0 || *along_lanes == 1 || a.index->src.size() > 2) continue;
+        for (const auto& r : ranges_of(kernel)) {
+          if (kind(r) != AxisKind::Loop || address_stride(a.index, r) != std::optional<int64_t>{1}) continue;
+          for (int64_t rows = most; rows >= 2; rows /= 2)
+            if (trip(r).value_or(0) >= rows && *trip(r) % rows == 0)
+              return Opt{OptKind::Unroll, r->get<AxisArg>().id, rows};
+        }
+      }
+      return std::nullopt;
+    };
+    if (const auto o = rows_of()) out.push_back(*o);
   }
-  return std::nullopt;
+  return out;
 }
 
 // A copy whose lanes have run chains (run_chain) in some access unrolls their loops
 // whole: each of the access's vectors is then one run of consecutive elements, in some
 // order, which the expander reads or writes as one vector and shuffles.
 std::vector<Opt> run_unroll(const UOpPtr& kernel, int64_t width) {
-  UOpPtr lanes;
-  for (const auto& n : toposort(kernel)) {
-    if (n->op == Op::REDUCE || (n->op == Op::RANGE && kind(n) == AxisKind::Unroll)) return {};
-    if (n->op == Op::RANGE && kind(n) == AxisKind::Upcast) {
-      if (lanes && lanes != n) return {};
-      lanes = n;
-    }
-  }
-  if (!lanes) return {};
   std::vector<UOpPtr> unrolled;
-  int64_t lanes_in_all = width;
-  for (const Access& a : accesses(kernel))
-    for (const auto& r : run_chain(kernel, a.index, lanes, width))
-      if (std::find(unrolled.begin(), unrolled.end(), r) == unrolled.end() &&
-          lanes_in_all * *trip(r) <= kMaxVectorLanes)
-        unrolled.push_back(r), lanes_in_all *= *trip(r);
+  for (const UOpPtr& lanes : copy_lane_ranges(kernel)) {
+    int64_t lanes_in_all = width;
+    for (const Access& a : accesses(kernel))
+      for (const auto& r : run_chain(kernel, a.index, lanes, width))
+        if (std::find(unrolled.begin(), unrolled.end(), r) == unrolled.end() &&
+            lanes_in_all * *trip(r) <= kMaxVectorLanes)
+          unrolled.push_back(r), lanes_in_all *= *trip(r);
+  }
   std::vector<Opt> out;
   for (const auto& r : unrolled) out.push_back(Opt{OptKind::Unroll, r->get<AxisArg>().id, *trip(r)});
   return out;
@@ -423,8 +427,8 @@ void apply_heuristic(OptState& s) {
         upcast(s, lane, width);
       if (const auto runs = run_unroll(s.kernel(), width); !runs.empty())
         for (const Opt& o : runs) s.apply(o);
-      else if (const auto rows = transpose_unroll(s.kernel(), width))
-        s.apply(*rows);
+      else if (const auto rows = transpose_unroll(s.kernel(), width); !rows.empty())
+        for (const Opt& o : rows) s.apply(o);
       else if (const auto lines = page_stride_unroll(s.kernel(), target))
         s.apply(*lines);
     }

@@ -9,6 +9,9 @@
 // loss of the first step (the twin's too: same weights, same data), and, where
 // not captured, loss_20, the loss of the twentieth: the untimed warm-up runs 20
 // steps, or 3 under Capture (it records at the second and replays from the third).
+// mlp_block_step_autocast, gpt_step_autocast and conv_net_step_autocast: the step as written in a
+// loom::Autocast(BFloat16) scope, as torch.autocast; bench/compare prints each
+// against its float32 step (issue 28's GPT target: 1.4x).
 //
 // char_transformer_first_step: a fresh character transformer's first step,
 // construction included, with the disk cache off. Only the first benchmark a
@@ -42,15 +45,18 @@ struct AnySession {
 // (and, captured, record) what the timed ones run.
 template <class Model>
 struct Session : AnySession {
-  const bool contiguous, captured;
+  const bool contiguous, captured, autocast;
   Model model;
   std::unique_ptr<loom::optim::Optimizer> opt = optimizer_of(model);
   std::vector<Tensor> batch = model.batch();
   loom::Capture capture{[this](const std::vector<Tensor>& b) { return step_of(b); }};
   double first_loss = 0, last_warmup_loss = 0;
 
-  Session(bool contiguous_, bool captured_)
-      : contiguous(contiguous_), captured(captured_), model(models::Layout{contiguous_}) {
+  Session(bool contiguous_, bool captured_, bool autocast_)
+      : contiguous(contiguous_),
+        captured(captured_),
+        autocast(autocast_),
+        model(models::Layout{contiguous_}) {
     for (int i = 1; i <= (captured ? kCapturedWarmupSteps : kWarmupSteps); ++i) {
       const double loss = step().template item<float>();
       if (i == 1) first_loss = loss;
@@ -68,6 +74,7 @@ struct Session : AnySession {
   }
 
   std::vector<Tensor> step_of(const std::vector<Tensor>& b) {
+    const loom::Autocast scope(loom::DType::BFloat16, autocast);
     if constexpr (requires { model.train_step(b); }) {
       return {model.train_step(b)};
     } else {
@@ -91,11 +98,11 @@ struct Session : AnySession {
 std::unique_ptr<AnySession> current_session;
 
 template <class Model>
-Session<Model>& session(bool contiguous, bool captured) {
+Session<Model>& session(bool contiguous, bool captured, bool autocast) {
   auto* s = dynamic_cast<Session<Model>*>(current_session.get());
-  if (!s || s->contiguous != contiguous || s->captured != captured) {
+  if (!s || s->contiguous != contiguous || s->captured != captured || s->autocast != autocast) {
     current_session.reset();
-    auto fresh = std::make_unique<Session<Model>>(contiguous, captured);
+    auto fresh = std::make_unique<Session<Model>>(contiguous, captured, autocast);
     s = fresh.get();
     current_session = std::move(fresh);
   }
@@ -103,8 +110,8 @@ Session<Model>& session(bool contiguous, bool captured) {
 }
 
 template <class Model>
-void model_step(benchmark::State& state, bool contiguous, bool captured) {
-  Session<Model>& s = session<Model>(contiguous, captured);
+void model_step(benchmark::State& state, bool contiguous, bool captured, bool autocast) {
+  Session<Model>& s = session<Model>(contiguous, captured, autocast);
   const uint64_t kernels = loom::counters().kernels_executed;
   for (auto _ : state) {
     Tensor loss = s.step();
@@ -123,9 +130,17 @@ void register_model() {
     for (const bool captured : {false, true}) {
       const std::string name =
           std::string(Model::name) + (contiguous ? "_contiguous" : "") + (captured ? "_captured" : "");
-      benchmark::RegisterBenchmark(name.c_str(), model_step<Model>, contiguous, captured)
+      benchmark::RegisterBenchmark(name.c_str(), model_step<Model>, contiguous, captured, false)
           ->Unit(benchmark::kMillisecond);
     }
+}
+
+// The step as written under bfloat16 Autocast.
+template <class Model>
+void register_autocast() {
+  const std::string name = std::string(Model::name) + "_autocast";
+  benchmark::RegisterBenchmark(name.c_str(), model_step<Model>, false, false, true)
+      ->Unit(benchmark::kMillisecond);
 }
 
 void char_transformer_first_step(benchmark::State& state) {
@@ -159,6 +174,9 @@ int main(int argc, char** argv) {
   register_model<models::CharGpt>();
   register_model<models::ConvNet>();
   register_model<models::FashionMlp>();
+  register_autocast<models::MlpBlock>();
+  register_autocast<models::CharGpt>();
+  register_autocast<models::ConvNet>();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -50,6 +50,21 @@ UOpPtr pair_panel_copy(int64_t panels, int64_t pairs) {
   return sink({end(store(index(out, at), load(in, from)), {p, q, r, t})});
 }
 
+// Two such copies in one kernel, as multi_output joins a product's two operands' copies:
+// the first over END(p, q, r, t) (axes 0-3), the second over END(p, q2, r2, t2) (axes 0, 4-6),
+// from inputs 2 and 3 into outputs 0 and 1.
+UOpPtr two_pair_panel_copies(int64_t panels, int64_t pairs, int64_t pairs2) {
+  auto copy = [&](int slot, const UOpPtr& p, int64_t n, int64_t first_axis) {
+    auto out = global(slot, f32), in = global(slot + 2, f32);
+    auto q = make_range(n, first_axis), r = make_range(6, first_axis + 1), t = make_range(2, first_axis + 2);
+    const UOpPtr at = ((p * n + q) * 6 + r) * 2 + t;
+    const UOpPtr from = (p * 6 + r) * (2 * n) + q * 2 + const_int(DType::Int64, 1) - t;
+    return end(store(index(out, at), load(in, from)), {p, q, r, t});
+  };
+  const UOpPtr p = make_range(panels, 0);
+  return sink({copy(0, p, pairs, 1), copy(1, p, pairs2, 4)});
+}
+
 UOpPtr panel_copy(int64_t rows, int64_t n, int64_t width) {
   auto out = global(0, f32), in = global(1, f32);
   auto jo = make_range(n / width, 0), r = make_range(rows, 1), ji = make_range(width, 2);
@@ -171,6 +186,19 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
       Aligned<float> out(4 * 64 * 12), in(ramp(4 * 6 * 128, 17));
       check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+    }
+    SUBCASE("two pair copies in one kernel: each copy's halves and rows unrolled whole") {
+      // multi_output joins a product's two operands' copies; each END has its own lane range,
+      // and each its runs (one lane range for both left both copies gathering and scattering).
+      const UOpPtr kernel = two_pair_panel_copies(4, 64, 32);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      for (const int64_t halves : {3, 6})
+        CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, halves, 2}) == 1);
+      for (const int64_t rows : {2, 5})
+        CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, rows, 6}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      Aligned<float> out(4 * 64 * 12), out2(4 * 32 * 12), in(ramp(4 * 6 * 128, 17)), in2(ramp(4 * 6 * 64, 7));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, out2, in, in2});
     }
     SUBCASE("a copy whose inner loop reads a page apart: prefetch_streams lines of a row per step") {
       // b's panels at n = 1024: each step of r reads one panel row of the next row of b, 4 KiB
