@@ -376,21 +376,20 @@ UOpPtr tile_dot(UOpPtr k, const MatmulAxes& mm, const RegisterTile& tile, const 
     const Split s = split(k, row_tiles, tile.rows, AxisKind::Unroll);
     k = s.root, row_tiles = s.outer, unrolled = s.inner;
   }
-  // The groups, the blocks, each group's tiles, outermost first: with groups for the threads,
-  // or on one core. Else (rows of symbolic count, one tile) the row tiles stay outermost.
-  if (kb && (groups > 1 || target.min_blocks() == 1)) {
-    UOpPtr group = nullptr;
-    if (row_tiles && groups > 1) {
-      const Split s = split(k, row_tiles, group_tiles, AxisKind::Loop);
-      k = s.root, group = s.outer, row_tiles = s.inner;
-    }
-    if (row_tiles) k = loop_first(k, row_tiles);
-    k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
-    if (group) k = loop_first(k, group);
-  } else {
-    if (kb) k = loop_first(k, find_range(k, kb->blocks->get<AxisArg>().id));
-    if (row_tiles) k = loop_first(k, row_tiles);
+  // Outermost first: the groups (for the threads, or none on one core), the blocks of the sum,
+  // each group's tiles. Rows of symbolic count (one tile) keep their row tiles outside the blocks.
+  const bool blocks_outside_tiles = kb && (groups > 1 || target.min_blocks() == 1);
+  UOpPtr group = nullptr;
+  if (blocks_outside_tiles && row_tiles && groups > 1) {
+    const Split s = split(k, row_tiles, group_tiles, AxisKind::Loop);
+    k = s.root, group = s.outer, row_tiles = s.inner;
   }
+  const UOpPtr blocks = kb ? kb->blocks : nullptr;
+  const std::vector<UOpPtr> inner_to_outer = blocks_outside_tiles
+                                                 ? std::vector<UOpPtr>{row_tiles, blocks, group}
+                                                 : std::vector<UOpPtr>{blocks, row_tiles};
+  for (const UOpPtr& loop : inner_to_outer)
+    if (loop) k = loop_first(k, find_range(k, loop->get<AxisArg>().id));
   k = drop_unit_loops(k);
   return unrolled ? rows_before_lanes(k, find_range(k, unrolled->get<AxisArg>().id)) : k;
 }
