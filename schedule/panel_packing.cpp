@@ -80,17 +80,19 @@ struct PanelLayout {
   }
 };
 
-// The sum's ranges of a copy: kept whole, or with `pairs` its one range split in pairs.
+// The sum's ranges of a copy: kept whole, or with `pairs` the innermost split in pairs (a
+// weight gradient over a batch and a sequence pairs the sequence's steps).
 struct SumAxes {
   const UOpPtr& red;
   bool pairs;
   UOpPtr q;
   void outer(PanelLayout& l, int64_t& next_id) {
-    if (pairs) q = l.pair_outer(red->src[1], next_id);
-    for (size_t d = 1; !pairs && d < red->src.size(); ++d) l.keep(red->src[d], next_id);
+    const size_t kept = pairs ? red->src.size() - 1 : red->src.size();
+    for (size_t d = 1; d < kept; ++d) l.keep(red->src[d], next_id);
+    if (pairs) q = l.pair_outer(red->src.back(), next_id);
   }
   void inner(PanelLayout& l, int64_t& next_id) const {
-    if (pairs) l.pair(red->src[1], q, next_id);
+    if (pairs) l.pair(red->src.back(), q, next_id);
   }
 };
 
@@ -225,13 +227,14 @@ UOpPtr padded_columns(const UOpPtr& buf, const UOpPtr& value, const UOpPtr& jp) 
   return buf->with_src(std::move(src));
 }
 
-// Both factors bfloat16 values widened, one summed range of even length, a in row panels (a
-// plain read, a tile of rows): the sum runs in pairs on the Target's pair-dot instruction.
+// Both factors bfloat16 values widened, the innermost summed range of even length, a in row
+// panels (a plain read, a tile of rows): the sum runs in pairs on the Target's pair-dot
+// instruction.
 bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
-  const auto k = c.sum_length();
-  return ctx.target.pair_dot() && ctx.panel_rows > 1 && c.k.size() == 1 && k && *k % 2 == 0 &&
-         is_widened_bf16(c.factor[0]) && is_widened_bf16(c.factor[1]) &&
-         !c.nested[static_cast<size_t>(a_src)] && c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
+  const auto k = c.reduce->src.size() > 1 ? trip(c.reduce->src.back()) : std::nullopt;
+  return ctx.target.pair_dot() && ctx.panel_rows > 1 && k && *k % 2 == 0 && is_widened_bf16(c.factor[0]) &&
+         is_widened_bf16(c.factor[1]) && !c.nested[static_cast<size_t>(a_src)] &&
+         c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
 }
 
 UOpPtr pack(const Match& m) {

@@ -7,9 +7,12 @@
 
 #include <loom/context.hpp>
 #include <loom/debug.hpp>
+#include <loom/gradient.hpp>
 #include <loom/tensor.hpp>
 
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 using namespace loom;
 using namespace loom::test;
@@ -79,4 +82,41 @@ TEST_CASE("bfloat16 matmul: on a Target with vdpbf16ps both operands are copied 
   const auto got = x.matmul(y).cast(DType::Float32).to_vector<float>();
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == static_cast<float>(bfloat16(want[i])));
+}
+
+TEST_CASE("a bfloat16 weight's gradient over a batch and a sequence sums pairs of the sequence") {
+  // dW = sum over (b, t) of dY[b, t, i] x[b, t, j]: the sum has two ranges, and its pairs are
+  // the sequence's steps (schedule/panel_packing.cpp): both operands copied as bfloat16 pairs.
+  const int64_t B = 4, T = 64, D = 128, H = 192;
+  const auto xv = bf16_values(static_cast<size_t>(B * T * D), 5),
+             gv = bf16_values(static_cast<size_t>(B * T * H), 6),
+             wv = bf16_values(static_cast<size_t>(H * D), 7);
+  const Tensor x = Tensor::from_vector<float>(xv, {B, T, D}).cast(DType::BFloat16).realize();
+  Tensor w = Tensor::from_vector<float>(wv, {H, D}).cast(DType::BFloat16).realize();
+  w.requires_grad_();
+  const Tensor gy = Tensor::from_vector<float>(gv, {B, T, H}).realize();  // bfloat16 values
+  const Tensor y = x.matmul(w.transpose(0, 1));
+  const Tensor dw = gradient((y.cast(DType::Float32) * gy).sum(), {w})[0];
+  if (host_pair_dot()) {
+    int64_t pair_copies = 0;
+    for (const auto& k : schedule_of({dw}))
+      for (size_t o = 0; o < k.outputs; ++o)
+        pair_copies += k.buffers[o].dtype == DType::BFloat16 && k.buffers[o].numel >= B * T * D;
+    CHECK(pair_copies == 2);
+  }
+  // Exact products summed in float32, then rounded to bfloat16 once: within one bfloat16
+  // rounding of the exact sum, plus float32's error over 256 terms.
+  const auto got = dw.cast(DType::Float32).to_vector<float>();
+  REQUIRE(got.size() == static_cast<size_t>(H * D));
+  for (int64_t i = 0; i < H; ++i)
+    for (int64_t j = 0; j < D; ++j) {
+      double exact = 0, size = 0;
+      for (int64_t s = 0; s < B * T; ++s) {
+        const double term =
+            static_cast<double>(gv[static_cast<size_t>(s * H + i)]) * xv[static_cast<size_t>(s * D + j)];
+        exact += term, size += std::abs(term);
+      }
+      const double g = got[static_cast<size_t>(i * D + j)];
+      CHECK(std::abs(g - exact) <= std::abs(exact) * 0x1p-8 + size * 0x1p-16);
+    }
 }
