@@ -213,6 +213,26 @@ std::vector<Opt> transpose_unroll(const UOpPtr& kernel, int64_t width) {
   return out;
 }
 
+// A copy none of whose ranges takes lanes by traffic (every range strides some read: a pair
+// copy of a transposed operand, P[io, q, ii, p] = x[2q + 1 - p, 6io + ii]): the range along
+// which the stores are runs (run_chain), most bytes first. Its reads are gathers, but the
+// values and the stores are vectors, where the copy ran one element a step (BEAM found
+// lanes 3x faster there, docs/performance.md).
+UOpPtr store_run_candidate(const UOpPtr& kernel, int64_t width) {
+  if (has_reduce(kernel)) return nullptr;
+  UOpPtr best;
+  double best_bytes = 0;
+  for (const auto& r : ranges_of(kernel)) {
+    if (kind(r) != AxisKind::Loop || !trip(r) || *trip(r) < width || *trip(r) % width != 0) continue;
+    double bytes = 0;
+    for (const auto& n : toposort(kernel))
+      if (n->op == Op::STORE && !run_chain(kernel, n->src.at(0), r, width).empty())
+        bytes += static_cast<double>(n->src.at(1)->dtype.itemsize());
+    if (bytes > best_bytes) best = r, best_bytes = bytes;
+  }
+  return best;
+}
+
 // A copy whose lanes have run chains (run_chain) in some access unrolls their loops
 // whole: each of the access's vectors is then one run of consecutive elements, in some
 // order, which the expander reads or writes as one vector and shuffles.
@@ -425,6 +445,8 @@ void apply_heuristic(OptState& s) {
     } else if (width >= 2) {
       for (UOpPtr lane = lane_candidate(s.kernel(), width); lane; lane = lane_candidate(s.kernel(), width))
         upcast(s, lane, width);
+      if (s.applied().empty())
+        if (const UOpPtr lane = store_run_candidate(s.kernel(), width)) upcast(s, lane, width);
       if (const auto runs = run_unroll(s.kernel(), width); !runs.empty())
         for (const Opt& o : runs) s.apply(o);
       else if (const auto rows = transpose_unroll(s.kernel(), width); !rows.empty())

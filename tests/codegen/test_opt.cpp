@@ -65,6 +65,21 @@ UOpPtr two_pair_panel_copies(int64_t panels, int64_t pairs, int64_t pairs2) {
   return sink({copy(0, p, pairs, 1), copy(1, p, pairs2, 4)});
 }
 
+// The bfloat16 pair copy of a transposed a (a weight gradient's dY^T, read from a float32
+// dY [k, m], m = 6 panels - 2): P[p, q, r, t] = in[2q + 1 - t, min(6p + r, m - 1)], axes 0 (p),
+// 1 (q), 2 (r), 3 (t), the last panel repeating the last row. Every range strides the read
+// (the clamp hides the rows' stride), and the stores are half its bytes.
+UOpPtr transposed_pair_copy(int64_t panels, int64_t pairs) {
+  auto out = global(0, DType::BFloat16), in = global(1, f32);
+  auto p = make_range(panels, 0), q = make_range(pairs, 1), r = make_range(6, 2), t = make_range(2, 3);
+  const int64_t m = 6 * panels - 2;
+  const UOpPtr at = ((p * pairs + q) * 6 + r) * 2 + t;
+  const UOpPtr row = p * 6 + r, last = const_int(DType::Int64, m - 1);
+  const UOpPtr from =
+      (q * 2 + const_int(DType::Int64, 1) - t) * m + where(row < const_int(DType::Int64, m), row, last);
+  return sink({end(store(index(out, at), cast(load(in, from), DType::BFloat16)), {p, q, r, t})});
+}
+
 UOpPtr panel_copy(int64_t rows, int64_t n, int64_t width) {
   auto out = global(0, f32), in = global(1, f32);
   auto jo = make_range(n / width, 0), r = make_range(rows, 1), ji = make_range(width, 2);
@@ -199,6 +214,21 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
       Aligned<float> out(4 * 64 * 12), out2(4 * 32 * 12), in(ramp(4 * 6 * 128, 17)), in2(ramp(4 * 6 * 64, 7));
       check_same_results(kernel, apply_opts(kernel, opts, t), {out, out2, in, in2});
+    }
+    SUBCASE("a pair copy of a transposed operand: lanes along the pairs, whose stores are runs") {
+      // No range takes lanes by traffic (the float32 reads stride every range, the bfloat16
+      // stores are half as many bytes); the pairs do, their
+      // halves and the panel's rows unrolled, so each step stores one run of 12 x lanes.
+      const UOpPtr kernel = transposed_pair_copy(8, 64);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      REQUIRE(opts.size() >= 3);
+      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 3, 2}) == 1);
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 2, 6}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      Aligned<uint16_t> out(8 * 64 * 12);
+      Aligned<float> in(ramp(46 * 128, 19));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
     }
     SUBCASE("a copy whose inner loop reads a page apart: prefetch_streams lines of a row per step") {
       // b's panels at n = 1024: each step of r reads one panel row of the next row of b, 4 KiB
