@@ -41,28 +41,27 @@ UOpPtr transpose(int64_t rows, int64_t cols) {
 // matmul's b: out[((jo * rows) + r) * width + ji] = in[r * n + jo * width + ji] over
 // END(jo, r, ji): axes 0 (jo), 1 (r) and 2 (ji).
 // panel_packing's copy of a matmul's a into bfloat16-pair row panels, in float32:
-// P[p, q, r, t] = in[6p + r, 2q + 1 - t] (each pair's later k first), k = 2 * pairs.
-UOpPtr pair_panel_copy(int64_t panels, int64_t pairs) {
-  auto out = global(0, f32), in = global(1, f32);
-  auto p = make_range(panels, 0), q = make_range(pairs, 1), r = make_range(6, 2), t = make_range(2, 3);
+// P[p, q, r, t] = in[6p + r, 2q + 1 - t] (each pair's later k first), k = 2 * pairs, over
+// END(p, q, r, t), q, r and t of axes first_axis, +1 and +2.
+UOpPtr pair_panel_end(int out_slot, int in_slot, const UOpPtr& p, int64_t pairs, int64_t first_axis) {
+  auto out = global(out_slot, f32), in = global(in_slot, f32);
+  auto q = make_range(pairs, first_axis), r = make_range(6, first_axis + 1),
+       t = make_range(2, first_axis + 2);
   const UOpPtr at = ((p * pairs + q) * 6 + r) * 2 + t;
   const UOpPtr from = (p * 6 + r) * (2 * pairs) + q * 2 + const_int(DType::Int64, 1) - t;
-  return sink({end(store(index(out, at), load(in, from)), {p, q, r, t})});
+  return end(store(index(out, at), load(in, from)), {p, q, r, t});
 }
 
-// Two such copies in one kernel, as multi_output joins a product's two operands' copies:
-// the first over END(p, q, r, t) (axes 0-3), the second over END(p, q2, r2, t2) (axes 0, 4-6),
-// from inputs 2 and 3 into outputs 0 and 1.
+// One such copy: axes 0 (p), 1 (q), 2 (r) and 3 (t), from slot 1 into slot 0.
+UOpPtr pair_panel_copy(int64_t panels, int64_t pairs) {
+  return sink({pair_panel_end(0, 1, make_range(panels, 0), pairs, 1)});
+}
+
+// Two in one kernel, as multi_output joins a product's two operands' copies: from slots 2
+// and 3 into 0 and 1, the second over END(p, q2, r2, t2) (axes 0, 4-6).
 UOpPtr two_pair_panel_copies(int64_t panels, int64_t pairs, int64_t pairs2) {
-  auto copy = [&](int slot, const UOpPtr& p, int64_t n, int64_t first_axis) {
-    auto out = global(slot, f32), in = global(slot + 2, f32);
-    auto q = make_range(n, first_axis), r = make_range(6, first_axis + 1), t = make_range(2, first_axis + 2);
-    const UOpPtr at = ((p * n + q) * 6 + r) * 2 + t;
-    const UOpPtr from = (p * 6 + r) * (2 * n) + q * 2 + const_int(DType::Int64, 1) - t;
-    return end(store(index(out, at), load(in, from)), {p, q, r, t});
-  };
   const UOpPtr p = make_range(panels, 0);
-  return sink({copy(0, p, pairs, 1), copy(1, p, pairs2, 4)});
+  return sink({pair_panel_end(0, 2, p, pairs, 1), pair_panel_end(1, 3, p, pairs2, 4)});
 }
 
 // The bfloat16 pair copy of a transposed a (a weight gradient's dY^T, read from a float32
@@ -129,6 +128,15 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
   for (const Target& t : {v3(), v4()}) {
     CAPTURE(t.name);
     const int64_t w = t.vector_bytes / 4;  // float32 lanes: 8 on x86-64-v3, 16 on v4
+    // A pair copy (axes p 0, q 1, r 2, t 3): lanes along the pairs q, the halves t and the
+    // panel's rows r unrolled whole, and the list is the heuristic's kernel.
+    const auto check_pair_lanes = [&](const UOpPtr& kernel, const std::vector<Opt>& opts) {
+      REQUIRE(opts.size() >= 3);
+      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 3, 2}) == 1);
+      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 2, 6}) == 1);
+      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+    };
     SUBCASE("elementwise: the contiguous columns to lanes, the rows across threads") {
       const UOpPtr kernel = elementwise(16, 256);
       const std::vector<Opt> by_hand{{OptKind::Upcast, 1, w}, {OptKind::Parallel, 0}};
@@ -194,11 +202,7 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       // 6 rows of pairs one run of the output: no gather, no scatter, no per-pair store.
       const UOpPtr kernel = pair_panel_copy(4, 64);
       const std::vector<Opt> opts = heuristic_opts(kernel, t);
-      REQUIRE(opts.size() >= 3);
-      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
-      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 3, 2}) == 1);
-      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 2, 6}) == 1);
-      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      check_pair_lanes(kernel, opts);
       Aligned<float> out(4 * 64 * 12), in(ramp(4 * 6 * 128, 17));
       check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
     }
@@ -217,15 +221,11 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
     }
     SUBCASE("a pair copy of a transposed operand: lanes along the pairs, whose stores are runs") {
       // No range takes lanes by traffic (the float32 reads stride every range, the bfloat16
-      // stores are half as many bytes); the pairs do, their
-      // halves and the panel's rows unrolled, so each step stores one run of 12 x lanes.
+      // stores are half as many bytes); the pairs do, their halves and the panel's rows
+      // unrolled, so each step stores one run of 12 x lanes.
       const UOpPtr kernel = transposed_pair_copy(8, 64);
       const std::vector<Opt> opts = heuristic_opts(kernel, t);
-      REQUIRE(opts.size() >= 3);
-      CHECK(opts[0] == Opt{OptKind::Upcast, 1, w});
-      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 3, 2}) == 1);
-      CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Unroll, 2, 6}) == 1);
-      CHECK(apply_opts(kernel, opts, t) == optimize_kernel(kernel, {true, t, std::nullopt}));
+      check_pair_lanes(kernel, opts);
       Aligned<uint16_t> out(8 * 64 * 12);
       Aligned<float> in(ramp(46 * 128, 19));
       check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
