@@ -6,6 +6,7 @@
 #include "ir/linear_form.hpp"
 #include "ir/symbolic.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 namespace loom {
@@ -90,6 +91,37 @@ UOpPtr fold_lt_div(int64_t c, const UOpPtr& x, const UOpPtr& d) {
   return cmp(Op::CMPLT, const_int(x->dtype, static_cast<int64_t>(b)), x);
 }
 
+// A conjunction of bounds on the same integer value that no value meets: the
+// clauses x < c and c < x of the AND tree narrow x's own bounds, and an empty
+// interval makes the whole AND false (a padded axis of size 0: r < 1 and 0 < r).
+UOpPtr fold_empty_conjunction(const UOpPtr& and_node) {
+  if (and_node->dtype != DType::Bool) return nullptr;
+  std::vector<const UOp*> stack{and_node.get()};
+  std::vector<std::pair<const UOp*, std::pair<Wide, Wide>>> bounds;  // x: [lo, hi]
+  auto narrow = [&](const UOp* x, Wide lo, Wide hi) {
+    auto it = std::find_if(bounds.begin(), bounds.end(), [&](const auto& b) { return b.first == x; });
+    if (it == bounds.end()) it = bounds.insert(bounds.end(), {x, {x->vmin(), x->vmax()}});
+    it->second = {std::max(it->second.first, lo), std::min(it->second.second, hi)};
+    return it->second.first > it->second.second;
+  };
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::AND) {
+      for (const UOpPtr& s : u->src) stack.push_back(s.get());
+      continue;
+    }
+    if (u->op != Op::CMPLT || !is_int_scalar(u->src[0]->dtype)) continue;
+    const UOp *a = u->src[0].get(), *b = u->src[1].get();
+    const Wide far = Wide{1} << 80;
+    if (b->op == Op::CONST && a->op != Op::CONST && narrow(a, -far, Wide{const_of(u->src[1])} - 1))
+      return const_int(DType::Bool, 0);
+    if (a->op == Op::CONST && b->op != Op::CONST && narrow(b, Wide{const_of(u->src[0])} + 1, far))
+      return const_int(DType::Bool, 0);
+  }
+  return nullptr;
+}
+
 // !(x < c) <=> c-1 < x, !(c < x) <=> x < c+1
 UOpPtr fold_not_lt(const UOpPtr& lt_node) {
   const UOpPtr &a = lt_node->src[0], &b = lt_node->src[1];
@@ -135,6 +167,8 @@ const PatternMatcher& comparison_folding() {
            }},
           {P::op(Op::CMPNE, {P::ops({Op::CMPLT}, "lt"), P::cnst(1)}),
            [](const Match& m) { return fold_not_lt(m["lt"]); }},
+          {P::op(Op::AND, {P::ops({Op::CMPLT, Op::AND}), P::ops({Op::CMPLT, Op::AND})}),
+           [](const Match& m) { return fold_empty_conjunction(m.root()); }},
       });
   return pm;
 }

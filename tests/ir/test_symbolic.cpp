@@ -532,6 +532,16 @@ TEST_CASE("comparisons with constants: the sum's constant and gcd move across") 
   simplifies(lnot(c64(5) < x), x < 6);
 }
 
+TEST_CASE("a conjunction of bounds no value meets is false; one some value meets stays") {
+  const auto r = var("r", 0, 1), x = var("x", -10, 10), m = bvar("m");
+  simplifies(land(r < 1, c64(0) < r), F);                    // a padded axis of size 0: r == 0 and r >= 1
+  simplifies(land(m, land(x < 3, land(m, c64(2) < x))), F);  // the bounds apart in the AND tree
+  simplifies(land(x < 3, c64(3) < x), F);
+  unchanged(land(x < 4, c64(2) < x));  // x == 3
+  CHECK(simplify(land(m, land(x < 4, c64(2) < x))) != F);
+  unchanged(land(x < 3, c64(2) < var("y", -10, 10)));  // bounds on two values
+}
+
 TEST_CASE("comparisons refuse when the sum may wrap") {
   const auto q = cast(var("q", 0, 2147483647), i32);
   unchanged((q + 5) < 3);  // q + 5 wraps to negative for q near INT_MAX
