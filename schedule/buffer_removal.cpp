@@ -184,7 +184,8 @@ UOpPtr compute_nothing(const Match& m) {
   return buffer->with_src(std::move(src));
 }
 
-// A buffer of one constant reads as that constant.
+// A buffer of one constant reads as that constant, a realization point's too (a
+// reduce over nothing, realized, is its identity: nothing to compute again).
 UOpPtr read_constant(const Match& m) {
   const UOpPtr& index = m["idx"];
   return where_valid(valid_of(index), m["c"]);
@@ -212,12 +213,14 @@ const PatternMatcher& buffer_removal() {
   using P = UPat;
   const P buf = P::op(Op::BUFFERIZE, {P::var("value")}, "buf").allow_more_src();
   const P cbuf = P::op(Op::BUFFERIZE, {P::cvar("c")}).allow_more_src();
+  const P realized_cbuf = P::op(Op::BUFFERIZE, {P::op(Op::CONTIGUOUS, {P::cvar("c")})}).allow_more_src();
   static const PatternMatcher pm(
       "buffer_removal",
       {
           {buf, compute_nothing},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), read_empty},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {cbuf}, "idx").allow_more_src()}), read_constant},
+          {P::op(Op::LOAD, {P::op(Op::INDEX, {realized_cbuf}, "idx").allow_more_src()}), read_constant},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), read_at_own_ranges},
           {P::op(Op::LOAD, {P::op(Op::INDEX, {buf}, "idx").allow_more_src()}), remove_buffer},
       });
