@@ -173,7 +173,8 @@ class Rangeifier {
   // chain of integer arithmetic, a normalisation's (x - mean) * rstd * w + b). Shared
   // nodes count once; a chain that computes on an arange is addressing (a one-hot's
   // compare, which reduce_collapse turns into a gather only while it stays fused); a
-  // compare or a logical op, a mask (relu's gradient's), costs nothing beside its select.
+  // compare or a logical op, a mask (relu's gradient's), costs nothing beside its select,
+  // and what it compares is not walked (relu's output, which its forward stores).
   bool costly_chain(const UOp& x) const {
     constexpr size_t kMaxVisited = 64;  // a walk's bound: past it, the chain is costly
     std::unordered_set<const UOp*> seen{&x};
@@ -185,6 +186,7 @@ class Rangeifier {
       if (u->op == Op::IOTA) return false;
       ops += is_alu(u->op) && u->dtype.scalar != Scalar::Bool && !joins_pieces(*u) ? 1 : 0;
       if (ops > kCheapFactorOps || seen.size() > kMaxVisited) return true;
+      if (u != &x && u->dtype.scalar == Scalar::Bool) continue;
       for (const UOpPtr& s : u->src)
         if (!is_leaf(s->op) || s->op == Op::IOTA)
           if (s->op != Op::REDUCE_AXIS && !broadcasts(*s) && !points_.contains(s.get()) &&
@@ -274,8 +276,10 @@ class Rangeifier {
     // (not a reduce's: it keeps its buffer) passes it on for the transcendentals alone: a
     // cheap chain's recomputation there (relu's gradient's mask in the next product's
     // loads) costs less than a kernel of its own.
+    // A view candidate computes nothing: what it reads is under its broadcast too.
     const bool fused = ni.placement == Placement::Fused;
-    const bool expands = broadcasts(*x) || (fused && ni.under_expand);
+    const bool view = ni.placement == Placement::Candidate && is_movement(x->op);
+    const bool expands = broadcasts(*x) || ((fused || view) && ni.under_expand);
     const bool candidate_expands =
         (fused || (ni.placement == Placement::Candidate && x->op != Op::REDUCE_AXIS)) &&
         (ni.under_expand || ni.under_candidate_expand);
