@@ -232,8 +232,10 @@ const PatternMatcher& symbolic() {
 const PatternMatcher& symbolic_index() {
   static const PatternMatcher pm = symbolic().restricted("symbolic_index", [](const UOp& u) {
     // A float select on a constant condition is no float arithmetic: its dead branch
-    // (an empty slice's source, say) must not keep a buffer alive.
-    return !u.dtype.is_float() || (u.op == Op::WHERE && u.src[0]->op == Op::CONST);
+    // (an empty slice's source, say) must not keep a buffer alive. Nor is a cast of a
+    // constant: folded, an integer chain that is constant stays no buffer's value.
+    return !u.dtype.is_float() || (u.op == Op::WHERE && u.src[0]->op == Op::CONST) ||
+           (u.op == Op::CAST && u.src[0]->op == Op::CONST);
   });
   return pm;
 }
