@@ -148,11 +148,13 @@ class Rangeifier {
   // candidate instead, and buffer_removal's keep rules decide. One computed outside
   // any reduce stays fused: codegen hoists it out of the broadcast's inner loops (a
   // layernorm's rsqrt per row). A reduce read through a pad is a candidate too: fused,
-  // its loop would run at the masked elements as well.
+  // its loop would run at the masked elements as well; so is a transcendental read
+  // through a pad that masks more elements than it has (its polynomial runs at each).
   static bool costly_under_broadcast(const UOp& x, const NodeInfo& ni) {
-    if (x.op == Op::REDUCE_AXIS) return ni.under_expand || padded_read(ni.requests[0], *x.shape());
-    return is_transcendental(x.op) && (ni.under_expand || ni.under_candidate_expand) &&
-           computed_in_reduce(ni);
+    if (x.op == Op::REDUCE_AXIS) return ni.under_expand || padded_read(ni.requests[0], *x.shape(), 1);
+    return is_transcendental(x.op) &&
+           (((ni.under_expand || ni.under_candidate_expand) && computed_in_reduce(ni)) ||
+            padded_read(ni.requests[0], *x.shape(), kMostlyMasked));
   }
   // Likewise a chain of more than kCheapFactorOps ALU ops (integer arithmetic, a
   // normalisation's (x - mean) * rstd * w + b inside a matmul): stored once and loaded
@@ -212,10 +214,11 @@ class Rangeifier {
   }
 
   // A read under a validity condition by a reader whose output (its loop ranges, not a
-  // reduce's) has at least the node's elements: a padded reader of all of it. (A
+  // reduce's) has at least `times` the node's elements: a padded reader of all of it. (A
   // smaller one, a strided convolution's dx folding its window sums, would make the
   // node a buffer larger than what it computes.)
-  static bool padded_read(const Access& a, const Shape& shape) {
+  static constexpr double kMostlyMasked = 2;  // as many masked elements as the node's own
+  static bool padded_read(const Access& a, const Shape& shape, double times) {
     if (!a.valid) return false;
     std::unordered_set<const UOp*> ranges;
     double covered = 1;
@@ -226,7 +229,7 @@ class Rangeifier {
         covered *= static_cast<double>(r->src[0]->const_int());
       }
     const double elements = std::accumulate(shape.begin(), shape.end(), 1.0, std::multiplies<>());
-    return covered >= elements;
+    return covered >= times * elements;
   }
 
   // A broadcast its consumers read at different indices (a matmul's operand, read by the
