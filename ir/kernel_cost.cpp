@@ -112,7 +112,10 @@ bool counts(const UOp* u, const std::unordered_set<const UOp*>& data) {
 // nullopt where it uses anything else.
 std::optional<int64_t> evaluate(const UOp* u, const std::unordered_map<const UOp*, int64_t>& at) {
   if (u->op == Op::CONST) return u->const_int();
-  if (u->op == Op::RANGE) return at.at(u);
+  if (u->op == Op::RANGE) {  // one a reduce inside the condition sums over is no point of it
+    const auto it = at.find(u);
+    return it == at.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
   std::vector<int64_t> v;
   for (const UOpPtr& s : u->src) {
     const auto x = evaluate(s.get(), at);

@@ -127,3 +127,13 @@ TEST_CASE("kernel_arithmetic: a value of an inner loop runs once per iteration o
   REQUIRE(exp_ops > 10);
   CHECK(kernel_arithmetic(kernel) == exp_ops * I * J + I * J);
 }
+
+TEST_CASE("kernel_arithmetic: a load guarded by a condition with a sum inside counts it held everywhere") {
+  // out[i] = x[i] where sum_k(k) < i, else 0: the guard's sum has a range of its own, no
+  // point of i's range, so the guard's share of iterations is taken as all of them.
+  auto i = make_range(8, 0), k = make_range(4, 1, AxisKind::Reduce);
+  auto sum_k = reduce(Op::ADD, k, {k});
+  auto x = load(index(global(1, f32), i, sum_k < i));
+  auto kernel = sink({end(store(index(global(0, f32), i), x * x), {i})});
+  CHECK(kernel_arithmetic(kernel) == 8);
+}
