@@ -71,6 +71,10 @@ class Rangeifier {
     for (const auto& n : nodes) build(n);
   }
   UOpPtr buffer_of(const UOpPtr& x) {
+    // A contiguous copy of a value realized in a buffer of its own (a target, another
+    // copy) holds the same elements in the same order: that buffer. Not an ASSIGN's or a
+    // COPY's, whose buffer is another tensor's.
+    if (copies_point(*x)) return buffer_of(x->src[0]);
     NodeInfo& ni = info_.at(x.get());
     if (!ni.buffer) {
       std::vector<UOpPtr> src{ni.placement == Placement::Realized
@@ -86,6 +90,12 @@ class Rangeifier {
   std::unordered_set<const UOp*> points_;
   std::unordered_map<const UOp*, NodeInfo> info_;
   int64_t next_axis_ = 0;
+
+  bool copies_point(const UOp& x) const {
+    const UOpPtr& s = x.src.empty() ? nullptr : x.src[0];
+    return x.op == Op::CONTIGUOUS && points_.contains(s.get()) && s->op != Op::ASSIGN && s->op != Op::COPY &&
+           *s->shape() == *x.shape();
+  }
 
   Access fresh(const Shape& shape) {
     Access a;
