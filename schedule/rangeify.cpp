@@ -67,6 +67,11 @@ class Rangeifier {
   explicit Rangeifier(const std::vector<UOpPtr>& targets) {
     for (const auto& p : realization_points(targets)) points_.insert(p.get());
     const std::vector<UOpPtr> nodes = toposort(targets);
+    // A value with a contiguous copy is realized too: the copy is its buffer (buffer_of),
+    // and its other readers load it there rather than compute it again.
+    for (const auto& n : nodes)
+      if (n->op == Op::CONTIGUOUS && points_.contains(n.get()) && !is_leaf(n->src[0]->op))
+        points_.insert(n->src[0].get());
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) place(*it);
     for (const auto& n : nodes) build(n);
   }
