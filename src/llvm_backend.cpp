@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cctype>
 #include <cstdint>
 
 #ifndef LOOM_LLVM_VERSION
@@ -32,8 +34,25 @@ namespace {
 // - JitLevel::Bulk for LLVM IR of kLightLines lines or more: O2's time, and the
 //   O1 code generator's, grow faster than the IR (seconds and half a second
 //   for cat of 200 tensors) and would take thousands of runs to pay back.
+// - never JitLevel::Bulk for IR with a vector of i1 whose lane count is no power of
+//   two (a padded kernel's masks over unrolled odd ranges, <70 x i1>): LLVM 19's
+//   x86 code generator at O0 gave such masks wrong lanes (a padded element loaded
+//   where it should be the pad's value, loom-fuzz seed 735415), where O1 and O2
+//   are right.
 constexpr int64_t kLightWork = 512;
 constexpr int64_t kLightLines = 2000;
+
+// Whether the IR names a vector type `<n x i1>` with n no power of two.
+bool has_odd_mask_vector(const std::string& llvm_ir) {
+  for (size_t at = llvm_ir.find(" x i1>"); at != std::string::npos; at = llvm_ir.find(" x i1>", at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(llvm_ir[begin - 1]))) --begin;
+    if (begin == at || begin == 0 || llvm_ir[begin - 1] != '<') continue;
+    const uint64_t lanes = std::stoull(llvm_ir.substr(begin, at - begin));
+    if (!std::has_single_bit(lanes)) return true;
+  }
+  return false;
+}
 
 // How many times the kernel's innermost body runs: the product of its ranges'
 // extents (nested loops), or -1 when an extent is symbolic.
@@ -60,9 +79,10 @@ bool accumulates(const UOpPtr& kernel) {
 JitLevel jit_level(const UOpPtr& kernel, const std::string& llvm_ir) {
   const int64_t work = kernel_work(kernel);
   const auto lines = std::count(llvm_ir.begin(), llvm_ir.end(), '\n');
-  if (lines >= kLightLines) return JitLevel::Bulk;
+  const JitLevel bulk = has_odd_mask_vector(llvm_ir) ? JitLevel::Light : JitLevel::Bulk;
+  if (lines >= kLightLines) return bulk;
   const bool small = work >= 0 && work <= kLightWork;
-  if (!accumulates(kernel)) return small ? JitLevel::Bulk : JitLevel::Light;
+  if (!accumulates(kernel)) return small ? bulk : JitLevel::Light;
   return small ? JitLevel::Light : JitLevel::Full;
 }
 
