@@ -96,10 +96,11 @@ class Rangeifier {
   std::unordered_map<const UOp*, NodeInfo> info_;
   int64_t next_axis_ = 0;
 
+  // A CONTIGUOUS has one source, of its own shape.
   bool copies_point(const UOp& x) const {
-    const UOpPtr& s = x.src.empty() ? nullptr : x.src[0];
-    return x.op == Op::CONTIGUOUS && points_.contains(s.get()) && s->op != Op::ASSIGN && s->op != Op::COPY &&
-           *s->shape() == *x.shape();
+    if (x.op != Op::CONTIGUOUS) return false;
+    const UOp& s = *x.src.at(0);
+    return points_.contains(&s) && s.op != Op::ASSIGN && s.op != Op::COPY;
   }
 
   Access fresh(const Shape& shape) {
