@@ -47,6 +47,9 @@ const std::vector<FlagInfo> kFlagTable = {
      "writes every kernel at every stage there, one file each, named kernel.NN.stage.ext"},
     {"LOOM_CACHE_DIR", "a directory, or off",
      "where compiled kernels persist as object files; default $XDG_CACHE_HOME/loom, else ~/.cache/loom"},
+    {"LOOM_CACHE_BYTES", "bytes, with an optional K, M or G suffix",
+     "the most LOOM_CACHE_DIR may hold (default 1G; 0: no bound); past it the least recently used "
+     "kernels' files are deleted, down to three quarters of it"},
     {"LOOM_JIT_CACHE_BYTES", "bytes, with an optional K, M or G suffix",
      "memory the in-memory kernel cache keeps for its kernels: code, the JIT's bookkeeping, ASTs "
      "(default 256M); past it the least recently used kernels are freed and compiled again, or "
@@ -137,6 +140,13 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
     }
     return fmt::format("expected a whole number in [{}, {}]", lo, hi);
   };
+  auto bytes = [&](uint64_t& out) -> std::string {
+    if (auto n = parse_bytes(v)) {
+      out = *n;
+      return "";
+    }
+    return "expected a number of bytes, optionally followed by K, M or G (like 64M)";
+  };
   auto boolean = [&](bool& out) -> std::string {
     int n = 0;
     std::string err = ranged(n, 0, 1);
@@ -187,12 +197,8 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
     f.dist_timeout = s;
     return "";
   }
-  if (name == "LOOM_JIT_CACHE_BYTES") {
-    const auto n = parse_bytes(v);
-    if (!n) return "expected a number of bytes, optionally followed by K, M or G (like 64M)";
-    f.jit_cache_bytes = *n;
-    return "";
-  }
+  if (name == "LOOM_CACHE_BYTES") return bytes(f.cache_bytes);
+  if (name == "LOOM_JIT_CACHE_BYTES") return bytes(f.jit_cache_bytes);
   if (name == "LOOM_LOG") {
     if (!parse_level(v)) return "expected trace, debug, info, warn, error, critical or off";
     f.log = v;

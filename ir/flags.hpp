@@ -27,6 +27,7 @@ struct Flags {
   std::string target = "native";                   // LOOM_TARGET: a preset of ir/target.hpp
   std::string dump_dir;                            // LOOM_DUMP_DIR; empty: off
   std::string cache_dir;                           // LOOM_CACHE_DIR; "off" disables
+  uint64_t cache_bytes = uint64_t{1} << 30;        // LOOM_CACHE_BYTES: the disk cache's bound; 0: none
   uint64_t jit_cache_bytes = uint64_t{256} << 20;  // LOOM_JIT_CACHE_BYTES: the kernel cache's code limit
   std::string log = "info";                        // LOOM_LOG
   std::string profile;                             // LOOM_PROFILE; empty: off
@@ -34,7 +35,7 @@ struct Flags {
   double beam_budget = 3;                          // LOOM_BEAM_BUDGET: seconds of search per kernel
   bool dist_check = false;          // LOOM_DIST_CHECK: collectives' metadata compared across ranks
   bool dist_deterministic = false;  // LOOM_DIST_DETERMINISTIC: sums in rank order
-  double dist_timeout = 300;                       // LOOM_DIST_TIMEOUT: seconds a rank waits for a collective
+  double dist_timeout = 300;        // LOOM_DIST_TIMEOUT: seconds a rank waits for a collective
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;

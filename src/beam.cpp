@@ -388,7 +388,7 @@ BeamResult beam_opts(const UOpPtr& ast, const std::string& name, const Flags& fl
     result.from_cache = true;
     return result;
   }
-  const DiskCache disk(disk_cache_dir(flags), kernel_backend(flags)->cache_identity());
+  const DiskCache disk(disk_cache_dir(flags), kernel_backend(flags)->cache_identity(), flags.cache_bytes);
   if (auto hit = disk.find(key); hit && hit->symbol == "beam") {
     try {
       result.best = parse_opts(hit->object);

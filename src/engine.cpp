@@ -327,7 +327,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const UOpPtr& ast, const st
   times.optimizer = ms_since(t0);
   if (texts) show_stage(flags, 3, name, "opts", "txt", to_string(k.opts));
   const std::unique_ptr<const Backend> backend = kernel_backend(flags);
-  const DiskCache disk(disk_cache_dir(flags), backend->cache_identity());
+  const DiskCache disk(disk_cache_dir(flags), backend->cache_identity(), flags.cache_bytes);
   // Keyed by the Opts applied and the kernel as the kernel passes left it: an object
   // file compiled by a loom whose optimiser chose otherwise (another parallel range,
   // other lanes, another search's winner) never loads.

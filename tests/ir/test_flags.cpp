@@ -13,7 +13,7 @@ using namespace loom;
 using test::error_of;
 
 TEST_CASE("every flag of the table has a canonical name, with or without the LOOM_ prefix") {
-  CHECK(flag_table().size() == 18);
+  CHECK(flag_table().size() == 19);
   for (const auto& row : flag_table()) {
     CHECK(detail::canonical_flag_name(row.name) == row.name);
     CHECK(detail::canonical_flag_name(row.name.substr(5)) == row.name);
@@ -40,22 +40,27 @@ TEST_CASE("values a flag cannot take are named with what was expected") {
   CHECK(detail::flag_value_error("LOOM_LOG", "loud") ==
         "expected trace, debug, info, warn, error, critical or off");
   CHECK(detail::flag_value_error("LOOM_DUMP_DIR", "/tmp/x") == "");
-  for (const char* good : {"0", "4096", "64K", "256M", "1G", "17179869183G"}) {
-    CAPTURE(good);
-    CHECK(detail::flag_value_error("LOOM_JIT_CACHE_BYTES", good) == "");
-  }
-  for (const char* bad : {"", "-1", "64KB", "M", "1T", "17179869184G", "99999999999999999999"}) {
-    CAPTURE(bad);
-    CHECK(detail::flag_value_error("LOOM_JIT_CACHE_BYTES", bad) ==
-          "expected a number of bytes, optionally followed by K, M or G (like 64M)");
+  for (const char* flag : {"LOOM_JIT_CACHE_BYTES", "LOOM_CACHE_BYTES"}) {
+    CAPTURE(flag);
+    for (const char* good : {"0", "4096", "64K", "256M", "1G", "17179869183G"}) {
+      CAPTURE(good);
+      CHECK(detail::flag_value_error(flag, good) == "");
+    }
+    for (const char* bad : {"", "-1", "64KB", "M", "1T", "17179869184G", "99999999999999999999"}) {
+      CAPTURE(bad);
+      CHECK(detail::flag_value_error(flag, bad) ==
+            "expected a number of bytes, optionally followed by K, M or G (like 64M)");
+    }
   }
 }
 
-TEST_CASE("LOOM_JIT_CACHE_BYTES reads bytes with binary suffixes") {
+TEST_CASE("LOOM_JIT_CACHE_BYTES and LOOM_CACHE_BYTES read bytes with binary suffixes") {
+  CHECK(Flags{}.cache_bytes == uint64_t{1} << 30);  // the disk cache's default bound: 1G
   for (const auto& [text, bytes] : {std::pair{"1000", uint64_t{1000}}, std::pair{"64K", uint64_t{65536}},
                                     std::pair{"3M", uint64_t{3} << 20}, std::pair{"2G", uint64_t{2} << 30}}) {
-    const uint64_t token = detail::push_flag_overrides({{"JIT_CACHE_BYTES", text}});
+    const uint64_t token = detail::push_flag_overrides({{"JIT_CACHE_BYTES", text}, {"CACHE_BYTES", text}});
     CHECK(flags()->jit_cache_bytes == bytes);
+    CHECK(flags()->cache_bytes == bytes);
     detail::pop_flag_overrides(token);
   }
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -152,4 +153,96 @@ TEST_CASE("\"off\" and an empty directory store and find nothing; an unwritable 
   const DiskCache unwritable("/proc/loom-cannot-be-here", kBackend);
   unwritable.store("k", {"s", "o"});
   CHECK_FALSE(unwritable.find("k"));
+}
+
+namespace {
+// The objects (.o files) in `dir`, by name.
+std::vector<std::string> objects_in(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".o") out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+std::string name_of(const DiskCache& cache, const std::string& key) {
+  return fs::path(cache.path_of(key)).filename().string();
+}
+// Keys of one length, so every entry's file has the same size.
+std::string key_of(int i) { return "kernel " + std::to_string(100 + i); }
+// The bound counts whole 4 KiB blocks, as du does.
+uint64_t on_disk(const std::string& path) { return (fs::file_size(path) + 4095) / 4096 * 4096; }
+void last_used(const std::string& path, std::chrono::minutes ago) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - ago);
+}
+}  // namespace
+
+TEST_CASE("past its bound the cache deletes the least recently used objects, down to three quarters") {
+  TempDir dir("bounded");
+  const DiskCache unbounded(dir.path, kBackend);
+  for (int i = 0; i < 10; ++i) {
+    unbounded.store(key_of(i), {"sym", std::string(1000, 'o')});
+    last_used(unbounded.path_of(key_of(i)), std::chrono::minutes(60 * (10 - i)));  // 0 the oldest
+  }
+  const uint64_t file = on_disk(unbounded.path_of(key_of(0)));
+  CHECK(unbounded.trim().files == 0);  // no bound: nothing goes
+  REQUIRE(objects_in(dir.path).size() == 10);
+
+  // 10 files over a bound of 5: deleted oldest first until at most 3.75 files' bytes remain.
+  const DiskCache bounded(dir.path, kBackend, 5 * file);
+  const DiskCache::Trimmed t = bounded.trim();
+  CHECK(t.files == 7);
+  CHECK(t.bytes == 7 * file);
+  std::vector<std::string> kept{name_of(bounded, key_of(7)), name_of(bounded, key_of(8)),
+                                name_of(bounded, key_of(9))};
+  std::sort(kept.begin(), kept.end());
+  CHECK(objects_in(dir.path) == kept);
+  CHECK(bounded.trim().files == 0);  // within the bound now
+}
+
+TEST_CASE("a load makes an object recently used, so the bound deletes others first") {
+  TempDir dir("recency");
+  const DiskCache cache(dir.path, kBackend);
+  for (int i = 0; i < 3; ++i) {
+    cache.store(key_of(i), {"sym", std::string(1000, 'o')});
+    last_used(cache.path_of(key_of(i)), std::chrono::minutes(60 * (3 - i)));  // 0 the oldest
+  }
+  REQUIRE(cache.find(key_of(0)));  // the oldest stored is the latest used
+  const uint64_t file = on_disk(cache.path_of(key_of(0)));
+  const DiskCache bounded(dir.path, kBackend, 2 * file + file / 2);
+  CHECK(bounded.trim().files == 2);
+  CHECK(objects_in(dir.path) == std::vector<std::string>{name_of(cache, key_of(0))});
+}
+
+TEST_CASE("the bound deletes a dead writer's temporary files, and no other file") {
+  TempDir dir("temporaries");
+  const DiskCache cache(dir.path, kBackend, 1 << 20);
+  cache.store(key_of(0), {"sym", "object"});
+  write(dir.path + "/.tmp.1.2.3", "left by a writer that died");
+  last_used(dir.path + "/.tmp.1.2.3", std::chrono::minutes(120));
+  write(dir.path + "/.tmp.4.5.6", "a writer still writing");
+  write(dir.path + "/notes.txt", "not the cache's");
+  CHECK(cache.trim().files == 1);
+  CHECK_FALSE(fs::exists(dir.path + "/.tmp.1.2.3"));
+  CHECK(fs::exists(dir.path + "/.tmp.4.5.6"));
+  CHECK(fs::exists(dir.path + "/notes.txt"));
+  CHECK(cache.find(key_of(0)));
+}
+
+TEST_CASE("stores keep a bounded directory near its bound, the newest objects kept") {
+  TempDir dir("stores");
+  const DiskCache probe(dir.path, kBackend);
+  probe.store(key_of(0), {"sym", std::string(1000, 'o')});
+  const uint64_t file = on_disk(probe.path_of(key_of(0)));
+  fs::remove(probe.path_of(key_of(0)));
+  // A bound of 4 files: a store checks it after every half file stored, so it never
+  // holds more than 4 files' bytes after a store, and the file just stored stays.
+  const DiskCache cache(dir.path, kBackend, 4 * file);
+  for (int i = 0; i < 12; ++i) {
+    cache.store(key_of(i), {"sym", std::string(1000, 'o')});
+    const auto objects = objects_in(dir.path);
+    CHECK(objects.size() <= 4);
+    CHECK(std::find(objects.begin(), objects.end(), name_of(cache, key_of(i))) != objects.end());
+  }
+  CHECK(objects_in(dir.path).size() >= 3);
+  CHECK(cache.find(key_of(11)));
 }

@@ -110,7 +110,8 @@ TEST_CASE(
   forget_everything();
   const std::vector<float> expected = workload();
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(dir))  // the kernels' objects (not the bound's stamp)
+    if (e.path().extension() == ".o") files.push_back(e.path());
   REQUIRE(files.size() >= 2);
   std::vector<std::string> good;
   for (const auto& f : files) {
