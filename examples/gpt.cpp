@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -45,7 +47,8 @@ constexpr const char* usage =
 
 struct Options {
   gpt::Config model;  // vocab_size comes from the corpus
-  int64_t steps = 2000, batch_size = 8, warmup = 100;
+  int64_t steps = 2000, batch_size = 8;
+  std::optional<int64_t> warmup;  // default: a tenth of the steps, at most 100
   double lr = 1e-3, min_lr_factor = 0.1, weight_decay = 0.1;
   uint64_t seed = 0;
   int64_t eval_every = 250, eval_batches = 16, stop_after = 0;
@@ -75,7 +78,7 @@ Options parse(int argc, char** argv) {
       {"--d-model", integer(o.model.d_model)},
       {"--dropout", real(o.model.dropout)},
       {"--lr", real(o.lr)},
-      {"--warmup", integer(o.warmup)},
+      {"--warmup", [&](const std::string& v) { o.warmup = std::stoll(v); }},
       {"--seed", [&](const std::string& v) { o.seed = std::stoull(v); }},
       {"--eval-every", integer(o.eval_every)},
       {"--eval-batches", integer(o.eval_batches)},
@@ -106,7 +109,8 @@ Options parse(int argc, char** argv) {
   }
   if (o.steps < 1 || o.batch_size < 1 || o.eval_every < 1 || o.eval_batches < 1)
     throw std::invalid_argument("--steps, --batch-size, --eval-every and --eval-batches must be >= 1");
-  if (o.warmup < 0 || o.warmup >= o.steps) throw std::invalid_argument("--warmup must be in [0, --steps)");
+  if (!o.warmup) o.warmup = std::min<int64_t>(100, o.steps / 10);
+  if (*o.warmup < 0 || *o.warmup >= o.steps) throw std::invalid_argument("--warmup must be in [0, --steps)");
   if (!(o.temperature > 0)) throw std::invalid_argument("--temperature must be > 0");
   if (o.prompt.empty()) throw std::invalid_argument("--prompt must not be empty");
   return o;
@@ -142,9 +146,9 @@ class Trainer {
         decay(model.decay_groups().first, options.lr, 0.9, 0.99, 1e-8, options.weight_decay),
         no_decay(model.decay_groups().second, options.lr, 0.9, 0.99, 1e-8, 0.0),
         decay_schedule(
-            warmup_cosine(decay, options.warmup, options.steps, options.lr * options.min_lr_factor)),
+            warmup_cosine(decay, *options.warmup, options.steps, options.lr * options.min_lr_factor)),
         no_decay_schedule(
-            warmup_cosine(no_decay, options.warmup, options.steps, options.lr * options.min_lr_factor)),
+            warmup_cosine(no_decay, *options.warmup, options.steps, options.lr * options.min_lr_factor)),
         params(model.parameters()) {
     const int64_t t = options.model.block_size;
     if (static_cast<int64_t>(corpus.train.size()) <= t + 1 ||
@@ -320,7 +324,7 @@ class Trainer {
     return {static_cast<double>(options.seed),
             d(options.batch_size),
             d(options.steps),
-            d(options.warmup),
+            d(*options.warmup),
             options.lr,
             options.min_lr_factor,
             options.weight_decay,
@@ -390,7 +394,8 @@ int run(const Options& o) {
       "GPT: {} layers, {} heads, d_model {}, block {}, dropout {}: {} parameters; batches of {} x {}, "
       "AdamW lr {} (warm-up {} steps, cosine to {}), seed {}, {} threads{}\n",
       c.n_layer, c.n_head, c.d_model, c.block_size, c.dropout, n_params, o.batch_size, c.block_size, o.lr,
-      o.warmup, o.lr * o.min_lr_factor, o.seed, loom::get_num_threads(), o.autocast ? ", autocast bf16" : "");
+      *o.warmup, o.lr * o.min_lr_factor, o.seed, loom::get_num_threads(),
+      o.autocast ? ", autocast bf16" : "");
   if (o.resume) {
     trainer.resume(o.checkpoint);
     fmt::print("resumed from {} after step {}\n", o.checkpoint.string(), trainer.steps_done);
