@@ -13,7 +13,8 @@
 // checkpoint written. --stop-after N ends the run after step N of the --steps
 // schedule (as a job's time limit would); --resume continues it from the checkpoint
 // bit for bit. Equal seeds give equal losses. Then --sample characters are drawn
-// from the model in evaluation mode, with --temperature and --top-k.
+// from the model in evaluation mode, with --temperature and --top-k, one token at a
+// time through a KV cache (gpt::KVCache).
 // Exits 77 when the fortunes package is not installed.
 #include "gpt.hpp"
 #include "host_random.hpp"
@@ -206,40 +207,61 @@ class Trainer {
   }
 
   // `n` characters after `prompt`, each drawn from the softmax of the last
-  // position's logits / temperature, restricted to the top_k largest. The model
-  // reads a window of block_size tokens, the context left-aligned and padded
-  // after it (causal attention: the padding is never seen), so every token runs
-  // the kernels compiled for the first.
+  // position's logits / temperature, restricted to the top_k largest. Tokens are
+  // decoded one at a time through a KVCache (gpt::Model::decode), the prompt's too:
+  // each costs one position's work, and every one runs the kernels compiled for the
+  // first. When the context fills the block, the cache is rebuilt from its last half
+  // (positions are absolute, so the kept tokens move to the front).
   std::string sample(int64_t n, double temperature, int64_t top_k, const std::string& prompt) {
     loom::NoGrad no_grad;
     model.eval();
     examples::HostRandom rng(mix(options.seed, ~0ull));
-    const int64_t t = options.model.block_size, vocab = corpus.vocab_size();
-    std::vector<int32_t> context = corpus.encode(prompt), drawn;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t len = std::min<int64_t>(t, static_cast<int64_t>(context.size()));
-      std::vector<int32_t> window(context.end() - len, context.end());
-      window.resize(static_cast<size_t>(t), 0);
-      const Tensor last = Tensor::from_vector<int32_t>({static_cast<int32_t>(len - 1)}, {1});
-      const loom::Autocast ac = autocast_scope();
-      const Tensor h = model.hidden(Tensor::from_vector(window, {1, t})).index_select(1, last);  // [1, 1, d]
-      Tensor logits = model.lm_head(h).reshape({vocab}) / temperature;
-      if (top_k > 0 && top_k < vocab) {
-        const Tensor kth = logits.topk(top_k).first.slice(0, top_k - 1, top_k);
-        logits = logits.masked_fill(logits.lt(kth), -std::numeric_limits<double>::infinity());
+    const int64_t block = options.model.block_size, vocab = corpus.vocab_size();
+    const loom::Autocast ac = autocast_scope();
+    gpt::KVCache cache(options.model);
+    std::vector<int32_t> context;  // the tokens in the cache, position 0 first
+    Tensor logits;
+    const auto feed = [&](int32_t token) {
+      if (static_cast<int64_t>(context.size()) == block) {
+        const std::vector<int32_t> kept(context.end() - block / 2, context.end());
+        context.clear();
+        for (const int32_t t : kept) feed_one(cache, context, t);
       }
-      const std::vector<float> probs = logits.softmax(-1).to_vector<float>();
+      logits = feed_one(cache, context, token);
+    };
+    for (const int32_t t : corpus.encode(prompt)) feed(t);
+    std::vector<int32_t> drawn;
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor scaled = logits / temperature;
+      if (top_k > 0 && top_k < vocab) {
+        const Tensor kth = scaled.topk(top_k).first.slice(0, top_k - 1, top_k);
+        scaled = scaled.masked_fill(scaled.lt(kth), -std::numeric_limits<double>::infinity());
+      }
+      const std::vector<float> probs = scaled.softmax(-1).to_vector<float>();
       double u = rng.uniform();
       int32_t next = 0;
       for (; next < vocab - 1; ++next) {
         u -= probs[static_cast<size_t>(next)];
         if (u < 0) break;
       }
-      context.push_back(next);
       drawn.push_back(next);
+      if (i + 1 < n) feed(next);
     }
     model.train();
     return corpus.decode(drawn);
+  }
+
+  // Decodes `token` at the next position of `context` into `cache`: its logits.
+  Tensor feed_one(gpt::KVCache& cache, std::vector<int32_t>& context, int32_t token) {
+    const auto position = static_cast<int32_t>(context.size());
+    Tensor logits = model.decode(Tensor::from_vector<int32_t>({token}, {1, 1}),
+                                 Tensor::from_vector<int32_t>({position}, {1}), cache);
+    std::vector<Tensor> computed{logits};
+    for (size_t i = 0; i < cache.k.size(); ++i)
+      computed.push_back(cache.k[i]), computed.push_back(cache.v[i]);
+    loom::realize(computed);
+    context.push_back(token);
+    return logits;
   }
 
   // Model, both optimizers and schedules, the steps done, loom's generator (the

@@ -67,6 +67,22 @@ struct CausalSelfAttention : loom::nn::Module {
                                                             /*is_causal=*/true);
     return resid_dropout(c_proj(y.permute({0, 2, 1, 3}).reshape({b, t, d})));
   }
+
+  // One token x [1, 1, d] at the position whose row of the caches `at` marks ([1, 1, block,
+  // 1], Bool): its key and value are written into that row of k and v ([1, n_head, block,
+  // d / n_head]), and its query attends to the rows `seen` allows ([1, 1, 1, block], Bool:
+  // the positions up to its own). The shapes are the same at every position.
+  Tensor decode(const Tensor& x, const Tensor& at, const Tensor& seen, Tensor& k, Tensor& v) const {
+    const int64_t d = x.shape()[2];
+    const Tensor qkv = c_attn(x);
+    const auto head = [&](int64_t part) {  // -> [1, n_head, 1, d / n_head]
+      return qkv.slice(2, part * d, (part + 1) * d).reshape({1, 1, n_head, d / n_head}).permute({0, 2, 1, 3});
+    };
+    k.assign(loom::where(at, head(1), k));
+    v.assign(loom::where(at, head(2), v));
+    const Tensor y = loom::nn::scaled_dot_product_attention(head(0), k, v, seen);
+    return resid_dropout(c_proj(y.permute({0, 2, 1, 3}).reshape({1, 1, d})));
+  }
 };
 
 struct MLP : loom::nn::Module {
@@ -101,6 +117,26 @@ struct Block : loom::nn::Module {
   Tensor forward(const Tensor& x) const override {
     const Tensor h = x + attn(ln_1(x));
     return h + mlp(ln_2(h));
+  }
+  // One token, through the cached keys and values (CausalSelfAttention::decode).
+  Tensor decode(const Tensor& x, const Tensor& at, const Tensor& seen, Tensor& k, Tensor& v) const {
+    const Tensor h = x + attn.decode(ln_1(x), at, seen, k, v);
+    return h + mlp(ln_2(h));
+  }
+};
+
+// The keys and values of every layer at every position of a block, for decoding one
+// token at a time: [1, n_head, block_size, d_model / n_head] each, zeros at first.
+// Model::decode writes a position's row and reads the rows up to it, so a token
+// costs one position's work, not a forward pass over its whole context.
+struct KVCache {
+  std::vector<Tensor> k, v;  // one per layer
+  explicit KVCache(const Config& c) {
+    const loom::Shape shape{1, c.n_head, c.block_size, c.d_model / c.n_head};
+    for (int64_t i = 0; i < c.n_layer; ++i) {
+      k.push_back(Tensor::zeros(shape).realize());
+      v.push_back(Tensor::zeros(shape).realize());
+    }
   }
 };
 
@@ -153,6 +189,20 @@ class Model : public loom::nn::Module {
   }
   // tokens [B, T] -> logits [B, T, vocab_size].
   Tensor forward(const Tensor& tokens) const override { return lm_head(hidden(tokens)); }
+
+  // The logits [vocab_size] after `token` ([1, 1], Int32) at `position` ([1], Int32, below
+  // block_size), the tokens before it already decoded into `cache` at positions 0 to
+  // position - 1: equal to forward's at that position over the whole sequence. The
+  // position is a tensor, so every token runs the kernels compiled for the first.
+  Tensor decode(const Tensor& token, const Tensor& position, KVCache& cache) const {
+    const Tensor rows = Tensor::arange(config.block_size);
+    const Tensor at = rows.eq(position).reshape({1, 1, config.block_size, 1});
+    const Tensor seen = rows.le(position).reshape({1, 1, 1, config.block_size});
+    Tensor x = drop(wte(token) + wpe(position).reshape({1, 1, config.d_model}));
+    for (int64_t i = 0; i < config.n_layer; ++i)
+      x = h.at<Block>(static_cast<size_t>(i)).decode(x, at, seen, cache.k[i], cache.v[i]);
+    return lm_head(ln_f(x)).reshape({config.vocab_size});
+  }
 
   // nanoGPT's rule: every parameter of two or more axes (the embeddings and the
   // linear layers' matrices) decays; biases and LayerNorm's gains and shifts do
