@@ -66,6 +66,7 @@ def torch_workloads():
         **torch_layer_workloads(r),
         **conv_workloads(),
         **attention_workloads(),
+        **gpt_decode_workloads(),
     }
 
 
@@ -155,6 +156,37 @@ def attention_workloads():
         out[f"{name}_forward"] = forward
         out[f"{name}_forward_backward"] = forward_backward
     return out
+
+
+def gpt_decode_workloads():
+    """bench/bench_attention.cpp's gpt_decode_256: the GPT twin (model_twins.CharGpt, the
+    model of examples/gpt.hpp without dropout) decodes 256 tokens greedily, one at a time,
+    with a KV cache as a PyTorch user writes one: preallocated keys and values per layer,
+    the new token's written at its position, its query attending to the positions so far."""
+    model = None
+
+    def decode():
+        nonlocal model
+        if model is None:
+            model = model_twins.CharGpt().eval()
+        m, d, heads = model, model_twins.CharGpt.dim, model_twins.CharGpt.heads
+        hd = d // heads
+        with torch.no_grad():
+            caches = [(torch.zeros(1, heads, m.seq, hd), torch.zeros(1, heads, m.seq, hd)) for _ in m.blocks]
+            token = 0
+            for p in range(256):
+                x = m.wte(torch.tensor([[token]])) + m.wpe(torch.tensor([p]))
+                for b, (kc, vc) in zip(m.blocks, caches):
+                    q, k, v = (t.reshape(1, 1, heads, hd).permute(0, 2, 1, 3) for t in b.attn(b.ln1(x)).split(d, 2))
+                    kc[:, :, p] = k[:, :, 0]
+                    vc[:, :, p] = v[:, :, 0]
+                    s = q @ kc[:, :, :p + 1].transpose(-2, -1) * hd ** -0.5
+                    x = x + b.proj((torch.softmax(s, -1) @ vc[:, :, :p + 1]).permute(0, 2, 1, 3).reshape(1, 1, d))
+                    x = x + b.fc2(model.activation(b.fc1(b.ln2(x))))
+                logits = m.ln_f(x) @ m.wte.weight.t()
+                token = int(logits.argmax())
+
+    return {"gpt_decode_256": decode}
 
 
 def matmul_workloads(lib, r):
