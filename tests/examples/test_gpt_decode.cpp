@@ -34,6 +34,15 @@ Tensor decode_at(const gpt::Model& model, gpt::KVCache& cache, int32_t token, in
   return logits;
 }
 
+// A small model with weights from `seed`, in evaluation mode, and an empty cache for it.
+struct Decoding {
+  gpt::Model model;
+  gpt::KVCache cache;
+  explicit Decoding(uint64_t seed) : model((manual_seed(seed), small_config())), cache(model.config) {
+    model.eval();
+  }
+};
+
 uint64_t kernels_made() {
   const Counters c = counters();
   return c.kernels_compiled + c.kernels_loaded;
@@ -43,18 +52,15 @@ uint64_t kernels_made() {
 
 TEST_CASE(
     "decoding through the KV cache gives each position the logits of a forward pass over the sequence") {
-  manual_seed(7);
-  gpt::Model model(small_config());
-  model.eval();
+  Decoding d(7);
   NoGrad no_grad;
   const std::vector<int32_t> tokens{3, 17, 0, 22, 5, 5, 9, 14, 1, 20, 11, 2, 8, 19, 4, 6};  // a whole block
-  const Tensor full = model.forward(Tensor::from_vector(tokens, {1, 16}));                  // [1, 16, 23]
+  const Tensor full = d.model.forward(Tensor::from_vector(tokens, {1, 16}));                // [1, 16, 23]
   const std::vector<float> expected = full.to_vector<float>();
-  gpt::KVCache cache(model.config);
   for (int32_t p = 0; p < 16; ++p) {
     CAPTURE(p);
     const std::vector<float> got =
-        decode_at(model, cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
+        decode_at(d.model, d.cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
     REQUIRE(got.size() == 23);
     const auto row = expected.begin() + p * 23;
     float scale = 0;
@@ -65,33 +71,27 @@ TEST_CASE(
 }
 
 TEST_CASE("a token decoded at a position the cache held before replaces its key and value there") {
-  manual_seed(8);
-  gpt::Model model(small_config());
-  model.eval();
+  Decoding d(8);
   NoGrad no_grad;
-  gpt::KVCache cache(model.config);
-  for (int32_t p = 0; p < 6; ++p) decode_at(model, cache, 10 + p, p);
+  for (int32_t p = 0; p < 6; ++p) decode_at(d.model, d.cache, 10 + p, p);
   // Rebuilt from position 0 with other tokens (as the sampler does when the block fills):
   // the old rows past the new position are never seen, and the rewritten ones are the new.
   const std::vector<int32_t> tokens{4, 2, 21};
   std::vector<float> got;
   for (int32_t p = 0; p < 3; ++p)
-    got = decode_at(model, cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
-  const std::vector<float> full = model.forward(Tensor::from_vector(tokens, {1, 3})).to_vector<float>();
+    got = decode_at(d.model, d.cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
+  const std::vector<float> full = d.model.forward(Tensor::from_vector(tokens, {1, 3})).to_vector<float>();
   for (int i = 0; i < 23; ++i)
     CHECK(got[static_cast<size_t>(i)] == doctest::Approx(full[46 + i]).epsilon(1e-5));
 }
 
 TEST_CASE("decoding compiles the kernels of its first token only, whatever the number of tokens") {
-  manual_seed(9);
-  gpt::Model model(small_config());
-  model.eval();
+  Decoding d(9);
   NoGrad no_grad;
-  gpt::KVCache cache(model.config);
-  decode_at(model, cache, 1, 0);
+  decode_at(d.model, d.cache, 1, 0);
   const uint64_t after_first = kernels_made();
   const uint64_t misses = counters().schedule_cache_misses;
-  for (int32_t p = 1; p < 16; ++p) decode_at(model, cache, (p * 7) % 23, p);
+  for (int32_t p = 1; p < 16; ++p) decode_at(d.model, d.cache, (p * 7) % 23, p);
   CHECK(kernels_made() == after_first);
   CHECK(counters().schedule_cache_misses == misses);
 }

@@ -174,16 +174,21 @@ uint64_t on_disk(const std::string& path) { return (fs::file_size(path) + 4095) 
 void last_used(const std::string& path, std::chrono::minutes ago) {
   fs::last_write_time(path, fs::file_time_type::clock::now() - ago);
 }
+// Stores entries 0 to n - 1, entry i last used n - i hours ago (0 the oldest); the size
+// each takes on disk.
+uint64_t store_aged(const DiskCache& cache, int n) {
+  for (int i = 0; i < n; ++i) {
+    cache.store(key_of(i), {"sym", std::string(1000, 'o')});
+    last_used(cache.path_of(key_of(i)), std::chrono::minutes(60 * (n - i)));
+  }
+  return on_disk(cache.path_of(key_of(0)));
+}
 }  // namespace
 
 TEST_CASE("past its bound the cache deletes the least recently used objects, down to three quarters") {
   TempDir dir("bounded");
   const DiskCache unbounded(dir.path, kBackend);
-  for (int i = 0; i < 10; ++i) {
-    unbounded.store(key_of(i), {"sym", std::string(1000, 'o')});
-    last_used(unbounded.path_of(key_of(i)), std::chrono::minutes(60 * (10 - i)));  // 0 the oldest
-  }
-  const uint64_t file = on_disk(unbounded.path_of(key_of(0)));
+  const uint64_t file = store_aged(unbounded, 10);
   CHECK(unbounded.trim().files == 0);  // no bound: nothing goes
   REQUIRE(objects_in(dir.path).size() == 10);
 
@@ -202,12 +207,8 @@ TEST_CASE("past its bound the cache deletes the least recently used objects, dow
 TEST_CASE("a load makes an object recently used, so the bound deletes others first") {
   TempDir dir("recency");
   const DiskCache cache(dir.path, kBackend);
-  for (int i = 0; i < 3; ++i) {
-    cache.store(key_of(i), {"sym", std::string(1000, 'o')});
-    last_used(cache.path_of(key_of(i)), std::chrono::minutes(60 * (3 - i)));  // 0 the oldest
-  }
+  const uint64_t file = store_aged(cache, 3);
   REQUIRE(cache.find(key_of(0)));  // the oldest stored is the latest used
-  const uint64_t file = on_disk(cache.path_of(key_of(0)));
   const DiskCache bounded(dir.path, kBackend, 2 * file + file / 2);
   CHECK(bounded.trim().files == 2);
   CHECK(objects_in(dir.path) == std::vector<std::string>{name_of(cache, key_of(0))});
