@@ -54,7 +54,7 @@ void attention(benchmark::State& state, const Attention& a, bool backward) {
                          benchmark::Counter::kIsRate);
 }
 
-void gpt_decode(benchmark::State& state) {
+void gpt_decode(benchmark::State& state, bool captured) {
   constexpr int64_t kTokens = 256;
   gpt::Config config;
   config.vocab_size = 114;  // the fortunes corpus's characters
@@ -63,28 +63,32 @@ void gpt_decode(benchmark::State& state) {
   gpt::Model model(config);
   model.eval();
   loom::NoGrad no_grad;
+  gpt::KVCache cache(config);
+  auto step = [&](const std::vector<loom::Tensor>& in) {
+    return std::vector<loom::Tensor>{gpt::decode_realized(model, in[0], in[1], cache)};
+  };
+  loom::Capture replay(step);
   auto decode = [&] {
-    gpt::KVCache cache(config);
     int32_t token = 0;
     for (int32_t p = 0; p < kTokens; ++p) {
-      loom::Tensor logits = model.decode(loom::Tensor::from_vector<int32_t>({token}, {1, 1}),
-                                         loom::Tensor::from_vector<int32_t>({p}, {1}), cache);
-      std::vector<loom::Tensor> computed{logits};
-      for (size_t i = 0; i < cache.k.size(); ++i)
-        computed.push_back(cache.k[i]), computed.push_back(cache.v[i]);
-      loom::realize(computed);
-      const std::vector<float> l = logits.to_vector<float>();
+      const std::vector<loom::Tensor> in{loom::Tensor::from_vector<int32_t>({token}, {1, 1}),
+                                         loom::Tensor::from_vector<int32_t>({p}, {1})};
+      const std::vector<float> l = (captured ? replay(in) : step(in))[0].to_vector<float>();
       token = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
     }
   };
-  decode();  // compiles; the loop measures cached plans
+  decode();  // compiles (and records); the loop measures cached plans (or replays)
   for (auto _ : state) decode();
   state.counters["tokens/s"] =
       benchmark::Counter(static_cast<double>(kTokens * state.iterations()), benchmark::Counter::kIsRate);
 }
 
 const bool kRegistered = [] {
-  benchmark::RegisterBenchmark("gpt_decode_256", gpt_decode)->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (const bool captured : {false, true})
+    benchmark::RegisterBenchmark(captured ? "gpt_decode_256_captured" : "gpt_decode_256",
+                                 [captured](benchmark::State& s) { gpt_decode(s, captured); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for (const Attention& a : kCases) {
     benchmark::RegisterBenchmark((std::string(a.name) + "_forward").c_str(),
                                  [&a](benchmark::State& s) { attention(s, a, false); })

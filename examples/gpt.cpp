@@ -209,9 +209,10 @@ class Trainer {
   // `n` characters after `prompt`, each drawn from the softmax of the last
   // position's logits / temperature, restricted to the top_k largest. Tokens are
   // decoded one at a time through a KVCache (gpt::Model::decode), the prompt's too:
-  // each costs one position's work, and every one runs the kernels compiled for the
-  // first. When the context fills the block, the cache is rebuilt from its last half
-  // (positions are absolute, so the kept tokens move to the front).
+  // each costs one position's work, and under loom::Capture every one after the second
+  // replays the first's kernels without building a graph. When the context fills the
+  // block, the cache is rebuilt from its last half (positions are absolute, so the kept
+  // tokens move to the front).
   std::string sample(int64_t n, double temperature, int64_t top_k, const std::string& prompt) {
     loom::NoGrad no_grad;
     model.eval();
@@ -219,15 +220,24 @@ class Trainer {
     const int64_t block = options.model.block_size, vocab = corpus.vocab_size();
     const loom::Autocast ac = autocast_scope();
     gpt::KVCache cache(options.model);
+    loom::Capture decode([&](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{gpt::decode_realized(model, in[0], in[1], cache)};
+    });
     std::vector<int32_t> context;  // the tokens in the cache, position 0 first
+    const auto feed_one = [&](int32_t token) {
+      const auto position = static_cast<int32_t>(context.size());
+      context.push_back(token);
+      return decode(
+          {Tensor::from_vector<int32_t>({token}, {1, 1}), Tensor::from_vector<int32_t>({position}, {1})})[0];
+    };
     Tensor logits;
     const auto feed = [&](int32_t token) {
       if (static_cast<int64_t>(context.size()) == block) {
         const std::vector<int32_t> kept(context.end() - block / 2, context.end());
         context.clear();
-        for (const int32_t t : kept) feed_one(cache, context, t);
+        for (const int32_t t : kept) feed_one(t);
       }
-      logits = feed_one(cache, context, token);
+      logits = feed_one(token);
     };
     for (const int32_t t : corpus.encode(prompt)) feed(t);
     std::vector<int32_t> drawn;
@@ -249,19 +259,6 @@ class Trainer {
     }
     model.train();
     return corpus.decode(drawn);
-  }
-
-  // Decodes `token` at the next position of `context` into `cache`: its logits.
-  Tensor feed_one(gpt::KVCache& cache, std::vector<int32_t>& context, int32_t token) {
-    const auto position = static_cast<int32_t>(context.size());
-    Tensor logits = model.decode(Tensor::from_vector<int32_t>({token}, {1, 1}),
-                                 Tensor::from_vector<int32_t>({position}, {1}), cache);
-    std::vector<Tensor> computed{logits};
-    for (size_t i = 0; i < cache.k.size(); ++i)
-      computed.push_back(cache.k[i]), computed.push_back(cache.v[i]);
-    loom::realize(computed);
-    context.push_back(token);
-    return logits;
   }
 
   // Model, both optimizers and schedules, the steps done, loom's generator (the

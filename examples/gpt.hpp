@@ -227,6 +227,17 @@ class Model : public loom::nn::Module {
   }
 };
 
+// Model::decode with its logits and the caches' new rows realized together: one token's
+// step, as a loom::Capture records it (every later token then replays its kernels).
+inline Tensor decode_realized(const Model& model, const Tensor& token, const Tensor& position,
+                              KVCache& cache) {
+  Tensor logits = model.decode(token, position, cache);
+  std::vector<Tensor> computed{logits};
+  for (size_t i = 0; i < cache.k.size(); ++i) computed.push_back(cache.k[i]), computed.push_back(cache.v[i]);
+  loom::realize(computed);
+  return logits;
+}
+
 // Where Debian's fortunes package puts its files.
 inline const std::filesystem::path default_dir = "/usr/share/games/fortunes";
 

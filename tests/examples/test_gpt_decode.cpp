@@ -26,12 +26,8 @@ gpt::Config small_config() {
 }
 
 Tensor decode_at(const gpt::Model& model, gpt::KVCache& cache, int32_t token, int32_t position) {
-  Tensor logits = model.decode(Tensor::from_vector<int32_t>({token}, {1, 1}),
-                               Tensor::from_vector<int32_t>({position}, {1}), cache);
-  std::vector<Tensor> computed{logits};
-  for (size_t i = 0; i < cache.k.size(); ++i) computed.push_back(cache.k[i]), computed.push_back(cache.v[i]);
-  realize(computed);
-  return logits;
+  return gpt::decode_realized(model, Tensor::from_vector<int32_t>({token}, {1, 1}),
+                              Tensor::from_vector<int32_t>({position}, {1}), cache);
 }
 
 // A small model with weights from `seed`, in evaluation mode, and an empty cache for it.
@@ -94,4 +90,21 @@ TEST_CASE("decoding compiles the kernels of its first token only, whatever the n
   for (int32_t p = 1; p < 16; ++p) decode_at(d.model, d.cache, (p * 7) % 23, p);
   CHECK(kernels_made() == after_first);
   CHECK(counters().schedule_cache_misses == misses);
+}
+
+TEST_CASE("decoding under loom::Capture replays the step with each token and position, the caches carried") {
+  Decoding plain(10), captured(10);
+  NoGrad no_grad;
+  Capture replay([&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{gpt::decode_realized(captured.model, in[0], in[1], captured.cache)};
+  });
+  for (int32_t p = 0; p < 16; ++p) {
+    CAPTURE(p);
+    const int32_t token = (p * 5 + 3) % 23;
+    const std::vector<float> want = decode_at(plain.model, plain.cache, token, p).to_vector<float>();
+    const std::vector<Tensor> in{Tensor::from_vector<int32_t>({token}, {1, 1}),
+                                 Tensor::from_vector<int32_t>({p}, {1})};
+    CHECK(replay(in)[0].to_vector<float>() == want);  // the same kernels on the same values: equal bits
+    if (p >= 2) CHECK(replay.captured(in));
+  }
 }
