@@ -103,8 +103,11 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-// A name no other writer uses: this process, this thread, a counter.
+// An object's file name ends so; a writer's file starts so until it is renamed into place.
+constexpr std::string_view kObjectSuffix = ".o";
 constexpr std::string_view kTempPrefix = ".tmp.";
+
+// A name no other writer uses: this process, this thread, a counter.
 std::string temp_name(const std::string& dir) {
   static std::atomic<uint64_t> counter{0};
   return fmt::format("{}/{}{}.{:x}.{}", dir, kTempPrefix, getpid(),
@@ -152,7 +155,7 @@ std::string DiskCache::full_key(const std::string& key) const {
 }
 
 std::string DiskCache::path_of(const std::string& key) const {
-  return fmt::format("{}/{}.o", dir_, KeyHasher().text(full_key(key)).key().hex());
+  return fmt::format("{}/{}{}", dir_, KeyHasher().text(full_key(key)).key().hex(), kObjectSuffix);
 }
 
 std::optional<DiskObject> DiskCache::find(const std::string& key) const {
@@ -230,11 +233,12 @@ DiskCache::Trimmed DiskCache::trim() const {
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     std::error_code stat;
-    const uint64_t bytes = on_disk(it->file_size(stat));
+    const uintmax_t size = it->file_size(stat);
     if (stat) continue;  // deleted meanwhile, or not a regular file
+    const uint64_t bytes = on_disk(size);
     if (name.starts_with(kTempPrefix)) {
       if (older_than(it->path(), kTempAge)) remove(it->path(), bytes);
-    } else if (name.ends_with(".o")) {
+    } else if (name.ends_with(kObjectSuffix)) {
       const auto used = it->last_write_time(stat);
       if (stat) continue;
       objects.push_back({it->path(), bytes, used});
