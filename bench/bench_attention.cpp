@@ -63,17 +63,11 @@ void gpt_decode(benchmark::State& state, bool captured) {
   gpt::Model model(config);
   model.eval();
   loom::NoGrad no_grad;
-  gpt::KVCache cache(config);
-  auto step = [&](const std::vector<loom::Tensor>& in) {
-    return std::vector<loom::Tensor>{gpt::decode_realized(model, in[0], in[1], cache)};
-  };
-  loom::Capture replay(step);
+  gpt::Decoder decoder(model, captured ? gpt::Decoder::Steps::replayed : gpt::Decoder::Steps::built);
   auto decode = [&] {
     int32_t token = 0;
     for (int32_t p = 0; p < kTokens; ++p) {
-      const std::vector<loom::Tensor> in{loom::Tensor::from_vector<int32_t>({token}, {1, 1}),
-                                         loom::Tensor::from_vector<int32_t>({p}, {1})};
-      const std::vector<float> l = (captured ? replay(in) : step(in))[0].to_vector<float>();
+      const std::vector<float> l = decoder(token, p).to_vector<float>();
       token = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
     }
   };

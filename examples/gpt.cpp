@@ -219,16 +219,12 @@ class Trainer {
     examples::HostRandom rng(mix(options.seed, ~0ull));
     const int64_t block = options.model.block_size, vocab = corpus.vocab_size();
     const loom::Autocast ac = autocast_scope();
-    gpt::KVCache cache(options.model);
-    loom::Capture decode([&](const std::vector<Tensor>& in) {
-      return std::vector<Tensor>{gpt::decode_realized(model, in[0], in[1], cache)};
-    });
+    gpt::Decoder decode(model);
     std::vector<int32_t> context;  // the tokens in the cache, position 0 first
     const auto feed_one = [&](int32_t token) {
       const auto position = static_cast<int32_t>(context.size());
       context.push_back(token);
-      return decode(
-          {Tensor::from_vector<int32_t>({token}, {1, 1}), Tensor::from_vector<int32_t>({position}, {1})})[0];
+      return decode(token, position);
     };
     Tensor logits;
     const auto feed = [&](int32_t token) {

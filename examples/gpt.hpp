@@ -238,6 +238,43 @@ inline Tensor decode_realized(const Model& model, const Tensor& token, const Ten
   return logits;
 }
 
+// Decodes one token at a time through its own KVCache. By default each token's step
+// (decode_realized) runs under a loom::Capture: every token after the second replays the
+// first's kernels with its own token and position, no graph built. Positions start at
+// 0; decoding from position 0 again overwrites the cache's rows as it goes (the rows
+// past a position are masked), so a full cache is rebuilt by feeding its kept tokens anew.
+class Decoder {
+ public:
+  // Steps::built builds each token's graph anew, as written without a Capture (its
+  // kernels come from the kernel cache after the first token).
+  enum class Steps { replayed, built };
+  explicit Decoder(const Model& model, Steps steps = Steps::replayed)
+      : model_(model), cache_(model.config), steps_(steps), replay_([this](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{decode_realized(model_, in[0], in[1], cache_)};
+        }) {}
+  Decoder(const Decoder&) = delete;  // the Capture's step refers to this decoder's cache
+  Decoder& operator=(const Decoder&) = delete;
+
+  // The logits [vocab_size] after `token` at `position`.
+  Tensor operator()(int32_t token, int32_t position) {
+    const std::vector<Tensor> in = inputs(token, position);
+    return steps_ == Steps::replayed ? replay_(in)[0] : decode_realized(model_, in[0], in[1], cache_);
+  }
+  // Whether decoding `token` at `position` now replays recorded kernels.
+  bool replays(int32_t token, int32_t position) const {
+    return steps_ == Steps::replayed && replay_.captured(inputs(token, position));
+  }
+
+ private:
+  static std::vector<Tensor> inputs(int32_t token, int32_t position) {
+    return {Tensor::from_vector<int32_t>({token}, {1, 1}), Tensor::from_vector<int32_t>({position}, {1})};
+  }
+  const Model& model_;
+  KVCache cache_;
+  Steps steps_;
+  loom::Capture replay_;
+};
+
 // Where Debian's fortunes package puts its files.
 inline const std::filesystem::path default_dir = "/usr/share/games/fortunes";
 

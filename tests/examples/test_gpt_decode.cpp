@@ -25,16 +25,13 @@ gpt::Config small_config() {
   return c;
 }
 
-Tensor decode_at(const gpt::Model& model, gpt::KVCache& cache, int32_t token, int32_t position) {
-  return gpt::decode_realized(model, Tensor::from_vector<int32_t>({token}, {1, 1}),
-                              Tensor::from_vector<int32_t>({position}, {1}), cache);
-}
-
-// A small model with weights from `seed`, in evaluation mode, and an empty cache for it.
+// A small model with weights from `seed`, in evaluation mode, and a decoder for it with
+// an empty cache; by default each token's graph is built anew (no Capture).
 struct Decoding {
   gpt::Model model;
-  gpt::KVCache cache;
-  explicit Decoding(uint64_t seed) : model((manual_seed(seed), small_config())), cache(model.config) {
+  gpt::Decoder decode;
+  explicit Decoding(uint64_t seed, gpt::Decoder::Steps steps = gpt::Decoder::Steps::built)
+      : model((manual_seed(seed), small_config())), decode(model, steps) {
     model.eval();
   }
 };
@@ -55,8 +52,7 @@ TEST_CASE(
   const std::vector<float> expected = full.to_vector<float>();
   for (int32_t p = 0; p < 16; ++p) {
     CAPTURE(p);
-    const std::vector<float> got =
-        decode_at(d.model, d.cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
+    const std::vector<float> got = d.decode(tokens[static_cast<size_t>(p)], p).to_vector<float>();
     REQUIRE(got.size() == 23);
     const auto row = expected.begin() + p * 23;
     float scale = 0;
@@ -69,13 +65,12 @@ TEST_CASE(
 TEST_CASE("a token decoded at a position the cache held before replaces its key and value there") {
   Decoding d(8);
   NoGrad no_grad;
-  for (int32_t p = 0; p < 6; ++p) decode_at(d.model, d.cache, 10 + p, p);
+  for (int32_t p = 0; p < 6; ++p) d.decode(10 + p, p);
   // Rebuilt from position 0 with other tokens (as the sampler does when the block fills):
   // the old rows past the new position are never seen, and the rewritten ones are the new.
   const std::vector<int32_t> tokens{4, 2, 21};
   std::vector<float> got;
-  for (int32_t p = 0; p < 3; ++p)
-    got = decode_at(d.model, d.cache, tokens[static_cast<size_t>(p)], p).to_vector<float>();
+  for (int32_t p = 0; p < 3; ++p) got = d.decode(tokens[static_cast<size_t>(p)], p).to_vector<float>();
   const std::vector<float> full = d.model.forward(Tensor::from_vector(tokens, {1, 3})).to_vector<float>();
   for (int i = 0; i < 23; ++i)
     CHECK(got[static_cast<size_t>(i)] == doctest::Approx(full[46 + i]).epsilon(1e-5));
@@ -84,27 +79,24 @@ TEST_CASE("a token decoded at a position the cache held before replaces its key 
 TEST_CASE("decoding compiles the kernels of its first token only, whatever the number of tokens") {
   Decoding d(9);
   NoGrad no_grad;
-  decode_at(d.model, d.cache, 1, 0);
+  d.decode(1, 0);
   const uint64_t after_first = kernels_made();
   const uint64_t misses = counters().schedule_cache_misses;
-  for (int32_t p = 1; p < 16; ++p) decode_at(d.model, d.cache, (p * 7) % 23, p);
+  for (int32_t p = 1; p < 16; ++p) d.decode((p * 7) % 23, p);
   CHECK(kernels_made() == after_first);
   CHECK(counters().schedule_cache_misses == misses);
 }
 
 TEST_CASE("decoding under loom::Capture replays the step with each token and position, the caches carried") {
-  Decoding plain(10), captured(10);
+  Decoding plain(10), captured(10, gpt::Decoder::Steps::replayed);
   NoGrad no_grad;
-  Capture replay([&](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{gpt::decode_realized(captured.model, in[0], in[1], captured.cache)};
-  });
   for (int32_t p = 0; p < 16; ++p) {
     CAPTURE(p);
     const int32_t token = (p * 5 + 3) % 23;
-    const std::vector<float> want = decode_at(plain.model, plain.cache, token, p).to_vector<float>();
-    const std::vector<Tensor> in{Tensor::from_vector<int32_t>({token}, {1, 1}),
-                                 Tensor::from_vector<int32_t>({p}, {1})};
-    CHECK(replay(in)[0].to_vector<float>() == want);  // the same kernels on the same values: equal bits
-    if (p >= 2) CHECK(replay.captured(in));
+    const std::vector<float> want = plain.decode(token, p).to_vector<float>();
+    CHECK(captured.decode(token, p).to_vector<float>() ==
+          want);  // the same kernels on the same values: equal bits
+    if (p >= 2) CHECK(captured.decode.replays(token, p));
   }
+  CHECK_FALSE(plain.decode.replays(3, 0));
 }
