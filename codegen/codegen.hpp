@@ -36,7 +36,8 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {
 UOpPtr widen_halves(const UOpPtr& kernel);
 
 // WHERE(c, LOAD(INDEX(buf, i, g)), 0) becomes LOAD(INDEX(buf, i, g AND c)) (codegen/gated_select.cpp):
-// one masked load where there were a masked load and a masked move.
+// one masked load where there were a masked load and a masked move. A STORE of WHERE(c, x, the
+// element's own LOAD) becomes a STORE guarded by c: an in-place update writes only what it changes.
 UOpPtr fold_gated_selects(const UOpPtr& kernel);
 
 // Float32 EXP2 becomes range reduction and a polynomial from UOps

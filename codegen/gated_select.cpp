@@ -1,14 +1,26 @@
-// A select of a guarded load against zero folded into the load's guard. A guarded LOAD
-// reads 0 where its guard is false (docs/ir.md), so the select only narrows the guard:
-// codegen then issues one masked load, not a masked load and a masked move. A padded
-// conv's x is read so in every step of its sum (its guard the padding's bounds and, once
-// the optimiser pads the tile, the tile's lanes; the select the padding's bounds).
+// A select an access's guard can express folded into the guard.
+//
+// A guarded LOAD reads 0 where its guard is false (docs/ir.md), so a select of it
+// against zero only narrows the guard: codegen then issues one masked load, not a
+// masked load and a masked move. A padded conv's x is read so in every step of its
+// sum (its guard the padding's bounds and, once the optimiser pads the tile, the
+// tile's lanes; the select the padding's bounds).
 //
 //   Before:  WHERE(c, LOAD(INDEX(buf, i, g)), 0.0)
 //   After:   LOAD(INDEX(buf, i, g AND c))        LOAD(INDEX(buf, i, g)) when c is a term of g
 //
 // Only a load nothing else reads (another reader would then need a second load) and only
 // +0.0 (the value a guarded load reads).
+//
+// A guarded STORE is skipped where its guard is false, so a store of a select that
+// keeps the element's own value where c fails stores only where c holds: an in-place
+// update of a few rows (a KV cache's new row, `x.assign(where(m, v, x))`) writes those
+// rows, not the whole buffer. A half's own value is the same through its widening.
+//
+//   Before:  STORE(INDEX(buf, i, g), WHERE(c, x, LOAD(INDEX(buf, i, g))))
+//   After:   STORE(INDEX(buf, i, g AND c), x)
+//   Before:  STORE(INDEX(buf, i, g), CAST(WHERE(NOT c, CAST(LOAD(INDEX(buf, i, g))), y)))
+//   After:   STORE(INDEX(buf, i, g AND c), CAST(y))
 #include "codegen/codegen.hpp"
 #include "ir/pattern.hpp"
 
@@ -57,11 +69,51 @@ UOpPtr fold_select(const Match& m) {
   return load->with_src({index->with_src({index->src[0], index->src[1], land(guard, c)})});
 }
 
+// `index` guarded also by `c`; null where the guard is per lane and c is not.
+UOpPtr narrowed(const UOpPtr& index, const UOpPtr& c) {
+  if (index->op != Op::INDEX) return nullptr;
+  if (index->src.size() < 3) return index->with_src({index->src[0], index->src[1], c});
+  const UOpPtr& guard = index->src[2];
+  if (c->dtype != guard->dtype) return nullptr;
+  return implied_by(c, guard) ? index : index->with_src({index->src[0], index->src[1], land(guard, c)});
+}
+
+UOpPtr negation(const UOpPtr& c) { return alu(Op::XOR, {c, const_int(c->dtype, 1)}); }
+
+// A widened half's round trip (CAST to Float32 and back) is exact.
+bool widened(const UOpPtr& narrow, const UOpPtr& wide) {
+  return narrow->dtype.is_half() && wide->dtype == DType::Float32;
+}
+
+// STORE(idx, WHERE(c, x, LOAD(idx))) stores x where c holds and nothing elsewhere.
+UOpPtr store_changed(const UOpPtr& store, const UOpPtr& c, const UOpPtr& x) {
+  const UOpPtr index = narrowed(store->src[0], c);
+  return index ? store->with_src({index, x}) : nullptr;
+}
+
 const PatternMatcher& gated_select_rules() {
+  using P = UPat;
+  static const P idx = P::var("idx"), own = P::op(Op::LOAD, {idx}, "own");  // the stored element's own value
+  static const P own_wide = P::op(Op::CAST, {own}, "wide");
   static const PatternMatcher pm(
       "gated_select",
-      {{UPat::op(Op::WHERE, {UPat::var("c"), UPat::ops({Op::LOAD}, "load"), UPat::cvar("zero")}),
-        fold_select}});
+      {{P::op(Op::WHERE, {P::var("c"), P::ops({Op::LOAD}, "load"), P::cvar("zero")}), fold_select},
+       {P::op(Op::STORE, {idx, P::op(Op::WHERE, {P::var("c"), P::var("x"), own})}, "store"),
+        [](const Match& m) { return store_changed(m["store"], m["c"], m["x"]); }},
+       {P::op(Op::STORE, {idx, P::op(Op::WHERE, {P::var("c"), own, P::var("y")})}, "store"),
+        [](const Match& m) { return store_changed(m["store"], negation(m["c"]), m["y"]); }},
+       {P::op(Op::STORE, {idx, P::op(Op::CAST, {P::op(Op::WHERE, {P::var("c"), P::var("x"), own_wide})})},
+              "store"),
+        [](const Match& m) {  // guard: the round trip is exact
+          if (!widened(m["own"], m["wide"])) return UOpPtr{};
+          return store_changed(m["store"], m["c"], cast(m["x"], m["own"]->dtype));
+        }},
+       {P::op(Op::STORE, {idx, P::op(Op::CAST, {P::op(Op::WHERE, {P::var("c"), own_wide, P::var("y")})})},
+              "store"),
+        [](const Match& m) {  // guard: the round trip is exact
+          if (!widened(m["own"], m["wide"])) return UOpPtr{};
+          return store_changed(m["store"], negation(m["c"]), cast(m["y"], m["own"]->dtype));
+        }}});
   return pm;
 }
 
