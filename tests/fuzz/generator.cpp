@@ -634,14 +634,23 @@ class Generator {
     return make_value(t.gather(axis, input(chance(0.5) ? DType::Int32 : DType::Int64, is, 0, n - 1)));
   }
 
-  // target.assign(value) on an input buffer of the value's shape; the target
-  // becomes an output, and later steps may read it.
+  // target.assign(value) on an input buffer of the value's shape, or an in-place update
+  // of some of its elements (target.assign(where(mask, value, target)), a KV cache's
+  // write); the target becomes an output, and later steps may read it.
   Value assign_step(const Value& x) {
-    for (auto& target : inputs_) {
-      if (target.shape() != x.t.shape() || assigned_ >= 2) continue;
-      if (!x.exact && !target.dtype().is_float()) continue;
-      note("assign");
-      target.assign(x.t.cast(target.dtype()));
+    for (size_t i = 0; i < inputs_.size(); ++i) {  // by index: input() below appends to inputs_
+      if (inputs_[i].shape() != x.t.shape() || assigned_ >= 2) continue;
+      if (!x.exact && !inputs_[i].dtype().is_float()) continue;
+      Tensor value = x.t.cast(inputs_[i].dtype());
+      if (chance(0.5)) {
+        note("masked assign");
+        const Tensor mask = input(DType::Bool, x.t.shape());
+        value = chance(0.5) ? where(mask, value, inputs_[i]) : where(mask, inputs_[i], value);
+      } else {
+        note("assign");
+      }
+      Tensor& target = inputs_[i];
+      target.assign(value);
       ++assigned_;
       assigned_targets_.push_back(target);
       return make_value(target);
