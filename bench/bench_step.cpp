@@ -7,6 +7,12 @@
 // same step on 1-element tensors, so the time is the host overhead per step.
 // small_graph: a 64x32 matmul, softmax and sum rebuilt and realized each
 // iteration. buffer_*: a 1 MiB and a 64 MiB allocation with and without the pool.
+// shared_run/<ops>: one run of a trivial kernel (64 iterations, 16 floats each) shared
+// across the threads as a kernel of `ops` operations is (runtime/executor.hpp): 2^20
+// is two tasks of slices on 2 threads, -1 (unknown work) a task per slice: the
+// executor's own cost per shared run.
+#include "runtime/executor.hpp"
+
 #include <loom/loom.hpp>
 
 #include <benchmark/benchmark.h>
@@ -153,5 +159,22 @@ void first_stack_200(benchmark::State& state) {
 BENCHMARK(first_stack_200)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
 
 }  // namespace
+
+// out[16 i, 16 i + 16) += 1 for i in [begin, end): the kernel ABI, next to no work.
+void add_one(void* const* bufs, const int64_t*, int64_t begin, int64_t end) {
+  auto* out = static_cast<float*>(bufs[0]);
+  for (int64_t i = begin * 16; i < end * 16; ++i) out[i] += 1.0f;
+}
+
+void shared_run(benchmark::State& state) {
+  std::vector<float> out(64 * 16);
+  const std::vector<void*> bufs{out.data()};
+  const auto ops = static_cast<double>(state.range(0));
+  const loom::RunWork work = loom::run_work(ops < 0 ? loom::kUnknownWork : ops, loom::current_target());
+  for (auto _ : state) loom::run_kernel(add_one, bufs, {}, 64, {}, work);
+  state.counters["tasks"] =
+      static_cast<double>(loom::shared_run_tasks(64 / loom::slice_grain(64, work), work));
+}
+BENCHMARK(shared_run)->Arg(1 << 20)->Arg(-1)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

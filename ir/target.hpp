@@ -88,8 +88,11 @@ struct Target {
   int64_t buffer_alignment() const { return vector_bytes > line_bytes ? vector_bytes : line_bytes; }
   // wake_work: a kernel run of less work runs on the calling thread.
   double serial_work() const { return wake_work; }
-  // wake_work / 4: work a slice holds at least, so a task is worth its dispatch.
+  // wake_work / 4: work a slice holds at least, so its call is worth making.
   double slice_work() const { return wake_work / 4; }
+  // 4 x wake_work: work a task of a shared run (consecutive slices) holds at least, so its
+  // spawn and steal are small beside it; a run has at least one task per thread.
+  double task_work() const { return 4 * wake_work; }
   // The ISA as LLVM spells its features, for the keys and for the JIT:
   // "+avx2,+fma,-avx512f,...", every extension above listed.
   std::string features() const;

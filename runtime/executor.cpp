@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace loom {
 
@@ -165,6 +166,12 @@ int64_t slice_grain(int64_t parallel_extent, const RunWork& work) {
   return std::min(grain, std::max<int64_t>(1, parallel_extent));
 }
 
+int64_t shared_run_tasks(int64_t slices, const RunWork& work) {
+  if (work.ops < 0 || work.task <= 0) return slices;
+  const auto tasks = static_cast<int64_t>(work.ops / work.task);
+  return std::clamp<int64_t>(tasks, std::min<int64_t>(num_threads(), slices), slices);
+}
+
 namespace {
 // slice(begin, end) of one slice, a profile event when `profile_name` is set.
 template <class Slice>
@@ -189,6 +196,14 @@ void run_halves(int64_t begin, int64_t end, int64_t grain, const std::string& pr
   run_halves(middle, end, grain, profile_name, slice);
 }
 
+// The first index of each slice run_halves visits, in its order, and `end` last.
+void slice_starts(int64_t begin, int64_t end, int64_t grain, std::vector<int64_t>& starts) {
+  if (end - begin <= grain) return starts.push_back(begin);
+  const int64_t middle = begin + (end - begin) / 2;
+  slice_starts(begin, middle, grain, starts);
+  slice_starts(middle, end, grain, starts);
+}
+
 // Calls slice(begin, end) on disjoint slices covering [0, parallel_extent), as run_kernel says.
 template <class Slice>
 void run_slices(int64_t parallel_extent, const std::string& profile_name, const RunWork& work,
@@ -208,14 +223,22 @@ void run_slices(int64_t parallel_extent, const std::string& profile_name, const 
   } else {
     ThreadSet ran_on;
     const std::shared_ptr<tbb::task_arena> arena = Arenas::get().arena();
-    const auto run_all = [&] {  // built before the release (as in run_tasks)
+    std::vector<int64_t> starts;
+    starts.reserve(static_cast<size_t>(2 * kMaxSlices + 1));
+    slice_starts(0, parallel_extent, grain, starts);
+    const auto slices = static_cast<int64_t>(starts.size());
+    starts.push_back(parallel_extent);
+    const int64_t tasks = shared_run_tasks(slices, work);  // each runs consecutive slices, in order
+    const auto run_all = [&] {                             // built before the release (as in run_tasks)
       handoff_acquire(&ran_on);
       tbb::parallel_for(
-          tbb::blocked_range<int64_t>(0, parallel_extent, static_cast<size_t>(grain)),
-          [&](const tbb::blocked_range<int64_t>& range) {
+          int64_t{0}, tasks,
+          [&](int64_t task) {
             handoff_acquire(&ran_on);
             ran_on.note_this_thread();
-            run_one_slice(range.begin(), range.end(), profile_name, slice);
+            for (int64_t i = task * slices / tasks; i < (task + 1) * slices / tasks; ++i)
+              run_one_slice(starts[static_cast<size_t>(i)], starts[static_cast<size_t>(i) + 1], profile_name,
+                            slice);
             handoff_release(&ran_on);
           },
           tbb::simple_partitioner());

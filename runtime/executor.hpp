@@ -23,19 +23,22 @@ inline constexpr double kUnknownWork = -1;
 struct RunWork {
   double ops = kUnknownWork;
   double serial = 0;  // less work runs on the calling thread: waking TBB's workers costs more
-  double slice = 0;   // a slice holds at least this much, so a task is worth its dispatch
+  double slice = 0;   // a slice holds at least this much, so its call is worth making
+  double task = 0;    // a task (consecutive slices) holds at least this much, so its spawn and steal are
 };
-// `ops` against `target`'s serial_work() and slice_work().
+// `ops` against `target`'s serial_work(), slice_work() and task_work().
 inline RunWork run_work(double ops, const Target& target) {
-  return {ops, target.serial_work(), target.slice_work()};
+  return {ops, target.serial_work(), target.slice_work(), target.task_work()};
 }
 
 // Calls `fn` on disjoint slices covering [0, parallel_extent). A run of less than
 // work.serial in all (`work.ops`), or that would be one slice, is one direct call on
 // the calling thread with [0, extent); with one thread in force (num_threads()) the
 // slices run in order on the calling thread, without TBB; any other is dispatched to
-// TBB (counted in Counters::kernels_dispatched). Counts one executed kernel. Throws loom::Error
-// on a null function or a negative extent. With a `profile_name` (LOOM_PROFILE
+// TBB (counted in Counters::kernels_dispatched) as tasks of consecutive slices, one per
+// work.task of its work but at least one per thread and at most one per slice: a
+// task costs a spawn and a steal (about a microsecond between two cores), a slice a call. Counts one executed
+// kernel. Throws loom::Error on a null function or a negative extent. With a `profile_name` (LOOM_PROFILE
 // on), each slice is a profile event of that name on the thread that ran it.
 void run_kernel(KernelFn fn, const std::vector<void*>& bufs, const std::vector<int64_t>& vars,
                 int64_t parallel_extent, const std::string& profile_name = {}, const RunWork& work = {});
@@ -50,6 +53,11 @@ int32_t run_checked_kernel(CheckedKernelFn fn, const std::vector<void*>& bufs,
 // tbb::simple_partitioner halves the range until each piece fits. The slices
 // depend on the extent and the work only, never on the thread count.
 int64_t slice_grain(int64_t parallel_extent, const RunWork& work = {});
+
+// The tasks a run shared across threads is dispatched as, each a group of consecutive
+// slices run in order: one per work.task of work.ops, at least one per thread (of
+// num_threads()), at most one per slice; one per slice when the work is not known.
+int64_t shared_run_tasks(int64_t slices, const RunWork& work = {});
 
 // The thread count in force: a loom::Context's LOOM_THREADS, else the last
 // set_num_threads, else the environment's LOOM_THREADS, else default_num_threads().

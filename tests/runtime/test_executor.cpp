@@ -146,6 +146,46 @@ TEST_CASE("the slices are the same for one thread and for two") {
   }
 }
 
+TEST_CASE(
+    "a shared run is one task per task_work of its work, at least one per thread, at most one per slice") {
+  KeepThreads keep;
+  set_num_threads(2);
+  Target t;  // wake_work 2^17: tasks of 2^19 ops at least
+  CHECK(run_work(1 << 20, t).task == 524288);
+  CHECK(shared_run_tasks(32, run_work(1 << 20, t)) == 2);        // a GEMV's few microseconds: one per thread
+  CHECK(shared_run_tasks(32, run_work(3 << 19, t)) == 3);        // 3 x 2^19 ops
+  CHECK(shared_run_tasks(32, run_work(1 << 19, t)) == 2);        // fewer tasks than threads: one per thread
+  CHECK(shared_run_tasks(1, run_work(1 << 19, t)) == 1);         // but no more than there are slices
+  CHECK(shared_run_tasks(64, run_work(1e9, t)) == 64);           // a large product: every slice a task
+  CHECK(shared_run_tasks(64, run_work(kUnknownWork, t)) == 64);  // unknown work: every slice a task
+  set_num_threads(4);
+  CHECK(shared_run_tasks(32, run_work(1 << 20, t)) == 4);
+}
+
+TEST_CASE("slices grouped into tasks are the same slices, each index run once, for one thread and for two") {
+  KeepThreads keep;
+  for (const double ops : {double{1 << 20}, 1e7, 1e9}) {  // 2, 19 and every slice a task of 2 threads
+    CAPTURE(ops);
+    const int64_t extent = 1000;
+    const RunWork work = run_work(ops, Target{});
+    auto record = [&] {
+      Slices s{std::vector<int64_t>(extent, -1), std::vector<int64_t>(extent, -1),
+               std::vector<int32_t>(extent, 0)};
+      run_kernel(record_slices, {s.begin.data(), s.end.data(), s.visits.data()}, {}, extent, {}, work);
+      return s;
+    };
+    set_num_threads(1);
+    const Slices one = record();
+    set_num_threads(2);
+    const uint64_t dispatched = counters().kernels_dispatched;
+    const Slices two = record();
+    CHECK(counters().kernels_dispatched == dispatched + 1);
+    CHECK(one.begin == two.begin);
+    CHECK(one.end == two.end);
+    CHECK(two.visits == std::vector<int32_t>(extent, 1));
+  }
+}
+
 TEST_CASE("with two threads a 1024-extent kernel runs on both") {
   KeepThreads keep;
   set_num_threads(2);
