@@ -43,6 +43,9 @@ struct Graph {
   std::vector<size_t> parent;                // union-find over nodes: the kernel each joins
   std::vector<std::vector<size_t>> members;  // per root of the union-find, its nodes in order
   std::vector<std::vector<size_t>> mates;    // per node, the others listing one of its ranges: one kernel
+  // Per node: it, or a node reading it through any chain, shares its kernel with another
+  // node (mates, or a group joined here): the only way a chain can turn back to earlier nodes.
+  std::vector<char> toward_company;
 
   explicit Graph(const UOpPtr& sink) {
     std::unordered_map<const UOp*, int> listed, bodies;  // RANGE -> BUFFERIZEs listing it, reaching it
@@ -97,6 +100,23 @@ struct Graph {
     parent.resize(nodes.size());
     std::iota(parent.begin(), parent.end(), size_t{0});
     for (size_t k = 0; k < nodes.size(); ++k) members.push_back({k});
+    toward_company.assign(nodes.size(), 0);
+    for (size_t k = nodes.size(); k-- > 0;) {  // readers come later in toposort order
+      toward_company[k] = !mates[k].empty();
+      for (size_t r : nodes[k].readers) toward_company[k] |= toward_company[r];
+    }
+  }
+
+  // `k` now shares its kernel: it and every node it is read from, through any chain, lead there.
+  void lead_to_company(size_t k) {
+    std::vector<size_t> stack{k};
+    while (!stack.empty()) {
+      const size_t n = stack.back();
+      stack.pop_back();
+      if (toward_company[n]) continue;
+      toward_company[n] = 1;
+      for (const auto& [producer, same] : nodes[n].reads) stack.push_back(producer);
+    }
   }
 
   void join(size_t y, size_t x) {
@@ -107,6 +127,7 @@ struct Graph {
                std::back_inserter(all));
     members[gx] = std::move(all);
     members[gy].clear();
+    for (size_t m : members[gx]) lead_to_company(m);
   }
 
   size_t find(size_t k) {
@@ -133,13 +154,14 @@ struct Graph {
     // Kernels are in toposort order: a chain back into the pair ends before its last
     // member. A kernel of several BUFFERIZEs (joined here, or sharing ranges from
     // multi_output) is one step of a chain, its members' readers all its readers, and
-    // any of them may come after the pair's last while another comes before.
+    // any of them may come after the pair's last while another comes before: a chain
+    // past the last member turns back only through such a kernel, so it is followed
+    // only where it leads to one (toward_company).
     const size_t last = both.back();
     std::vector<char> seen(nodes.size(), 0);
     std::vector<size_t> stack;
     const auto enter = [&](size_t k) {
-      const bool company = !mates[k].empty() || members[find(k)].size() > 1;
-      if ((k < last || company) && !seen[k]++) stack.push_back(k);
+      if ((k < last || toward_company[k]) && !seen[k]++) stack.push_back(k);
     };
     for (size_t a : both)
       for (size_t r : nodes[a].readers)

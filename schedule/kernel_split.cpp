@@ -258,6 +258,9 @@ struct KernelOrder {
       for (size_t u : users[k])
         if (!--waiting[u]) ready.push(u);
     }
+    if (out.size() != kernels.size())  // a stage's fusion made kernels that wait on each other
+      throw Error(fmt::format("kernel_split: {} of {} kernels read each other's outputs in a cycle",
+                              kernels.size() - out.size(), kernels.size()));
     return out;
   }
 };
