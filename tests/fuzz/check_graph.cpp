@@ -154,6 +154,8 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
       realize(all);
     } catch (const Error& e) {
       out.failure = Failure{"error", fmt::format("realize threw: {}", e.what())};
+    } catch (const std::exception& e) {  // anything but a loom::Error is a bug
+      out.failure = Failure{"error", fmt::format("realize threw a non-loom error: {}", e.what())};
     }
     local.kernels += static_cast<int64_t>(counters().kernels_executed - kernels_before);
     local.bounds_checked += options.check_bounds;
@@ -185,7 +187,12 @@ Outcome check_graph(const std::string& graph_text, const CheckOptions& options, 
     if (out.failure) return out;
   }
   if (options.recompute_bound > 0 && !roots.empty()) {
-    out.recompute_ratio = recompute_ratio(roots, options.target);
+    try {
+      out.recompute_ratio = recompute_ratio(roots, options.target);
+    } catch (const std::exception& e) {
+      out.failure = Failure{"error", fmt::format("scheduling the graph as built threw: {}", e.what())};
+      return out;
+    }
     if (coverage) {
       ++coverage->recompute[ratio_bucket(out.recompute_ratio)];
       coverage->max_recompute = std::max(coverage->max_recompute, out.recompute_ratio);
