@@ -24,6 +24,10 @@ constexpr int kPcontigInlineLevel = 2;
 // ... and "much larger" means at least this many output elements per input
 // element: the recomputation then costs less than writing the big buffer.
 constexpr double kMinOutputToInput = 10.0;
+// A value holding a transcendental op, inlined, runs at each element its reader visits;
+// past this many visits per element of its buffer (a pad much larger than its source),
+// the buffer's write and read cost less than the repeated ops (the fuzzer's recompute bound).
+constexpr double kMaxVisitsPerElement = 1.25;
 
 int64_t buffer_size(const UOp& b) {
   return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1)
@@ -36,6 +40,7 @@ struct Reads {
   std::vector<const UOp*> buffers;
   std::vector<const UOp*> reduces;  // the REDUCEs of the value (other buffers are read, not entered)
   bool reduce_reads_buffer = false;
+  bool transcendental = false;  // an op of the value (not of the buffers it reads) is one
 };
 
 Reads reads_of(const UOpPtr& value) {
@@ -47,6 +52,7 @@ Reads reads_of(const UOpPtr& value) {
     stack.pop_back();
     if (!seen[in_reduce].insert(u).second) continue;
     if (u->op == Op::REDUCE && !seen[!in_reduce].contains(u)) out.reduces.push_back(u);
+    out.transcendental |= is_transcendental(u->op);
     if (u->op == Op::BUFFER || u->op == Op::BUFFERIZE) {
       if (buffers.insert(u).second) out.buffers.push_back(u);
       out.reduce_reads_buffer |= in_reduce;
@@ -68,6 +74,15 @@ UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
 }
 
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
+
+// The iterations at which `index`'s reader computes an inlined value: one per combination
+// of the ranges the read varies with (a broadcast read varies with fewer, and codegen runs
+// it outside the others' loops).
+double visits(const UOpPtr& index) {
+  double n = 1;
+  for (const UOp* r : index->ranges()) n *= static_cast<double>(std::max<int64_t>(r->src.at(0)->vmax(), 0));
+  return n;
+}
 
 // A reduce per row that the reader computes once per row: every reduce in the value,
 // read at `index`, is over the reader's outermost loop ranges (the leading ranges of
@@ -137,6 +152,10 @@ bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
   // casts cost less than the load that would replace them, so argmin's negation
   // stays fused, unlike on a GPU.
   if (is_transcendental(value->op)) return true;
+  // Read through a pad much larger than itself, it would run in the padding too: a select
+  // keeps the value only where the pad's guard holds, but computes it everywhere.
+  if (r.transcendental && visits(index) > kMaxVisitsPerElement * static_cast<double>(buffer_size(*buffer)))
+    return true;
   return false;
 }
 

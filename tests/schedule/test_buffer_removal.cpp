@@ -185,6 +185,45 @@ TEST_CASE("an exp read inside a reduce's loop keeps its buffer; a negation is in
 )"));
 }
 
+TEST_CASE("a transcendental value read through a pad much larger than itself keeps its buffer") {
+  // v = erf(x) + x over 4 elements, read at r7 - 1 under 0 < r7 < 5 by a kernel over r7:
+  // inlined, v runs at each of r7's iterations, the padding's too.
+  auto graph = [](const char* op, int extent) {
+    return fmt::format(R"(
+%n = CONST i64 [4]
+%r0 = RANGE i64 %n [axis 0 loop]
+%x = BUFFER f32 [(1 4)]
+%ix = INDEX f32* %x, %r0
+%lx = LOAD f32 %ix
+%e = {} f32 %lx
+%v = ADD f32 %e, %lx
+%b = BUFFERIZE f32 %v, %r0 [(4)]
+%m = CONST i64 [{}]
+%r7 = RANGE i64 %m [axis 7 loop]
+%one = CONST i64 [1]
+%at = SUB i64 %r7, %one
+%zero = CONST i64 [0]
+%lo = CMPLT bool %zero, %r7
+%five = CONST i64 [5]
+%hi = CMPLT bool %r7, %five
+%ok = AND bool %lo, %hi
+%ib = INDEX f32* %b, %at, %ok
+%lb = LOAD f32 %ib
+%out = CONTIGUOUS f32 %lb
+%root = BUFFERIZE f32 %out, %r7 [({})]
+)",
+                       op, extent, extent);
+  };
+  const auto buffers = [](const UOpPtr& g) {
+    size_t n = 0;
+    for (const auto& u : toposort(g)) n += u->op == Op::BUFFERIZE;
+    return n;
+  };
+  CHECK(apply_stage(buffer_removal(), graph("ERF", 16)) == expect(graph("ERF", 16)));  // 16 visits of 4
+  CHECK(buffers(apply_stage(buffer_removal(), graph("ERF", 5))) == 1);   // 5 of 4: within 1.25, inlined
+  CHECK(buffers(apply_stage(buffer_removal(), graph("NEG", 16))) == 1);  // no transcendental: inlined
+}
+
 TEST_CASE("BUFFERIZE(CONST) reads as the constant, under the read's validity") {
   CHECK(apply_stage(buffer_removal(), R"(
 %n = CONST i64 [4]
