@@ -25,6 +25,14 @@ const std::string kXAtRowK = R"(
 %ix = INDEX f32* %x, %i
 %lx = LOAD f32 %ix
 )";
+// x [4] read at r0: the start of the graphs whose value of x is proposed as a buffer.
+const std::string kXAtR0 = R"(
+%n = CONST i64 [4]
+%r0 = RANGE i64 %n [axis 0 loop]
+%x = BUFFER f32 [(1 4)]
+%ix = INDEX f32* %x, %r0
+%lx = LOAD f32 %ix
+)";
 }  // namespace
 
 TEST_CASE("a cheap proposed buffer read at another index is inlined: the index is substituted") {
@@ -154,12 +162,7 @@ TEST_CASE("a value reading more than 3 buffers keeps its buffer; 3 are inlined")
 
 TEST_CASE("an exp read inside a reduce's loop keeps its buffer; a negation is inlined there") {
   auto graph = [](const char* op) {
-    return fmt::format(R"(
-%n = CONST i64 [4]
-%r0 = RANGE i64 %n [axis 0 loop]
-%x = BUFFER f32 [(1 4)]
-%ix = INDEX f32* %x, %r0
-%lx = LOAD f32 %ix
+    return kXAtR0 + fmt::format(R"(
 %v = {} f32 %lx
 %b = BUFFERIZE f32 %v, %r0 [(4)]
 %k = RANGE i64 %n [axis 5 reduce]
@@ -169,7 +172,7 @@ TEST_CASE("an exp read inside a reduce's loop keeps its buffer; a negation is in
 %out = CONTIGUOUS f32 %s
 %root = BUFFERIZE f32 %out [()]
 )",
-                       op);
+                                op);
   };
   CHECK(apply_stage(buffer_removal(), graph("EXP2")) == expect(graph("EXP2")));
   CHECK(apply_stage(buffer_removal(), graph("NEG")) == expect(R"(
@@ -189,12 +192,7 @@ TEST_CASE("a transcendental value read through a pad much larger than itself kee
   // v = erf(x) + x over 4 elements, read at r7 - 1 under 0 < r7 < 5 by a kernel over r7:
   // inlined, v runs at each of r7's iterations, the padding's too.
   auto graph = [](const char* op, int extent) {
-    return fmt::format(R"(
-%n = CONST i64 [4]
-%r0 = RANGE i64 %n [axis 0 loop]
-%x = BUFFER f32 [(1 4)]
-%ix = INDEX f32* %x, %r0
-%lx = LOAD f32 %ix
+    return kXAtR0 + fmt::format(R"(
 %e = {} f32 %lx
 %v = ADD f32 %e, %lx
 %b = BUFFERIZE f32 %v, %r0 [(4)]
@@ -212,7 +210,7 @@ TEST_CASE("a transcendental value read through a pad much larger than itself kee
 %out = CONTIGUOUS f32 %lb
 %root = BUFFERIZE f32 %out, %r7 [({})]
 )",
-                       op, extent, extent);
+                                op, extent, extent);
   };
   const auto buffers = [](const UOpPtr& g) {
     size_t n = 0;
