@@ -150,6 +150,7 @@ std::pair<int64_t, int64_t> infer_bounds(Op op, DType dt, const std::vector<UOpP
   switch (op) {
     case Op::CONST: return const_bounds(arg);
     case Op::DEFINE_VAR: return {std::get<VarArg>(arg).min, std::get<VarArg>(arg).max};
+    case Op::BIND: return s(0);  // every value the variable may take: the binding is not the kernel's
     case Op::RANGE: return fit(dt, {0, std::max<int64_t>(0, src.at(0)->vmax() - 1)});
     case Op::ADD: return exact([](Wide x, Wide y) { return x + y; });
     case Op::SUB: return exact([](Wide x, Wide y) { return x - y; });

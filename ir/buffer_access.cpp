@@ -1,5 +1,7 @@
 #include "ir/buffer_access.hpp"
 
+#include "ir/dim_expr.hpp"
+
 #include "ir/symbolic.hpp"
 
 #include <unordered_set>
@@ -7,7 +9,7 @@
 namespace loom {
 
 size_t index_arity(const UOpPtr& buffer) {
-  return buffer->op == Op::BUFFERIZE ? buffer->get<std::vector<int64_t>>().size() : 1;
+  return buffer->op == Op::BUFFERIZE ? buffer->get<Shape>().size() : 1;
 }
 
 std::vector<UOpPtr> index_of(const UOpPtr& index) {
@@ -36,7 +38,7 @@ UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return !a ? b : !b ? a : a 
 UOpPtr linear_address(const UOpPtr& index) {
   const UOpPtr& buffer = index->src.at(0);
   if (buffer->op != Op::BUFFERIZE) return index->src.at(1);
-  const auto& shape = buffer->get<std::vector<int64_t>>();
+  const auto& shape = buffer->get<Shape>();
   const std::vector<UOpPtr> idx = index_of(index);
   UOpPtr address = const_int(DType::Int64, 0);
   for (size_t d = 0; d < shape.size(); ++d) address = address * shape[d] + idx[d];

@@ -65,9 +65,27 @@ KeyHasher& KeyHasher::arg(const Arg& a) {
         } else if constexpr (std::is_same_v<T, ReduceArg>) {
           word(static_cast<uint64_t>(v.op)).word(v.axes.size());
           for (int64_t x : v.axes) word(static_cast<uint64_t>(x));
+        } else if constexpr (std::is_same_v<T, Shape>) {
+          word(v.size());
+          for (const Dim& d : v)
+            d.is_symbolic() ? size_expr(*d.expr()) : word(static_cast<uint64_t>(d.value()));
+        } else {
+          static_assert(std::is_same_v<T, std::monostate>, "every kind of Arg is keyed");
         }
       },
       a);
+  return *this;
+}
+
+// A symbolic size by its structure, a bound variable as the variable: the key is the
+// same for every binding, so one plan serves them all.
+KeyHasher& KeyHasher::size_expr(const UOp& e) {
+  if (e.op == Op::BIND) return size_expr(*e.src[0]);
+  word(0x51ce + static_cast<uint64_t>(e.op));
+  if (e.op == Op::DEFINE_VAR) return arg(e.arg);
+  if (e.op == Op::CONST) return word(static_cast<uint64_t>(e.const_int()));
+  word(e.src.size());
+  for (const auto& s : e.src) size_expr(*s);
   return *this;
 }
 

@@ -28,6 +28,8 @@ class KeyHasher {
   KeyHasher& word(uint64_t v);
   KeyHasher& text(std::string_view s);
   KeyHasher& arg(const Arg& a);
+  // A symbolic size's expression, each bound variable keyed as its variable.
+  KeyHasher& size_expr(const UOp& e);
   Key128 key() const { return k_; }
 
  private:

@@ -29,10 +29,11 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
   switch (op) {
     case Op::BUFFER: return Shape{std::get<std::vector<int64_t>>(arg).at(1)};
     case Op::CONST:
-    case Op::DEFINE_VAR: return Shape{};
+    case Op::DEFINE_VAR:
+    case Op::BIND: return Shape{};
     case Op::IOTA:
     case Op::RESHAPE:
-    case Op::EXPAND: return std::get<std::vector<int64_t>>(arg);
+    case Op::EXPAND: return std::get<Shape>(arg);
     case Op::PERMUTE: {
       const Shape& in = src_shape(op, src);
       Shape out;
@@ -42,7 +43,7 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
     case Op::PAD:
     case Op::SHRINK: {
       Shape out = src_shape(op, src);
-      const auto& b = std::get<std::vector<int64_t>>(arg);  // flat (lo, hi) pairs
+      const auto& b = std::get<Shape>(arg);  // flat (lo, hi) pairs
       for (size_t i = 0; i < out.size(); ++i)
         out[i] = op == Op::PAD ? out[i] + b.at(2 * i) + b.at(2 * i + 1) : b.at(2 * i + 1) - b.at(2 * i);
       return out;
@@ -87,9 +88,9 @@ std::optional<Shape> infer_shape(Op op, const std::vector<UOpPtr>& src, const Ar
 
 void check_size(Op op, DType dtype, const std::optional<Shape>& shape) {
   if (!shape) return;
-  int64_t n = 1, bytes = 0;
-  for (int64_t d : *shape)
-    if (__builtin_mul_overflow(n, d, &n))
+  int64_t n = 1, bytes = 0;  // at the largest values of the variables
+  for (const Dim& d : *shape)
+    if (__builtin_mul_overflow(n, d.max(), &n))
       throw Error(fmt::format("{}: shape {} has more elements than int64 can count", op_name(op), *shape));
   if (__builtin_mul_overflow(n, int64_t{dtype.itemsize()}, &bytes))
     throw Error(fmt::format("{}: shape {} of {} is {} elements, more than 2^63 bytes", op_name(op), *shape,

@@ -17,7 +17,7 @@ int three_way(const T& a, const T& b) {
 // Variables first, then ranges, then every other op in enum order, constants last
 // (so a constant operand of a commutative op is always its second source).
 int rank(Op op) {
-  if (op == Op::DEFINE_VAR) return 0;
+  if (op == Op::DEFINE_VAR || op == Op::BIND) return 0;
   if (op == Op::RANGE) return 1;
   if (op == Op::CONST) return kNumOps + 2;
   return 2 + static_cast<int>(op);
@@ -49,6 +49,17 @@ int arg_compare(const Arg& a, const Arg& b) {
         } else if constexpr (std::is_same_v<T, ReduceArg>) {
           if (int c = three_way(static_cast<int>(x.op), static_cast<int>(y.op))) return c;
           return three_way(x.axes, y.axes);
+        } else if constexpr (std::is_same_v<T, Shape>) {
+          if (int c = three_way(x.size(), y.size())) return c;
+          for (size_t i = 0; i < x.size(); ++i) {  // numbers first, by value; then expressions by structure
+            if (int c = three_way(x[i].is_symbolic(), y[i].is_symbolic())) return c;
+            if (!x[i].is_symbolic()) {
+              if (int c = three_way(x[i].value(), y[i].value())) return c;
+            } else if (int c = structural_compare(x[i].expr(), y[i].expr())) {
+              return c;
+            }
+          }
+          return 0;
         } else
           return three_way(x, y);  // int64, list of ints, string
       },

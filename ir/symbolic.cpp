@@ -27,7 +27,9 @@ std::vector<Op> ops_where(bool (*keep)(Op)) {
   return out;
 }
 bool is_foldable(Op op) { return is_alu(op) || op == Op::CAST || op == Op::BITCAST; }
-bool has_single_value(Op op) { return is_alu(op) || op == Op::CAST || op == Op::DEFINE_VAR; }
+bool has_single_value(Op op) {
+  return is_alu(op) || op == Op::CAST || op == Op::DEFINE_VAR || op == Op::BIND;
+}
 
 UOpPtr fold_all_const(const UOpPtr& u) {
   for (const auto& s : u->src)

@@ -50,6 +50,9 @@ std::string float_text(double v) {
 }
 
 std::string int_list(const std::vector<int64_t>& v) { return fmt::format("({})", fmt::join(v, " ")); }
+// Sizes are written as a list of numbers (UOp::make takes them as sizes): text holds
+// numbers only, so a graph over symbolic sizes cannot be written yet.
+std::string size_list(const Shape& v) { return int_list(concrete(v, "to_text")); }
 }  // namespace
 
 std::string arg_text(const Arg& arg) {
@@ -70,8 +73,10 @@ std::string arg_text(const Arg& arg) {
           return fmt::format("axis {} {}", v.id, axis_kind_name(v.kind));
         else if constexpr (std::is_same_v<T, VarArg>)
           return fmt::format("var {} {} {}", quoted_text(v.name), v.min, v.max);
-        else
+        else if constexpr (std::is_same_v<T, ReduceArg>)
           return fmt::format("reduce {} {}", op_name(v.op), int_list(v.axes));
+        else
+          return size_list(v);
       },
       arg);
 }

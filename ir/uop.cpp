@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
     "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "COLLECTIVE", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
-    "GEP", "DEFINE_REG", "DOT2"};
+    "GEP", "DEFINE_REG", "DOT2", "BIND"};
 // clang-format on
 
 bool in(Op op, Op lo, Op hi) { return op >= lo && op <= hi; }
@@ -64,6 +64,11 @@ std::string_view axis_kind_name(AxisKind k) {
   constexpr std::array<std::string_view, 6> names = {"loop",   "parallel", "reduce",
                                                      "upcast", "unroll",   "pair"};
   return names.at(static_cast<size_t>(k));
+}
+
+bool takes_sizes(Op op) {
+  return op == Op::RESHAPE || op == Op::EXPAND || op == Op::PAD || op == Op::SHRINK || op == Op::IOTA ||
+         op == Op::BUFFERIZE;
 }
 
 // ---- hashing and arg equality -----------------------------------------------------
@@ -112,8 +117,15 @@ uint64_t arg_hash(const Arg& a) {
         else if constexpr (std::is_same_v<T, VarArg>)
           return mix(mix(mix(h, hash_str(v.name)), static_cast<uint64_t>(v.min)),
                      static_cast<uint64_t>(v.max));
-        else
+        else if constexpr (std::is_same_v<T, ReduceArg>)
           return hash_ints(mix(h, static_cast<uint64_t>(v.op)), v.axes);
+        else {
+          uint64_t s = mix(h, v.size());
+          for (const Dim& d : v)  // a symbolic size by its expression's structure, bindings included
+            s = d.is_symbolic() ? mix(mix(s, 0x5D), d.expr()->hash())
+                                : mix(s, static_cast<uint64_t>(d.value()));
+          return s;
+        }
       },
       a);
 }
@@ -272,6 +284,11 @@ std::shared_ptr<UOp> UOp::construct(Op op, DType dtype, std::vector<UOpPtr> src,
 UOpPtr UOp::make(Op op, DType dtype, std::vector<UOpPtr> src, Arg arg) {
   for (const auto& s : src)
     if (!s) throw Error("UOp::make: " + std::string(op_name(op)) + " given a null source");
+  // Sizes are Dims: numbers given as sizes are taken as them, so a node has one form.
+  if (const auto* numbers = std::get_if<std::vector<int64_t>>(&arg); numbers && takes_sizes(op))
+    arg = Shape(*numbers);
+  if (const auto* sizes = std::get_if<Shape>(&arg); sizes && (op == Op::PERMUTE || op == Op::FLIP))
+    arg = concrete(*sizes, op_name(op));  // an order and axes are numbers
   const uint64_t h = node_hash(op, dtype, src, arg);
   InternTable& table = InternTable::get();
   auto& shard = table.shard(h);
@@ -486,7 +503,7 @@ size_t node_bytes(const UOp& n) {
   constexpr size_t kControlBlock = 16, kTableShare = 48;
   size_t bytes = sizeof(UOp) + kControlBlock + kTableShare + n.src.capacity() * sizeof(UOpPtr) +
                  n.ranges().size() * sizeof(OpenRanges::Item);
-  if (n.shape()) bytes += n.shape()->capacity() * sizeof(int64_t);
+  if (n.shape()) bytes += n.shape()->capacity() * sizeof(Dim);
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -498,6 +515,8 @@ size_t node_bytes(const UOp& n) {
           bytes += v.name.capacity() > 15 ? v.name.capacity() + 1 : 0;
         else if constexpr (std::is_same_v<T, ReduceArg>)
           bytes += v.axes.capacity() * sizeof(int64_t);
+        else if constexpr (std::is_same_v<T, Shape>)
+          bytes += v.capacity() * sizeof(Dim);
       },
       n.arg);
   return bytes;

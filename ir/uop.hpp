@@ -2,6 +2,7 @@
 // The UOp: an immutable, hash-consed IR node (op, dtype, sources, arg).
 // Building the same node twice yields the same object, so equality is pointer
 // equality and rewrites memoise by pointer. See docs/ir.md.
+#include <loom/dim_format.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
 
@@ -84,6 +85,8 @@ enum class Op : uint8_t {
   DEFINE_REG,     // accumulator register, arg = size
   DOT2,  // src = (a, b, c), a and b of 2n lanes, c of n: lane i is (c[i] + a[2i+1] b[2i+1]) + a[2i] b[2i]
          // (a register tile's sum over a pair range; docs/kernel-ir.md)
+  BIND,  // src = (DEFINE_VAR, CONST value): a variable bound to a value, a leaf of a symbolic size
+         // (loom::Dim); the schedule takes the values out (docs/symbolic.md)
   COUNT_
 };
 // clang-format on
@@ -99,6 +102,7 @@ bool is_alu(Op op);          // unary, binary or ternary arithmetic/logic
 bool is_commutative(Op op);  // ADD MUL MAX CMPNE CMPEQ AND OR XOR
 bool is_comparison(Op op);   // CMPLT CMPNE CMPEQ
 bool is_movement(Op op);     // RESHAPE PERMUTE EXPAND PAD SHRINK FLIP
+bool takes_sizes(Op op);     // RESHAPE EXPAND PAD SHRINK IOTA BUFFERIZE: the arg is a Shape
 // EXP EXP2 LOG2 SIN COS TANH SIGMOID ERF SQRT: unary ops that cost many times a load and a store,
 // so the schedule computes each value of one once (docs/pipeline.md).
 bool is_transcendental(Op op);
@@ -124,9 +128,11 @@ struct ReduceArg {  // REDUCE_AXIS (op + axes) and REDUCE (op, axes empty)
   friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
 };
 
-// BUFFER: {id, size}. Movement ops: new shape / order / flat (lo, hi) pairs / flipped axes.
+// BUFFER: {id, size}. Movement ops: new shape (RESHAPE EXPAND IOTA) / order (PERMUTE) /
+// flat (lo, hi) pairs (PAD SHRINK) / flipped axes (FLIP). Sizes are Dims (a Shape), so
+// they may be symbolic; orders and axes are numbers.
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, AxisArg, VarArg,
-                         ReduceArg>;
+                         ReduceArg, Shape>;
 // Doubles compare bitwise: -0.0 != 0.0 and a NaN equals itself.
 bool arg_equal(const Arg& a, const Arg& b);
 uint64_t arg_hash(const Arg& a);
@@ -259,10 +265,10 @@ std::optional<int64_t> trip(const UOpPtr& range);
 int64_t trip_bound(const UOpPtr& range);
 // Is `range` open at u (does u's value change along it)?
 inline bool depends_on(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
-// The elements of a tensor of this shape.
-inline int64_t element_count(const Shape& s) {
-  int64_t n = 1;
-  for (const int64_t d : s) n *= d;
+// The elements of a tensor of this shape (symbolic when a size is).
+inline Dim element_count(const Shape& s) {
+  Dim n = 1;
+  for (const Dim& d : s) n *= d;
   return n;
 }
 UOpPtr make_var(const std::string& name, int64_t min, int64_t max);

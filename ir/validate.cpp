@@ -78,12 +78,25 @@ struct Check {
 
 void check_movement(const Check& c) {
   c.sources(1, 1);
-  const auto& a = c.arg_of<std::vector<int64_t>>("a list of ints");
+  if (c.op == Op::PERMUTE || c.op == Op::FLIP) {
+    const auto& a = c.arg_of<std::vector<int64_t>>("a list of ints");
+    if (!c.shape_of_source()) return;
+    const Shape& in = *c.shape_of_source();
+    if (c.op == Op::FLIP) return c.axes_in_range(a, in.size());
+    std::vector<int64_t> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted.size() != in.size() || sorted[i] != static_cast<int64_t>(i))
+        reject(c.op, c.dt,
+               fmt::format("order {} is not a permutation of the {} axes of {}", a, in.size(), in));
+    return;
+  }
+  const auto& a = c.arg_of<Shape>("a list of sizes");
   if (!c.shape_of_source()) return;
   const Shape& in = *c.shape_of_source();
   auto numel = [](const Shape& s) {
-    int64_t n = 1;
-    for (int64_t d : s) n *= d;
+    Dim n = 1;
+    for (const Dim& d : s) n = n * d;
     return n;
   };
   switch (c.op) {
@@ -95,32 +108,22 @@ void check_movement(const Check& c) {
       for (size_t i = 0; i < a.size(); ++i)
         if (in[i] != a[i] && in[i] != 1) reject(c.op, c.dt, fmt::format("cannot expand {} to {}", in, a));
       break;
-    case Op::PERMUTE: {
-      std::vector<int64_t> sorted = a;
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = 0; i < sorted.size(); ++i)
-        if (sorted.size() != in.size() || sorted[i] != static_cast<int64_t>(i))
-          reject(c.op, c.dt,
-                 fmt::format("order {} is not a permutation of the {} axes of {}", a, in.size(), in));
-      break;
-    }
     case Op::PAD:
     case Op::SHRINK:
       if (a.size() != 2 * in.size())
         reject(c.op, c.dt, fmt::format("{} bounds for shape {}, expected two per axis", a.size(), in));
       for (size_t i = 0; i < in.size(); ++i) {
-        const int64_t lo = a[2 * i], hi = a[2 * i + 1];
+        const Dim &lo = a[2 * i], &hi = a[2 * i + 1];
         if (c.op == Op::PAD && (lo < 0 || hi < 0))
           reject(c.op, c.dt, fmt::format("axis {} padding ({}, {}) must be non-negative", i, lo, hi));
         if (c.op == Op::SHRINK && (lo < 0 || lo > hi || hi > in[i]))
           reject(c.op, c.dt, fmt::format("axis {} bounds ({}, {}) do not fit shape {}", i, lo, hi, in));
       }
       break;
-    default: c.axes_in_range(a, in.size());  // FLIP
+    default: break;
   }
-  for (int64_t d : a)
-    if (d < 0 && c.op != Op::PERMUTE && c.op != Op::FLIP)
-      reject(c.op, c.dt, fmt::format("negative size in {}", a));
+  for (const Dim& d : a)
+    if (d.min() < 0) reject(c.op, c.dt, fmt::format("negative size in {}", a));
 }
 
 void check_alu(const Check& c) {
@@ -212,6 +215,18 @@ void check_tensor_op(const Check& c) {
             c.dt.is_float() ? "a float constant holds a double" : "an integer or bool constant holds an int");
       break;
     }
+    case Op::BIND: {
+      c.sources(2, 2);
+      if (c.src[0]->op != Op::DEFINE_VAR || c.src[1]->op != Op::CONST)
+        reject(c.op, c.dt, "expected (DEFINE_VAR, CONST value)");
+      const auto& v = c.src[0]->get<VarArg>();
+      const int64_t n = c.src[1]->const_int();
+      if (n < v.min || n > v.max)
+        reject(
+            c.op, c.dt,
+            fmt::format("variable '{}' bound to {}, outside its bounds [{}, {}]", v.name, n, v.min, v.max));
+      break;
+    }
     case Op::DEFINE_VAR: {
       c.sources(0, 0);
       const auto& v = c.arg_of<VarArg>("a variable");
@@ -221,8 +236,9 @@ void check_tensor_op(const Check& c) {
     }
     case Op::IOTA: {
       c.sources(0, 0);
-      const auto& a = c.arg_of<std::vector<int64_t>>("(n)");
-      if (a.size() != 1 || a[0] < 0) reject(c.op, c.dt, fmt::format("expected (n) with n >= 0, got {}", a));
+      const auto& a = c.arg_of<Shape>("sizes (n)");
+      if (a.size() != 1 || a[0].min() < 0)
+        reject(c.op, c.dt, fmt::format("expected (n) with n >= 0, got {}", a));
       break;
     }
     case Op::REDUCE_AXIS: {

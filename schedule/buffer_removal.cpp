@@ -30,8 +30,7 @@ constexpr double kMinOutputToInput = 10.0;
 constexpr double kMaxVisitsPerElement = 1.25;
 
 int64_t buffer_size(const UOp& b) {
-  return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1)
-                            : element_count(b.get<std::vector<int64_t>>());
+  return b.op == Op::BUFFER ? b.get<std::vector<int64_t>>().at(1) : int64_t{element_count(b.get<Shape>())};
 }
 
 // What a BUFFERIZE's value reads: the distinct buffers, and whether a reduce
@@ -185,7 +184,7 @@ UOpPtr read_at_own_ranges(const Match& m) {
 // its ranges being empty, would run where nothing exists.)
 UOpPtr read_empty(const Match& m) {
   const UOpPtr& buffer = m["buf"];
-  if (element_count(buffer->get<std::vector<int64_t>>()) != 0) return nullptr;
+  if (element_count(buffer->get<Shape>()) != 0) return nullptr;
   return const_like(buffer->dtype, 0);
 }
 
@@ -193,7 +192,7 @@ UOpPtr read_empty(const Match& m) {
 // reads, are never needed (an empty slice of a reduce's result ran the reduce).
 UOpPtr compute_nothing(const Match& m) {
   const UOpPtr& buffer = m.root();
-  if (element_count(buffer->get<std::vector<int64_t>>()) != 0) return nullptr;
+  if (element_count(buffer->get<Shape>()) != 0) return nullptr;
   const UOpPtr& value = buffer->src[0];
   const bool point = value->op == Op::CONTIGUOUS;
   if ((point ? value->src[0] : value)->op == Op::CONST) return nullptr;

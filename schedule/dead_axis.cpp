@@ -10,10 +10,10 @@ UOpPtr drop_dead_axes(const Match& m) {
   const UOpPtr &index = m.root(), &buffer = m["buf"];
   const UOpPtr& value = buffer->src[0];
   if (value->op == Op::CONTIGUOUS) return nullptr;
-  const auto& shape = buffer->get<std::vector<int64_t>>();
+  const auto& shape = buffer->get<Shape>();
   const std::vector<UOpPtr> idx = index_of(index);
   std::vector<UOpPtr> src{value}, kept_idx;
-  std::vector<int64_t> kept_shape;
+  Shape kept_shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     const UOpPtr& axis = buffer->src[i + 1];
     // An axis of size 0 stays, dead or not: it makes the buffer empty. Without it

@@ -30,7 +30,7 @@ struct Node {
 // Whether `index` reads element (r0, r1, ...) of its BUFFERIZE at `reader`'s ranges in order.
 bool same_element(const UOpPtr& index, const UOpPtr& reader) {
   const UOpPtr& source = index->src[0];
-  const size_t n = source->get<std::vector<int64_t>>().size();
+  const size_t n = source->get<Shape>().size();
   if (n + 1 != reader->src.size() || index->src.size() != n + 1) return false;  // a valid, or other ranks
   for (size_t i = 1; i <= n; ++i)
     if (index->src[i] != reader->src[i]) return false;
@@ -66,7 +66,7 @@ struct Graph {
     }
     for (size_t k = 0; k < nodes.size(); ++k) {
       Node& x = nodes[k];
-      const size_t n = x.buf->get<std::vector<int64_t>>().size();
+      const size_t n = x.buf->get<Shape>().size();
       bool ok = n > 0 && x.buf->src.size() == n + 1;
       for (size_t i = 1; ok && i <= n; ++i) {
         const UOpPtr& r = x.buf->src[i];

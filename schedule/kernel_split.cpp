@@ -48,7 +48,7 @@ struct KernelBuilder {
     std::vector<UOpPtr> src;
     size_t n_idx = 1;
     if (source->op == Op::BUFFERIZE) {
-      const auto& shape = source->get<std::vector<int64_t>>();
+      const auto& shape = source->get<Shape>();
       n_idx = shape.size();
       src = {param(buffer_of.at(source.get())), linear_index(index->src.data() + 1, n_idx, shape)};
     } else {
@@ -81,7 +81,7 @@ UOpPtr store_effect(const UOpPtr& bufferize, const UOpPtr& out_param, KernelBuil
   // Top-down, so an INDEX is rewritten before its BUFFERIZE source is visited:
   // a producer's body never enters its consumer's kernel.
   UOpPtr value = graph_rewrite(bufferize->src[0], buffer_to_param(), kb, RewriteOrder::TopDown);
-  const auto& shape = bufferize->get<std::vector<int64_t>>();
+  const auto& shape = bufferize->get<Shape>();
   // A BUFFERIZE stores where its valid (after its ranges) holds: columns padded to whole panels.
   const UOpPtr valid = bufferize->src.size() > shape.size() + 1 ? bufferize->src.back() : nullptr;
   UOpPtr store = UOp::make(
@@ -293,7 +293,7 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
         in_place = true;
       }
     const auto fresh = [&](size_t i) {
-      return make_buffer(group[i]->dtype, element_count(group[i]->get<std::vector<int64_t>>()));
+      return make_buffer(group[i]->dtype, element_count(group[i]->get<Shape>()));
     };
     for (size_t i = 0; i < group.size(); ++i)
       if (!outs[i]) outs[i] = fresh(i);
@@ -315,7 +315,7 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
     // a loop it sits in, which codegen would refuse.
     const auto& group = graph.kernels[k];
     if (std::all_of(group.begin(), group.end(),
-                    [](const UOpPtr& n) { return element_count(n->get<std::vector<int64_t>>()) == 0; }))
+                    [](const UOpPtr& n) { return element_count(n->get<Shape>()) == 0; }))
       continue;
     schedule.kernels.push_back(std::move(built[k].kernel));
     unsimplified.push_back(built[k].unsimplified);
@@ -336,7 +336,7 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
     for (const auto& r : ran[k]) notify_pass({PassLevel::Kernel, r.pass, names[k], r.before, r.after});
   }
   for (const auto& root : sink->src) {
-    const auto& shape = root->get<std::vector<int64_t>>();
+    const auto& shape = root->get<Shape>();
     const UOpPtr& buf = buffer_of.at(root.get());
     schedule.results.push_back(shape == *buf->shape() ? buf
                                                       : UOp::make(Op::RESHAPE, buf->dtype, {buf}, shape));

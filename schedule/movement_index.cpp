@@ -1,13 +1,14 @@
 #include "schedule/movement_index.hpp"
 
+#include "ir/dim_expr.hpp"
 #include "ir/symbolic.hpp"
 
 namespace loom {
 
 namespace {
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
+Shape strides_of(const Shape& s) {
+  Shape st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
 }
@@ -30,13 +31,13 @@ std::vector<UOpPtr> reshape_index(const std::vector<UOpPtr>& idx, const Shape& o
   return src_idx;
 }
 
-SourceIndex pad_index(const std::vector<UOpPtr>& idx, const Shape& in, const std::vector<int64_t>& bounds) {
+SourceIndex pad_index(const std::vector<UOpPtr>& idx, const Shape& in, const Shape& bounds) {
   SourceIndex out{idx, nullptr};
   for (size_t i = 0; i < in.size(); ++i) {
-    const int64_t lo = bounds[2 * i], hi = bounds[2 * i + 1];
+    const Dim &lo = bounds[2 * i], &hi = bounds[2 * i + 1];
     if (lo == 0 && hi == 0) continue;
     out.idx[i] = idx[i] - lo;
-    const UOpPtr here = land(const_i64(lo - 1) < idx[i], idx[i] < lo + in[i]);
+    const UOpPtr here = land(dim_uop(lo - 1) < idx[i], idx[i] < lo + in[i]);
     out.inside = out.inside ? land(out.inside, here) : here;
   }
   return out;
@@ -46,7 +47,7 @@ SourceIndex pad_index(const std::vector<UOpPtr>& idx, const Shape& in, const std
 
 UOpPtr linear_index(const std::vector<UOpPtr>& idx, const Shape& shape) {
   UOpPtr lin = const_i64(0);
-  int64_t stride = 1;
+  Dim stride = 1;
   for (size_t i = idx.size(); i-- > 0;) {
     if (shape[i] != 1) lin = idx[i] * stride + lin;
     stride *= shape[i];
@@ -56,25 +57,28 @@ UOpPtr linear_index(const std::vector<UOpPtr>& idx, const Shape& shape) {
 
 SourceIndex movement_source_index(const UOpPtr& op, const std::vector<UOpPtr>& idx) {
   const Shape& in = *op->src.at(0)->shape();
-  const auto& arg = op->get<std::vector<int64_t>>();
   SourceIndex out{idx, nullptr};
   switch (op->op) {
     case Op::RESHAPE: out.idx = reshape_index(idx, *op->shape(), in); break;
-    case Op::PERMUTE:
-      for (size_t i = 0; i < arg.size(); ++i) out.idx[arg[i]] = idx[i];
+    case Op::PERMUTE: {
+      const auto& order = op->get<std::vector<int64_t>>();
+      for (size_t i = 0; i < order.size(); ++i) out.idx[order[i]] = idx[i];
       break;
+    }
     case Op::EXPAND:
       for (size_t i = 0; i < in.size(); ++i)
         if (in[i] == 1) out.idx[i] = const_i64(0);
       break;
     case Op::FLIP:
-      for (int64_t a : arg) out.idx[a] = const_i64(in[a] - 1) - idx[a];
+      for (int64_t a : op->get<std::vector<int64_t>>()) out.idx[a] = dim_uop(in[a] - 1) - idx[a];
       break;
-    case Op::SHRINK:
+    case Op::SHRINK: {
+      const Shape& bounds = op->get<Shape>();
       for (size_t i = 0; i < in.size(); ++i)
-        if (arg[2 * i]) out.idx[i] = idx[i] + arg[2 * i];
+        if (bounds[2 * i] != 0) out.idx[i] = idx[i] + bounds[2 * i];
       break;
-    case Op::PAD: return pad_index(idx, in, arg);
+    }
+    case Op::PAD: return pad_index(idx, in, op->get<Shape>());
     default: throw Error("movement_source_index: " + std::string(op_name(op->op)) + " is not a movement op");
   }
   return out;

@@ -42,7 +42,7 @@ std::vector<UOpPtr> reads(const UOpPtr& buf) {
 // The output ranges of `buf` not used by its valid (padded columns), or none if one is
 // not a RANGE of positive constant extent.
 std::vector<UOpPtr> output_ranges(const UOpPtr& buf) {
-  const size_t n = buf->get<std::vector<int64_t>>().size();
+  const size_t n = buf->get<Shape>().size();
   const UOpPtr valid = buf->src.size() > n + 1 ? buf->src.back() : nullptr;
   std::vector<UOpPtr> out;
   for (size_t i = 1; i <= n; ++i) {
@@ -154,7 +154,7 @@ std::vector<Candidate> candidates(const UOpPtr& sink, const StageContext& ctx) {
 const Candidate* partner(const Candidate& p, const std::vector<Candidate>& all,
                          const std::unordered_set<const UOp*>& fused, Subs& subs) {
   for (const Candidate& s : all) {
-    const size_t s_ranges = s.buf->get<std::vector<int64_t>>().size();
+    const size_t s_ranges = s.buf->get<Shape>().size();
     if (s.buf == p.buf || fused.count(s.buf.get()) || s.outs.size() != s_ranges ||
         s.buf->src.size() != s_ranges + 1)
       continue;

@@ -54,7 +54,7 @@ UOpPtr b_side(const Contraction& c, int a, int b) {
 struct PanelLayout {
   std::vector<std::pair<UOpPtr, UOpPtr>> to_panel;
   std::vector<UOpPtr> ranges, read_at;
-  std::vector<int64_t> shape;
+  Shape shape;
   UOpPtr valid;  // where the copy holds the side (null: everywhere); 0 elsewhere
 
   void axis(const UOpPtr& fresh, const UOpPtr& read) {
@@ -174,9 +174,7 @@ bool copy_outgrows_source(const Contraction& c, int b_src, int64_t columns) {
     if (buffer->op == Op::BUFFER)
       source += buffer->get<std::vector<int64_t>>().at(1);
     else if (buffer->op == Op::BUFFERIZE) {
-      int64_t size = 1;
-      for (int64_t e : buffer->get<std::vector<int64_t>>()) size *= e;
-      source += size;
+      source += element_count(buffer->get<Shape>());
     } else
       return false;
   }
@@ -241,7 +239,7 @@ UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
   const StageContext& ctx = m.ctx<StageContext>();
   const std::vector<UOpPtr> outs(buf->src.begin() + 1, buf->src.end());
-  const bool guarded = outs.size() > buf->get<std::vector<int64_t>>().size();  // padded already
+  const bool guarded = outs.size() > buf->get<Shape>().size();  // padded already
   if (ctx.panel_bytes <= 0 || outs.empty() || guarded || !trip(outs.back())) return nullptr;
   const auto c = contraction(buf->src[0], outs);
   if (!c || !c->product()) return nullptr;

@@ -86,7 +86,7 @@ class Rangeifier {
                                   ? UOp::make(Op::CONTIGUOUS, ni.value->dtype, {ni.value})
                                   : ni.value};
       src.insert(src.end(), ni.out.idx.begin(), ni.out.idx.end());
-      ni.buffer = UOp::make(Op::BUFFERIZE, x->dtype, std::move(src), std::vector<int64_t>(*x->shape()));
+      ni.buffer = UOp::make(Op::BUFFERIZE, x->dtype, std::move(src), *x->shape());
     }
     return ni.buffer;
   }

@@ -155,7 +155,7 @@ UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts, Parts at = Parts:
   const UOpPtr kept = UOp::make(Op::CONTIGUOUS, red->dtype, {first});
   const UOpPtr second =
       UOp::make(Op::REDUCE_AXIS, red->dtype, {kept}, ReduceArg{arg.op, {at == Parts::First ? 0 : a}});
-  return UOp::make(Op::RESHAPE, red->dtype, {second}, std::vector<int64_t>(*red->shape()));
+  return UOp::make(Op::RESHAPE, red->dtype, {second}, *red->shape());
 }
 
 // Few outputs: d parts of contiguous runs, so the first reduce runs across threads.

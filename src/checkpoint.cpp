@@ -104,7 +104,7 @@ void save(const std::filesystem::path& path, const NamedTensors& tensors) {
   for (const auto& [name, t] : tensors) {
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * t.dtype().itemsize();
     header[name] = {{"dtype", safetensors_name(t.dtype())},
-                    {"shape", t.shape()},
+                    {"shape", concrete(t.shape(), "save")},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }

@@ -37,7 +37,7 @@ const UOpPtr& collective_input(const Tensor& t, const char* what, bool reduces, 
   if (reduces && x->dtype.is_bool())
     throw Error(fmt::format("{}: a {} tensor of shape {} cannot be reduced (expected a number dtype)", what,
                             to_string(x->dtype), detail::str(*x->shape())));
-  if (flags()->dist_check) detail::check_collective_call({call, x->dtype, *x->shape()});
+  if (flags()->dist_check) detail::check_collective_call({call, x->dtype, concrete(*x->shape(), what)});
   return x;
 }
 

@@ -37,7 +37,7 @@ std::vector<int64_t> gather_from_ranks(const std::vector<int64_t>& mine, int ran
 }
 
 std::string describe_call(const CollectiveCall& c) {
-  return fmt::format("{} of {} {}", c.call, to_string(c.dtype), str(c.shape));
+  return fmt::format("{} of {} {}", c.call, to_string(c.dtype), str(to_shape(c.shape)));
 }
 
 }  // namespace

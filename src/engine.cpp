@@ -482,6 +482,21 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
 }
 }  // namespace
 
+// The schedule does not take symbolic sizes yet (docs/symbolic.md): a graph over them
+// is refused by name rather than compiled for one of its values.
+void refuse_symbolic_sizes(const std::vector<UOpPtr>& nodes, std::string_view what) {
+  for (const auto& n : nodes) {
+    const Shape* sizes = std::get_if<Shape>(&n->arg);
+    if (!sizes) continue;
+    for (const Dim& d : *sizes)
+      if (d.is_symbolic())
+        throw Error(
+            fmt::format("{}: the graph has the symbolic size {} ({} of {}); computing over symbolic "
+                        "sizes is not supported yet: bind the size to a number",
+                        what, d.str(), op_name(n->op), str(*sizes)));
+  }
+}
+
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
   std::vector<std::shared_ptr<TensorNode>> nodes = requested;
   for (auto& d : take_deferred())  // module state updates join whatever this thread realizes next
@@ -496,6 +511,7 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
     }
   if (targets.empty()) return;
   GraphSignature sig = sign_graph(targets);  // the one toposort of the graph
+  refuse_symbolic_sizes(sig.nodes, "realize");
   const size_t asked = targets.size();
   for (auto& holder : assigns_reached(sig, pending)) {  // realized with the graph that reads them
     targets.push_back(holder->uop);
@@ -520,6 +536,7 @@ std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors)
   }
   if (targets.empty()) return {};
   const detail::GraphSignature sig = detail::sign_graph(targets);
+  detail::refuse_symbolic_sizes(sig.nodes, "schedule_of");
   const detail::Plan plan = detail::plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
   std::vector<ScheduledKernelInfo> out;
   for (const auto& k : plan.kernels) {

@@ -27,10 +27,9 @@ using Grads = std::vector<UOpPtr>;  // one per source of the node; null: no cont
 UOpPtr reduce_sum(const UOpPtr& x, std::vector<int64_t> axes) {
   return axes.empty() ? x : UOp::make(Op::REDUCE_AXIS, x->dtype, {x}, ReduceArg{Op::ADD, std::move(axes)});
 }
-UOpPtr movement(Op op, const UOpPtr& g, std::vector<int64_t> arg) {
-  return UOp::make(op, g->dtype, {g}, std::move(arg));
-}
+UOpPtr movement(Op op, const UOpPtr& g, Arg arg) { return UOp::make(op, g->dtype, {g}, std::move(arg)); }
 const std::vector<int64_t>& ints(const UOpPtr& u) { return u->get<std::vector<int64_t>>(); }
+const Shape& sizes(const UOpPtr& u) { return u->get<Shape>(); }
 
 // ---- reductions -------------------------------------------------------------------------------------
 // max and min split the gradient equally among the elements equal to the result, as PyTorch's amax.
@@ -114,20 +113,20 @@ Grads expand_rule(const UOpPtr& ret, const UOpPtr& g) {
 
 Grads pad_rule(const UOpPtr& ret, const UOpPtr& g) {
   const Shape& in = *ret->src[0]->shape();
-  std::vector<int64_t> bounds;
+  Shape bounds;
   for (size_t i = 0; i < in.size(); ++i) {
-    bounds.push_back(ints(ret)[2 * i]);
-    bounds.push_back(ints(ret)[2 * i] + in[i]);
+    bounds.push_back(sizes(ret)[2 * i]);
+    bounds.push_back(sizes(ret)[2 * i] + in[i]);
   }
   return {movement(Op::SHRINK, g, bounds)};
 }
 
 Grads shrink_rule(const UOpPtr& ret, const UOpPtr& g) {
   const Shape& in = *ret->src[0]->shape();
-  std::vector<int64_t> padding;
+  Shape padding;
   for (size_t i = 0; i < in.size(); ++i) {
-    padding.push_back(ints(ret)[2 * i]);
-    padding.push_back(in[i] - ints(ret)[2 * i + 1]);
+    padding.push_back(sizes(ret)[2 * i]);
+    padding.push_back(in[i] - sizes(ret)[2 * i + 1]);
   }
   return {movement(Op::PAD, g, padding)};
 }
@@ -149,7 +148,8 @@ Grads collective_rule(const UOpPtr& ret, const UOpPtr& g) {
     auto part = [&](const UOpPtr& bucket, size_t i) {
       const Shape& shape = *ret->src[i]->shape();
       const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-      return reshape_uop(movement(Op::SHRINK, bucket, {layout.offsets[i], layout.offsets[i] + n}), shape);
+      return reshape_uop(movement(Op::SHRINK, bucket, Shape{layout.offsets[i], layout.offsets[i] + n}),
+                         shape);
     };
     Grads out;
     for (size_t i = 0; i < ret->src.size(); ++i)

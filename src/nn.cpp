@@ -181,7 +181,7 @@ Shape attention_batch(const Tensor& q, const Tensor& k, const Tensor& v, const c
     const Shape lead(t->shape().begin(), t->shape().end() - 2);
     if (lead.size() > out.size()) out.insert(out.begin(), lead.size() - out.size(), 1);
     for (size_t i = 0; i < lead.size(); ++i) {
-      int64_t& o = out[out.size() - lead.size() + i];
+      Dim& o = out[out.size() - lead.size() + i];
       if (o != lead[i] && o != 1 && lead[i] != 1)
         throw Error(fmt::format("{}: the leading axes of q {}, k {} and v {} do not broadcast together", op,
                                 str(q.shape()), str(k.shape()), str(v.shape())));

@@ -85,7 +85,7 @@ struct Draw {
 };
 
 UOpPtr param(const UOpPtr& params, int64_t i, int64_t n) {
-  const UOpPtr one = UOp::make(Op::SHRINK, DType::Int64, {params}, std::vector<int64_t>{i, i + 1});
+  const UOpPtr one = UOp::make(Op::SHRINK, DType::Int64, {params}, Shape{i, i + 1});
   return expand_uop(one, {n});
 }
 

@@ -19,7 +19,7 @@ Shape batch_shape(const Shape& a, const Shape& b, const Shape& a_user, const Sha
   }
 }
 
-Shape concat(Shape s, std::initializer_list<int64_t> tail) {
+Shape concat(Shape s, std::initializer_list<Dim> tail) {
   s.insert(s.end(), tail);
   return s;
 }

@@ -29,9 +29,12 @@ Shape inserted(Shape s, int axis, int64_t size) {
 }
 
 // PyTorch's clamping of a slice bound: negative counts from the end, then into [0, size].
-int64_t clamp_bound(int64_t b, int64_t size) {
-  if (b < 0) b += size;
-  return std::clamp<int64_t>(b, 0, size);
+// A symbolic bound is taken as given (shrink checks it against the size for every value).
+Dim clamp_bound(Dim b, const Dim& size) {
+  if (b.is_symbolic()) return b;
+  if (b < 0) b = b + size;
+  if (!b.is_symbolic() && !size.is_symbolic()) return std::clamp<int64_t>(b, 0, size);
+  return loom::max(Dim(0), loom::min(b, size));
 }
 
 // gather and index_select index with integers; Bool and floats are refused as in PyTorch.
@@ -66,7 +69,7 @@ UOpPtr from_bits(const UOpPtr& x, DType dt) {
 // ---- movement ----------------------------------------------------------------------------------------
 Tensor Tensor::reshape(Shape shape) const {
   const UOpPtr& x = uop(*this, "reshape");
-  const int64_t n = count(*x->shape());
+  const Dim n = count(*x->shape());
   auto infer = std::find(shape.begin(), shape.end(), -1);
   if (infer != shape.end()) {
     if (std::count(shape.begin(), shape.end(), -1) > 1)
@@ -74,7 +77,7 @@ Tensor Tensor::reshape(Shape shape) const {
     Shape others = shape;
     *(others.begin() + (infer - shape.begin())) = 1;
     check_shape(others, "reshape", x->dtype);
-    int64_t known = count(others);
+    const Dim known = count(others);
     if (known == 0 || n % known != 0)
       throw Error(fmt::format("reshape: cannot infer the -1 in {} for a tensor of shape {} ({} elements)",
                               str(shape), str(*x->shape()), n));
@@ -115,7 +118,7 @@ Tensor Tensor::expand(Shape shape) const {
     throw Error(fmt::format("expand: cannot expand shape {} to {} (fewer dimensions)", str(in), str(shape)));
   const size_t lead = shape.size() - in.size();
   for (size_t i = 0; i < shape.size(); ++i) {
-    const int64_t from = i < lead ? 1 : in[i - lead];
+    const Dim from = i < lead ? Dim(1) : in[i - lead];
     if (shape[i] == -1 && i >= lead) shape[i] = from;
     if (shape[i] < 0 || (from != 1 && from != shape[i]))
       throw Error(fmt::format("expand: cannot expand shape {} to {} (axis {}: size {} is neither 1 nor {})",
@@ -132,14 +135,13 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
     throw Error(fmt::format(
         "pad: {} (lo, hi) pairs given for a tensor of shape {} ({} dimensions); expected one per axis",
         padding.size(), str(in), in.size()));
-  std::vector<int64_t> flat;
-  Shape padded_shape;
+  Shape flat, padded_shape;
   for (size_t i = 0; i < in.size(); ++i) {
     if (padding[i].first < 0 || padding[i].second < 0)
       throw Error(fmt::format("pad: axis {} padding ({}, {}) is negative (use shrink to cut)", i,
                               padding[i].first, padding[i].second));
     int64_t size = 0;
-    if (__builtin_add_overflow(in[i], padding[i].first, &size) ||
+    if (__builtin_add_overflow(in[i].concrete("pad"), padding[i].first, &size) ||
         __builtin_add_overflow(size, padding[i].second, &size))
       throw Error(
           fmt::format("pad: axis {} of size {} padded by ({}, {}) has more elements than int64 can count", i,
@@ -149,7 +151,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
     padded_shape.push_back(size);
   }
   check_shape(padded_shape, "pad", x->dtype);
-  if (std::all_of(flat.begin(), flat.end(), [](int64_t v) { return v == 0; })) return *this;
+  if (std::all_of(flat.begin(), flat.end(), [](const Dim& v) { return v == 0; })) return *this;
   UOpPtr padded = UOp::make(Op::PAD, x->dtype, {x}, flat);
   if (value == 0) return make_tensor(padded);
   // PAD fills with 0; another value goes where a padded all-true mask is false.
@@ -157,14 +159,14 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
   return make_tensor(loom::where(inside, padded, const_tensor(value, x->dtype, *padded->shape())));
 }
 
-Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const {
+Tensor Tensor::shrink(std::vector<std::pair<Dim, Dim>> bounds) const {
   const UOpPtr& x = uop(*this, "shrink");
   const Shape& in = *x->shape();
   if (bounds.size() != in.size())
     throw Error(
         fmt::format("shrink: {} (start, end) pairs given for a tensor of shape {}; expected one per axis",
                     bounds.size(), str(in)));
-  std::vector<int64_t> flat;
+  Shape flat;
   bool identity = true;
   for (size_t i = 0; i < in.size(); ++i) {
     auto [lo, hi] = bounds[i];
@@ -241,7 +243,7 @@ Tensor Tensor::repeat(Shape repeats) const {
     pairs.insert(pairs.end(), {1, full[i]});
     wide.insert(wide.end(), {repeats[i], full[i]});
     int64_t n = 0;
-    if (__builtin_mul_overflow(repeats[i], full[i], &n))
+    if (__builtin_mul_overflow(repeats[i].concrete("repeat"), full[i].concrete("repeat"), &n))
       throw Error(fmt::format("repeat: repeating shape {} by {} overflows int64", str(in), str(repeats)));
     out.push_back(n);
   }
@@ -266,30 +268,42 @@ Tensor Tensor::flatten(int start, int end) const {
 
 // Every step-th element of [start, stop): shrink to the range, pad it to len*step, view it as
 // [len, step] and keep column 0. The padding is never read.
-Tensor Tensor::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
+Tensor Tensor::slice(int axis, Dim start, Dim stop, int64_t step) const {
   const UOpPtr& x = uop(*this, "slice");
   const Shape& in = *x->shape();
   if (in.empty()) throw Error("slice: cannot slice a 0-d tensor (it has no axes)");
   const int a = norm_axis(axis, in.size(), "slice");
   if (step <= 0)
     throw Error(fmt::format("slice: step must be positive, got {} (axis {}, shape {})", step, a, str(in)));
-  const int64_t lo = clamp_bound(start, in[a]), stop_at = std::max(lo, clamp_bound(stop, in[a]));
+  const Dim lo = clamp_bound(start, in[a]);
+  if (lo.is_symbolic() || in[a].is_symbolic() || stop.is_symbolic()) {
+    if (step != 1)
+      throw Error(
+          fmt::format("slice: bounds ({}, {}) on axis {} of shape {} are symbolic; a symbolic slice "
+                      "takes step 1, got {}",
+                      start.str(), stop.str(), a, str(in), step));
+    std::vector<std::pair<Dim, Dim>> bounds;
+    for (const Dim& d : in) bounds.emplace_back(0, d);
+    bounds[a] = {lo, clamp_bound(stop, in[a])};
+    return shrink(bounds);
+  }
+  const int64_t lo_at = lo, stop_at = std::max<int64_t>(lo_at, clamp_bound(stop, in[a]));
   // (stop - lo - 1) / step + 1, not (stop - lo + step - 1) / step: a huge step must not overflow.
-  const int64_t len = stop_at == lo ? 0 : (stop_at - lo - 1) / step + 1;
+  const int64_t len = stop_at == lo_at ? 0 : (stop_at - lo_at - 1) / step + 1;
   if (len == 1) step = 1;  // one element: any step selects just lo, and the pad below stays small
-  const int64_t hi = len == 1 ? lo + 1 : stop_at;
-  std::vector<std::pair<int64_t, int64_t>> bounds;
-  for (int64_t d : in) bounds.emplace_back(0, d);
-  bounds[a] = {lo, hi};
+  const int64_t hi = len == 1 ? lo_at + 1 : stop_at;
+  std::vector<std::pair<Dim, Dim>> bounds;
+  for (const Dim& d : in) bounds.emplace_back(0, d);
+  bounds[a] = {lo_at, hi};
   const Tensor range = shrink(bounds);
   if (step == 1 || len == 0) return range;
   std::vector<std::pair<int64_t, int64_t>> padding(in.size(), {0, 0});
-  padding[a].second = len * step - (hi - lo);
+  padding[a].second = len * step - (hi - lo_at);
   Shape grouped = in;
   grouped[a] = len;
   grouped.insert(grouped.begin() + a + 1, step);
   bounds[a] = {0, len};
-  bounds.insert(bounds.begin() + a + 1, std::pair<int64_t, int64_t>{0, 1});
+  bounds.insert(bounds.begin() + a + 1, std::pair<Dim, Dim>{0, 1});
   Shape out = in;
   out[a] = len;
   return range.pad(padding).reshape(grouped).shrink(bounds).reshape(out);

@@ -15,10 +15,9 @@
 
 namespace loom::detail {
 
-inline std::string str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-inline int64_t count(const Shape& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
-}
+using loom::str;  // "[4, T=17, 64]" (include/loom/dim.hpp)
+// The elements of a tensor of this shape (symbolic when a size is).
+inline Dim count(const Shape& s) { return std::accumulate(s.begin(), s.end(), Dim{1}, std::multiplies<>()); }
 
 template <class T>
 constexpr DType dtype_of() {
@@ -46,11 +45,11 @@ constexpr DType dtype_of() {
 // A tensor's element count and byte size must fit in int64 (loom indexes with
 // it); a shape past that is an error naming the op that asked for it.
 inline void check_shape(const Shape& s, const char* op, DType dt) {
-  for (int64_t d : s)
-    if (d < 0) throw Error(fmt::format("{}: shape {} has a negative size", op, str(s)));
-  int64_t n = 1, bytes = 0;
-  for (int64_t d : s)
-    if (__builtin_mul_overflow(n, d, &n))
+  for (const Dim& d : s)
+    if (d.min() < 0) throw Error(fmt::format("{}: shape {} has a negative size", op, str(s)));
+  int64_t n = 1, bytes = 0;  // at the largest values of the variables
+  for (const Dim& d : s)
+    if (__builtin_mul_overflow(n, d.max(), &n))
       throw Error(
           fmt::format("{}: shape {} has more elements than int64 can count (at most 2^63 - 1)", op, str(s)));
   if (__builtin_mul_overflow(n, int64_t{dt.itemsize()}, &bytes))
@@ -94,8 +93,8 @@ inline UOpPtr const_as(const UOpPtr& u, double v) { return const_tensor(v, u->dt
 inline Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
   Shape out(std::max(a.size(), b.size()));
   for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-    const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    const Dim da = i < out.size() - a.size() ? Dim(1) : a[i - (out.size() - a.size())];
+    const Dim db = i < out.size() - b.size() ? Dim(1) : b[i - (out.size() - b.size())];
     if (da != db && da != 1 && db != 1)
       throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast together (axis {}: {} vs {})", op,
                               str(a), str(b), static_cast<int64_t>(i) - static_cast<int64_t>(out.size()), da,

@@ -15,7 +15,7 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int dim, bool largest) const {
   if (x->dtype.is_bool())
     throw Error("topk: not implemented for Bool tensors (as in PyTorch); cast to an integer dtype first");
   const int a = norm_axis(dim, in.size(), "topk");
-  const int64_t n = in.empty() ? 1 : in[a];
+  const int64_t n = in.empty() ? 1 : in[a].concrete("topk");
   if (k < 0 || k > n)
     throw Error(
         fmt::format("topk: k = {} is out of range for dimension {} of size {} in shape {} (expected "

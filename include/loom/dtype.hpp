@@ -3,14 +3,14 @@
 // (lanes) and pointer-ness that kernel-level UOps need. BFloat16 and Float16 are
 // storage types: arithmetic on them computes in Float32 and rounds once
 // (docs/semantics.md, "Half-precision dtypes").
+#include <loom/dim.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace loom {
-
-using Shape = std::vector<int64_t>;
 
 // New kinds go at the end: the numbering is part of cache keys and graph files.
 enum class Scalar : uint8_t { Bool, UInt8, Int32, Int64, Float32, Float64, BFloat16, Float16 };

@@ -18,3 +18,4 @@
 #include <loom/optim.hpp>
 #include <loom/random.hpp>
 #include <loom/tensor.hpp>
+#include <loom/variable.hpp>

@@ -184,7 +184,11 @@ class Tensor {
   Tensor transpose(int a = -2, int b = -1) const;
   Tensor expand(Shape shape) const;                                                      // -1 keeps a size
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, double value = 0) const;  // (lo, hi) per axis
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;  // [start, end) per axis
+  Tensor shrink(std::vector<std::pair<Dim, Dim>> bounds) const;  // [start, end) per axis
+  template <std::integral I>
+  Tensor shrink(const std::vector<std::pair<I, I>>& bounds) const {
+    return shrink(std::vector<std::pair<Dim, Dim>>(bounds.begin(), bounds.end()));
+  }
   Tensor flip(std::vector<int> axes) const;
   Tensor flip(int axis) const { return flip(std::vector<int>{axis}); }
   // Tiles the tensor: repeats[i] copies along axis i; extra leading repeats add axes (PyTorch's repeat).
@@ -192,7 +196,7 @@ class Tensor {
   Tensor squeeze(int axis) const;  // a no-op on an axis whose size is not 1
   Tensor unsqueeze(int axis) const;
   Tensor flatten(int start = 0, int end = -1) const;
-  Tensor slice(int axis, int64_t start, int64_t stop, int64_t step = 1) const;
+  Tensor slice(int axis, Dim start, Dim stop, int64_t step = 1) const;
   Tensor gather(int axis, const Tensor& index) const;
   Tensor index_select(int axis, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;  // integer tensors; Int32 result

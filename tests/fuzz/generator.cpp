@@ -582,7 +582,7 @@ class Generator {
       case 0: b = {k}; break;
       case 1: b = {k, wide ? wide : between(1, 5)}; break;
       default:
-        b = {t.ndim() >= 3 ? t.shape()[static_cast<size_t>(t.ndim() - 3)] : between(1, 3), k,
+        b = {t.ndim() >= 3 ? int64_t{t.shape()[static_cast<size_t>(t.ndim() - 3)]} : between(1, 3), k,
              wide ? wide : between(1, 4)};
     }
     note("matmul");

@@ -33,7 +33,7 @@ TEST_CASE("REDUCE, END and BUFFERIZE close the ranges they list; INDEX(BUFFERIZE
   UOpPtr red = kb::reduce(Op::ADD, value, {r1});
   CHECK(items(red->ranges()) == std::vector<const UOp*>{r0.get()});
   CHECK(kb::end(kb::store(kb::index(kb::global(0, DType::Float32), r0), red), {r0})->ranges().empty());
-  UOpPtr buf = UOp::make(Op::BUFFERIZE, DType::Float32, {red, r0}, std::vector<int64_t>{4});
+  UOpPtr buf = UOp::make(Op::BUFFERIZE, DType::Float32, {red, r0}, Shape{4});
   CHECK(buf->ranges().empty());
   UOpPtr read = UOp::make(Op::INDEX, DType::Float32.ptr_to(), {buf, kb::i64(3) - r2});
   CHECK(items(read->ranges()) == std::vector<const UOp*>{r2.get()});

@@ -104,9 +104,7 @@ class RandomGraphs {
                          VarArg{name(), -static_cast<int64_t>(pick(5)), 16});
       case 3: return buffer(dtype().base(), pick(100), 1 + pick(64));
       case 4: return UOp::make(Op::DEFINE_GLOBAL, dtype().ptr_to(), {}, static_cast<int64_t>(pick(8)));
-      case 5:
-        return UOp::make(Op::IOTA, dtype().base(), {},
-                         std::vector<int64_t>{1 + static_cast<int64_t>(pick(16))});
+      case 5: return UOp::make(Op::IOTA, dtype().base(), {}, Shape{1 + static_cast<int64_t>(pick(16))});
       default: return make_range(1 + pick(32), pick(6), static_cast<AxisKind>(pick(5)));
     }
   }
@@ -135,11 +133,11 @@ class RandomGraphs {
     for (size_t i = 0; i < rank; ++i) order[i] = static_cast<int64_t>(i);
     std::shuffle(order.begin(), order.end(), rng_);
     switch (pick(7)) {
-      case 0: return UOp::make(Op::RESHAPE, x->dtype, {x}, ints(pick(4), 1, 9));
-      case 1: return UOp::make(Op::EXPAND, x->dtype, {x}, ints(rank, 1, 9));
+      case 0: return UOp::make(Op::RESHAPE, x->dtype, {x}, Shape(ints(pick(4), 1, 9)));
+      case 1: return UOp::make(Op::EXPAND, x->dtype, {x}, Shape(ints(rank, 1, 9)));
       case 2: return UOp::make(Op::PERMUTE, x->dtype, {x}, order);
-      case 3: return UOp::make(Op::PAD, x->dtype, {x}, ints(2 * rank, 0, 3));
-      case 4: return UOp::make(Op::SHRINK, x->dtype, {x}, ints(2 * rank, 0, 3));
+      case 3: return UOp::make(Op::PAD, x->dtype, {x}, Shape(ints(2 * rank, 0, 3)));
+      case 4: return UOp::make(Op::SHRINK, x->dtype, {x}, Shape(ints(2 * rank, 0, 3)));
       case 5:
         return UOp::make(Op::FLIP, x->dtype, {x},
                          std::vector<int64_t>(order.begin(), order.begin() + pick(rank + 1)));

@@ -42,7 +42,7 @@ UOpPtr movement(Op op, const UOpPtr& x, Shape shape) {
 // [batch.., m, k] @ [batch.., k, n] as the front end builds it: a broadcast
 // product over [batch.., m, k, n] summed over k.
 UOpPtr matmul(const UOpPtr& a, const UOpPtr& b, Shape batch, int64_t m, int64_t k, int64_t n) {
-  auto shape = [&](std::initializer_list<int64_t> tail) {
+  auto shape = [&](std::initializer_list<Dim> tail) {
     Shape s = batch;
     s.insert(s.end(), tail);
     return s;

@@ -248,7 +248,7 @@ namespace {
 // Elements of a tensor-level node, or of a BUFFERIZE (its arg is its shape).
 int64_t elements(const UOpPtr& u) {
   int64_t n = 1;
-  for (int64_t d : u->op == Op::BUFFERIZE ? u->get<std::vector<int64_t>>() : *u->shape()) n *= d;
+  for (int64_t d : u->op == Op::BUFFERIZE ? u->get<Shape>() : *u->shape()) n *= d;
   return n;
 }
 // `x` [rows, cols] seen as [rows, 1, cols] broadcast to [rows, n, cols] (or, with

@@ -321,7 +321,8 @@ TEST_CASE(
     // By columns (s = 2, src/nn_conv_phase.hpp), x's column phases padded are x padded by 1 and
     // split, [2, 8*2, 18, 9]: 5184 elements, the most any buffer holds (im2col's would be
     // 2*8*8*8*9).
-    const int64_t most = s == 1 ? std::max(x.numel(), y.numel()) : xs[0] * xs[1] * (xs[2] + 2) * (xs[3] + 2);
+    const int64_t most =
+        s == 1 ? std::max(x.numel(), y.numel()) : int64_t{xs[0] * xs[1] * (xs[2] + 2) * (xs[3] + 2)};
     const auto forward = schedule_of({y});
     // By columns: x's column phases, padded, the column kernel, their correlation at row stride 2.
     CHECK(forward.size() == (s == 1 ? 1 : 4));

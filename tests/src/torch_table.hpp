@@ -31,7 +31,7 @@ inline double table_number(const json& v) {
 }
 
 inline Tensor table_tensor(const json& j) {
-  const Shape shape = j["shape"].get<Shape>();
+  const Shape shape = j["shape"].get<std::vector<int64_t>>();
   const std::string dt = j["dtype"];
   std::vector<double> v;
   for (const json& e : j["values"]) v.push_back(table_number(e));
@@ -106,7 +106,7 @@ inline int check_torch_table(const std::string& op, const TableOp& run, double r
     REQUIRE(outs.size() == c["outputs"].size());
     for (size_t i = 0; i < outs.size(); ++i) {
       const json& want = c["outputs"][i];
-      CHECK(outs[i].shape() == want["shape"].get<Shape>());
+      CHECK(outs[i].shape() == want["shape"].get<std::vector<int64_t>>());
       const std::string dt = want["dtype"];
       CHECK(to_string(outs[i].dtype()) == to_string(table_tensor(want).dtype()));
       const bool integral = dt != "float32" && dt != "float64";

@@ -25,6 +25,12 @@ const T& arg_of(const UOp& n, std::string_view expected) {
 const std::vector<int64_t>& int_list_arg(const UOp& n) {
   return arg_of<std::vector<int64_t>>(n, "a list of ints");
 }
+// Movement sizes at their bindings.
+std::vector<int64_t> sizes_arg(const UOp& n) {
+  std::vector<int64_t> out;
+  for (const Dim& d : arg_of<Shape>(n, "a list of sizes")) out.push_back(d.value());
+  return out;
+}
 
 // The sources a node's value is computed from: an ASSIGN's value is its value
 // source; the target is only written, so it is not evaluated.
@@ -50,7 +56,7 @@ RefTensor load_buffer(const UOp& n, const BufferSource& buffers) {
 
 // IOTA: element i is i, in the node's integer dtype.
 RefTensor iota(const UOp& n) {
-  const auto& shape = std::get<std::vector<int64_t>>(n.arg);
+  const auto shape = sizes_arg(n);
   if (shape.size() != 1 || n.dtype.is_float() || n.dtype.is_bool()) fail(n, "expected a 1-D integer shape");
   RefTensor t = RefTensor::zeros(n.dtype, shape);
   for (int64_t k = 0; k < shape[0]; ++k) t.i[k] = cast_int_to_int(n.dtype, k);
@@ -111,7 +117,7 @@ RefTensor bitcast_to(const UOp& n, const RefTensor& in) {
 }
 
 // ---- reduce ------------------------------------------------------------------------
-RefTensor reduce_identity(const UOp& n, Op op, const Shape& shape) {
+RefTensor reduce_identity(const UOp& n, Op op, const RefShape& shape) {
   RefTensor out = RefTensor::zeros(n.dtype, shape);
   const bool is_signed = n.dtype.scalar == Scalar::Int32 || n.dtype.scalar == Scalar::Int64;
   const int64_t int_lowest = !is_signed                        ? 0
@@ -139,9 +145,9 @@ RefTensor reduce_axis(const UOp& n, const RefTensor& src) {
       fail(n, fmt::format("axes {} of shape {}: expected distinct axes", arg.axes, src.shape));
     reduced[a] = true;
   }
-  Shape out_shape = src.shape;
+  RefShape out_shape = src.shape;
   for (int64_t a : arg.axes) out_shape[a] = 1;
-  Shape out_strides = row_major_strides(out_shape);
+  RefShape out_strides = row_major_strides(out_shape);
   for (int64_t a : arg.axes) out_strides[a] = 0;  // every index along a reduced axis folds into 0
 
   const RefTensor converted = src.dtype == n.dtype ? RefTensor{} : cast_to(src, n.dtype);
@@ -249,11 +255,11 @@ RefTensor evaluate_node(const UOp& n, const std::vector<const RefTensor*>& in, c
     case Op::CONST: return constant(n);
     case Op::DEFINE_VAR: return variable(n, env.vars);
     case Op::IOTA: return iota(n);
-    case Op::RESHAPE: return reshape(*in[0], int_list_arg(n));
+    case Op::RESHAPE: return reshape(*in[0], sizes_arg(n));
     case Op::PERMUTE: return permute(*in[0], int_list_arg(n));
-    case Op::EXPAND: return expand(*in[0], int_list_arg(n));
-    case Op::PAD: return pad(*in[0], int_list_arg(n));
-    case Op::SHRINK: return shrink(*in[0], int_list_arg(n));
+    case Op::EXPAND: return expand(*in[0], sizes_arg(n));
+    case Op::PAD: return pad(*in[0], sizes_arg(n));
+    case Op::SHRINK: return shrink(*in[0], sizes_arg(n));
     case Op::FLIP: return flip(*in[0], int_list_arg(n));
     case Op::REDUCE_AXIS: return reduce_axis(n, *in[0]);
     case Op::CAST: return cast_to(*in[0], n.dtype);

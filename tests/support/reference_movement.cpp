@@ -11,9 +11,9 @@ namespace {
 // out[idx] = in[source(idx)] for every output multi-index idx; `source` fills the
 // input multi-index and returns false where the output element is padding (0).
 template <class Source>
-RefTensor gather(const RefTensor& in, Shape out_shape, Source source) {
+RefTensor gather(const RefTensor& in, RefShape out_shape, Source source) {
   RefTensor out = RefTensor::zeros(in.dtype, std::move(out_shape));
-  const Shape strides = row_major_strides(in.shape);
+  const RefShape strides = row_major_strides(in.shape);
   std::vector<int64_t> out_idx(out.shape.size(), 0), in_idx(in.shape.size(), 0);
   for (int64_t k = 0, n = out.size(); k < n; ++k) {
     if (source(out_idx, in_idx)) {
@@ -29,7 +29,7 @@ RefTensor gather(const RefTensor& in, Shape out_shape, Source source) {
   return out;
 }
 
-[[noreturn]] void bad_arg(std::string_view op, const Shape& in_shape, const std::vector<int64_t>& arg,
+[[noreturn]] void bad_arg(std::string_view op, const RefShape& in_shape, const std::vector<int64_t>& arg,
                           std::string_view expected) {
   throw Error(fmt::format("reference interpreter: {} of shape {} with arg {}: expected {}", op, in_shape, arg,
                           expected));
@@ -47,7 +47,7 @@ bool distinct_axes(const std::vector<int64_t>& axes, size_t rank) {
 
 // Checks a flat (a, b) pair list against `shape`: one pair per axis, each passing `ok(a, b, dim)`.
 template <class Ok>
-bool pairs_fit(const std::vector<int64_t>& bounds, const Shape& shape, Ok ok) {
+bool pairs_fit(const std::vector<int64_t>& bounds, const RefShape& shape, Ok ok) {
   if (bounds.size() != 2 * shape.size()) return false;
   for (size_t d = 0; d < shape.size(); ++d)
     if (!ok(bounds[2 * d], bounds[2 * d + 1], shape[d])) return false;
@@ -55,7 +55,7 @@ bool pairs_fit(const std::vector<int64_t>& bounds, const Shape& shape, Ok ok) {
 }
 }  // namespace
 
-RefTensor reshape(const RefTensor& in, const Shape& shape) {
+RefTensor reshape(const RefTensor& in, const RefShape& shape) {
   for (int64_t d : shape)
     if (d < 0) bad_arg("RESHAPE", in.shape, shape, "non-negative sizes");
   if (numel(shape) != in.size()) bad_arg("RESHAPE", in.shape, shape, "the same number of elements");
@@ -68,7 +68,7 @@ RefTensor permute(const RefTensor& in, const std::vector<int64_t>& order) {
   const size_t rank = in.shape.size();
   if (order.size() != rank || !distinct_axes(order, rank))
     bad_arg("PERMUTE", in.shape, order, "a permutation of the axes");
-  Shape out_shape;
+  RefShape out_shape;
   for (int64_t a : order) out_shape.push_back(in.shape[a]);
   return gather(in, out_shape, [&](const std::vector<int64_t>& out_idx, std::vector<int64_t>& in_idx) {
     for (size_t d = 0; d < rank; ++d) in_idx[order[d]] = out_idx[d];
@@ -76,7 +76,7 @@ RefTensor permute(const RefTensor& in, const std::vector<int64_t>& order) {
   });
 }
 
-RefTensor expand(const RefTensor& in, const Shape& shape) {
+RefTensor expand(const RefTensor& in, const RefShape& shape) {
   const size_t rank = in.shape.size();
   bool ok = shape.size() == rank;
   for (size_t d = 0; ok && d < rank; ++d) ok = shape[d] >= 0 && (in.shape[d] == shape[d] || in.shape[d] == 1);
@@ -91,7 +91,7 @@ RefTensor pad(const RefTensor& in, const std::vector<int64_t>& bounds) {
   if (!pairs_fit(bounds, in.shape, [](int64_t lo, int64_t hi, int64_t) { return lo >= 0 && hi >= 0; }))
     bad_arg("PAD", in.shape, bounds, "one non-negative (lo, hi) pair per axis");
   const size_t rank = in.shape.size();
-  Shape out_shape = in.shape;
+  RefShape out_shape = in.shape;
   for (size_t d = 0; d < rank; ++d) out_shape[d] += bounds[2 * d] + bounds[2 * d + 1];
   return gather(in, out_shape, [&](const std::vector<int64_t>& out_idx, std::vector<int64_t>& in_idx) {
     for (size_t d = 0; d < rank; ++d) {
@@ -108,7 +108,7 @@ RefTensor shrink(const RefTensor& in, const std::vector<int64_t>& bounds) {
       }))
     bad_arg("SHRINK", in.shape, bounds, "one (start, end) pair per axis with 0 <= start <= end <= size");
   const size_t rank = in.shape.size();
-  Shape out_shape(rank);
+  RefShape out_shape(rank);
   for (size_t d = 0; d < rank; ++d) out_shape[d] = bounds[2 * d + 1] - bounds[2 * d];
   return gather(in, out_shape, [&](const std::vector<int64_t>& out_idx, std::vector<int64_t>& in_idx) {
     for (size_t d = 0; d < rank; ++d) in_idx[d] = out_idx[d] + bounds[2 * d];

@@ -9,9 +9,9 @@
 
 namespace loom::ref {
 
-RefTensor reshape(const RefTensor& in, const Shape& shape);                 // row-major, same element count
+RefTensor reshape(const RefTensor& in, const RefShape& shape);              // row-major, same element count
 RefTensor permute(const RefTensor& in, const std::vector<int64_t>& order);  // out axis a is in axis order[a]
-RefTensor expand(const RefTensor& in, const Shape& shape);                  // only axes of size 1 grow
+RefTensor expand(const RefTensor& in, const RefShape& shape);               // only axes of size 1 grow
 RefTensor pad(const RefTensor& in, const std::vector<int64_t>& bounds);     // flat (lo, hi) pairs, >= 0
 RefTensor shrink(const RefTensor& in, const std::vector<int64_t>& bounds);  // flat (start, end) pairs
 RefTensor flip(const RefTensor& in, const std::vector<int64_t>& axes);      // reverses each listed axis

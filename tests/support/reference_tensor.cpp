@@ -32,26 +32,26 @@ void write_elements(const std::vector<In>& in, std::vector<uint8_t>& out) {
 }
 }  // namespace
 
-int64_t numel(const Shape& shape) {
+int64_t numel(const RefShape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
 }
 
-Shape row_major_strides(const Shape& shape) {
-  Shape strides(shape.size(), 1);
+RefShape row_major_strides(const RefShape& shape) {
+  RefShape strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   return strides;
 }
 
-void next_index(std::vector<int64_t>& idx, const Shape& shape) {
+void next_index(std::vector<int64_t>& idx, const RefShape& shape) {
   for (size_t d = idx.size(); d-- > 0;) {
     if (++idx[d] < shape[d]) return;
     idx[d] = 0;
   }
 }
 
-RefTensor RefTensor::zeros(DType dtype, Shape shape) {
+RefTensor RefTensor::zeros(DType dtype, RefShape shape) {
   RefTensor t{std::move(shape), dtype, {}, {}};
   if (dtype.is_float())
     t.f.assign(numel(t.shape), 0.0);
@@ -60,7 +60,7 @@ RefTensor RefTensor::zeros(DType dtype, Shape shape) {
   return t;
 }
 
-RefTensor RefTensor::from_bytes(DType dtype, Shape shape, const void* bytes) {
+RefTensor RefTensor::from_bytes(DType dtype, RefShape shape, const void* bytes) {
   RefTensor t{std::move(shape), dtype, {}, {}};
   const int64_t n = numel(t.shape);
   if (n > 0 && bytes == nullptr)
