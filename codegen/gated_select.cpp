@@ -56,19 +56,6 @@ bool implied_by(const UOpPtr& c, const UOpPtr& g) {
   return true;
 }
 
-UOpPtr fold_select(const Match& m) {
-  const UOpPtr &c = m["c"], &load = m["load"], &zero = m["zero"];
-  const UOpPtr& index = load->src.at(0);
-  if (index->op != Op::INDEX || index->src.size() != 3) return nullptr;  // only a guarded load
-  if (!m.ctx<SelectContext>().read_once.contains(load.get())) return nullptr;
-  if (!load->dtype.is_float() || zero->const_value() != 0.0 || std::signbit(zero->const_value()))
-    return nullptr;
-  if (c->dtype != index->src[2]->dtype) return nullptr;  // a per-lane guard against one bool
-  const UOpPtr& guard = index->src[2];
-  if (implied_by(c, guard)) return load;
-  return load->with_src({index->with_src({index->src[0], index->src[1], land(guard, c)})});
-}
-
 // `index` guarded also by `c`; null where the guard is per lane and c is not.
 UOpPtr narrowed(const UOpPtr& index, const UOpPtr& c) {
   if (index->op != Op::INDEX) return nullptr;
@@ -76,6 +63,18 @@ UOpPtr narrowed(const UOpPtr& index, const UOpPtr& c) {
   const UOpPtr& guard = index->src[2];
   if (c->dtype != guard->dtype) return nullptr;
   return implied_by(c, guard) ? index : index->with_src({index->src[0], index->src[1], land(guard, c)});
+}
+
+UOpPtr fold_select(const Match& m) {
+  const UOpPtr &c = m["c"], &load = m["load"], &zero = m["zero"];
+  const UOpPtr& index = load->src.at(0);
+  if (index->op != Op::INDEX || index->src.size() != 3) return nullptr;  // only a guarded load
+  if (!m.ctx<SelectContext>().read_once.contains(load.get())) return nullptr;
+  if (!load->dtype.is_float() || zero->const_value() != 0.0 || std::signbit(zero->const_value()))
+    return nullptr;
+  const UOpPtr narrower = narrowed(index, c);
+  if (!narrower) return nullptr;
+  return narrower == index ? load : load->with_src({narrower});
 }
 
 UOpPtr negation(const UOpPtr& c) { return alu(Op::XOR, {c, const_int(c->dtype, 1)}); }
