@@ -2,7 +2,6 @@
 // The UOp: an immutable, hash-consed IR node (op, dtype, sources, arg).
 // Building the same node twice yields the same object, so equality is pointer
 // equality and rewrites memoise by pointer. See docs/ir.md.
-#include <loom/dim_format.hpp>
 #include <loom/dtype.hpp>
 #include <loom/error.hpp>
 

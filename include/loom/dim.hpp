@@ -10,6 +10,9 @@
 // computes with one value as if it were all of them.
 #include <loom/error.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
@@ -150,3 +153,24 @@ bool is_symbolic(const Shape& shape);
 std::string str(const Shape& shape);
 
 }  // namespace loom
+
+// fmt: a size was a number that fmt printed, so a Dim and a Shape print too ("T=17",
+// "[4, T=17, 64]"), with or without <fmt/ranges.h>.
+// No format spec; the text is unquoted inside ranges.
+template <>
+struct fmt::formatter<loom::Dim> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  auto format(const loom::Dim& d, fmt::format_context& ctx) const {
+    const std::string text = d.str();
+    return std::copy(text.begin(), text.end(), ctx.out());
+  }
+};
+
+template <>
+struct fmt::formatter<loom::Shape> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  auto format(const loom::Shape& s, fmt::format_context& ctx) const {
+    const std::string text = loom::str(s);
+    return std::copy(text.begin(), text.end(), ctx.out());
+  }
+};

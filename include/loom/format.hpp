@@ -2,7 +2,6 @@
 // fmt support for loom::Tensor: fmt::format("{}", t) gives the text `os << t`
 // writes, PyTorch's layout plus the shape and dtype (docs/api.md, "Printing").
 // Format specs of strings apply to the whole text: "{:>60}".
-#include <loom/dim_format.hpp>
 #include <loom/tensor.hpp>
 
 #include <fmt/format.h>
