@@ -94,14 +94,10 @@ void check_movement(const Check& c) {
   const auto& a = c.arg_of<Shape>("a list of sizes");
   if (!c.shape_of_source()) return;
   const Shape& in = *c.shape_of_source();
-  auto numel = [](const Shape& s) {
-    Dim n = 1;
-    for (const Dim& d : s) n = n * d;
-    return n;
-  };
   switch (c.op) {
     case Op::RESHAPE:
-      if (numel(a) != numel(in)) reject(c.op, c.dt, fmt::format("cannot view shape {} as {}", in, a));
+      if (element_count(a) != element_count(in))
+        reject(c.op, c.dt, fmt::format("cannot view shape {} as {}", in, a));
       break;
     case Op::EXPAND:
       if (a.size() != in.size()) reject(c.op, c.dt, fmt::format("shape {} and {} differ in rank", in, a));

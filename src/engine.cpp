@@ -483,18 +483,15 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
 }  // namespace
 
 // The schedule does not take symbolic sizes yet (docs/symbolic.md): a graph over them
-// is refused by name rather than compiled for one of its values.
-void refuse_symbolic_sizes(const std::vector<UOpPtr>& nodes, std::string_view what) {
-  for (const auto& n : nodes) {
-    const Shape* sizes = std::get_if<Shape>(&n->arg);
-    if (!sizes) continue;
-    for (const Dim& d : *sizes)
-      if (d.is_symbolic())
-        throw Error(
-            fmt::format("{}: the graph has the symbolic size {} ({} of {}); computing over symbolic "
-                        "sizes is not supported yet: bind the size to a number",
-                        what, d.str(), op_name(n->op), str(*sizes)));
-  }
+// is refused by name rather than compiled for one of its values. sign_graph found
+// the first such node on its walk, so a numeric graph costs nothing here.
+void refuse_symbolic_sizes(const GraphSignature& sig, std::string_view what) {
+  if (!sig.symbolic) return;
+  const Shape& sizes = sig.symbolic->get<Shape>();
+  throw Error(
+      fmt::format("{}: the graph has the symbolic sizes {} ({}); computing over symbolic sizes is "
+                  "not supported yet: use numbers for them until it is",
+                  what, str(sizes), op_name(sig.symbolic->op)));
 }
 
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
@@ -511,7 +508,7 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
     }
   if (targets.empty()) return;
   GraphSignature sig = sign_graph(targets);  // the one toposort of the graph
-  refuse_symbolic_sizes(sig.nodes, "realize");
+  refuse_symbolic_sizes(sig, "realize");
   const size_t asked = targets.size();
   for (auto& holder : assigns_reached(sig, pending)) {  // realized with the graph that reads them
     targets.push_back(holder->uop);
@@ -536,7 +533,7 @@ std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors)
   }
   if (targets.empty()) return {};
   const detail::GraphSignature sig = detail::sign_graph(targets);
-  detail::refuse_symbolic_sizes(sig.nodes, "schedule_of");
+  detail::refuse_symbolic_sizes(sig, "schedule_of");
   const detail::Plan plan = detail::plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
   std::vector<ScheduledKernelInfo> out;
   for (const auto& k : plan.kernels) {

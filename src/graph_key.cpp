@@ -31,6 +31,8 @@ GraphSignature sign_graph(const std::vector<UOpPtr>& targets) {
       sig.input.push_back(i);
     } else {
       h.arg(n.arg);
+      if (const Shape* sizes = std::get_if<Shape>(&n.arg); sizes && !sig.symbolic && is_symbolic(*sizes))
+        sig.symbolic = &n;
     }
     for (const auto& s : n.src) {
       const GraphKey& sk = sig.node_keys[sig.index.find(s.get())];
