@@ -4,6 +4,7 @@
 #include "codegen/heuristic.hpp"
 #include "codegen/run_kernel.hpp"
 #include "ir/target.hpp"
+#include "tests/support/sanitizer_budget.hpp"
 
 #include <doctest/doctest.h>
 
@@ -476,7 +477,7 @@ TEST_CASE("tiled matmuls agree with the plain loop nest on odd, tail, one-row an
       {"columns of whole vectors in one tile: 3 x 16 or 6 x 8 lanes", {1, 11, 20, 48}},
       {"columns of whole vectors in one tile on AVX2: 3 x 8 lanes", {2, 9, 30, 24}},
   };
-  for (int bytes : {current_target().vector_bytes, 32, 64})
+  for (int bytes : sanitizer_budget<int>({current_target().vector_bytes, 32, 64}))
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes);
@@ -549,7 +550,7 @@ TEST_CASE(
       {"k prime (263): one block; columns padded to whole panels (20 of 32)", {1, 7, 263, 20}},
       {"batched, a transposed", {2, 7, 260, 32, true}},
   };
-  for (int bytes : {current_target().vector_bytes, 32, 64})
+  for (int bytes : sanitizer_budget<int>({current_target().vector_bytes, 32, 64}))
     for (const auto& [what, shape] : shapes) {
       INFO(std::string(what) << ", " << bytes << " vector bytes");
       check_values(shape, bytes, false, Form::Packed);
@@ -982,7 +983,7 @@ void check_dw_values(const UOpPtr& kernel, const UOpPtr& opt, int bytes, int64_t
 }  // namespace
 
 TEST_CASE("a conv's weight gradient in blocks of images: values as the plain loop nest's") {
-  for (const int bytes : {32, 64})
+  for (const int bytes : sanitizer_budget<int>({64, 32}))
     for (const auto [n, co, ci, h] :
          std::vector<std::array<int64_t, 4>>{{4, 7, 3, 14}, {3, 6, 2, 12}, {2, 5, 2, 16}}) {
       INFO("vector bytes " << bytes << " n " << n << " co " << co << " ci " << ci << " h " << h);
@@ -1002,7 +1003,7 @@ TEST_CASE("a depthwise conv's weight gradient: a dot tile of one row, values as 
   CHECK(opts[0].kind == OptKind::DotTile);
   CHECK(opts[0].amount == 16);  // 28 pixels in 2 vectors of 16
   CHECK(opts[0].rows == 1);
-  for (const int bytes : {32, 64})
+  for (const int bytes : sanitizer_budget<int>({64, 32}))
     for (const auto [n, ch, h] :
          std::vector<std::array<int64_t, 3>>{{3, 5, 14}, {2, 3, 28}, {70, 2, 12}, {70, 3, 12}}) {
       INFO("vector bytes " << bytes << " n " << n << " channels " << ch << " h " << h);

@@ -9,6 +9,7 @@
 #include "codegen/register_tile.hpp"
 #include "codegen/run_kernel.hpp"
 #include "codegen/symbolic_bindings.hpp"
+#include "tests/support/sanitizer_budget.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,7 +21,9 @@ using namespace loom::test;
 
 namespace {
 
-const char* const kTargets[] = {"x86-64-v4", "x86-64-v3"};
+// Under the sanitizers the first only (tests/support/sanitizer_budget.hpp).
+const std::vector<const char*> kTargets =
+    loom::test::sanitizer_budget<const char*>({"x86-64-v4", "x86-64-v3"});
 
 // out[i, j] = sum_k a[i, k] * b[k, j] (+ bias[j], relu), all row-major; m and k
 // either constants or expressions over one variable.
