@@ -60,7 +60,9 @@ Abstracted abstract(const UOpPtr& body, const UOpPtr& r) {
         subs.emplace_back(s, var(s));  // ranges stay: a REDUCE or END lists them as loops
     }
   }
-  out.body = body->ranges().contains(r) ? substitute(body, subs) : var(body);
+  // Ranges are kept whole: a symbolic range's end (T) may also be a source the body
+  // reads, and the range with a variable for its end would be another loop.
+  out.body = body->ranges().contains(r) ? substitute_within(body, subs, Op::RANGE) : var(body);
   return out;
 }
 

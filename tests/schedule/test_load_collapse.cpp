@@ -98,3 +98,29 @@ TEST_CASE("an outer sum over an inner sum that reads its own range stays: no loa
       for (const auto& red : toposort(kernel))
         if (red->op == Op::REDUCE && red->src[1]->get<AxisArg>().id == 1) CHECK(reaches(red, n));
 }
+
+TEST_CASE("a sum over RANGE(T) whose body also reads T stays a sum over that range") {
+  // sum over t < T of x[(t + T * h) % T]: T, a source of the MOD, is no constant of the
+  // sum to stand in for by a variable inside the range's end. Substituted there too,
+  // the body read another range, the sum looked unparented and became x[...] * T with t
+  // read outside its loop.
+  const char* sum = R"(
+%T = DEFINE_VAR i64 [var "T" 1 128]
+%t = RANGE i64 %T [axis 1 reduce]
+%four = CONST i64 [4]
+%h = RANGE i64 %four [axis 0 loop]
+%x = DEFINE_GLOBAL f32* [1]
+%th = MUL i64 %T, %h
+%a = ADD i64 %t, %th
+%m = MOD i64 %a, %T
+%ix = INDEX f32* %x, %m
+%lx = LOAD f32 %ix
+%s = REDUCE f32 %lx, %t [reduce ADD ()]
+%out = DEFINE_GLOBAL f32* [0]
+%io = INDEX f32* %out, %h
+%st = STORE f32 %io, %s
+%e = END f32 %st, %h
+%sink = SINK bool %e
+)";
+  CHECK(apply_stage(load_collapse(), sum) == loom::testing::expect(sum));
+}
