@@ -50,9 +50,14 @@ std::string float_text(double v) {
 }
 
 std::string int_list(const std::vector<int64_t>& v) { return fmt::format("({})", fmt::join(v, " ")); }
-// Sizes are written as a list of numbers (UOp::make takes them as sizes): text holds
-// numbers only, so a graph over symbolic sizes cannot be written yet.
-std::string size_list(const Shape& v) { return int_list(concrete(v, "to_text")); }
+// Sizes are written as a list of numbers (UOp::make takes them as sizes). A symbolic
+// size is written in braces as it prints ({T=17}, {T*2}), for dumps and logs: the
+// reader does not take it back yet (docs/symbolic.md).
+std::string size_list(const Shape& v) {
+  std::vector<std::string> sizes;
+  for (const Dim& d : v) sizes.push_back(d.is_symbolic() ? "{" + d.str() + "}" : std::to_string(d.value()));
+  return fmt::format("({})", fmt::join(sizes, " "));
+}
 }  // namespace
 
 std::string arg_text(const Arg& arg) {

@@ -405,6 +405,9 @@ UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind) {
 UOpPtr make_range(UOpPtr end, int64_t axis_id, AxisKind kind) {
   return UOp::make(Op::RANGE, DType::Int64, {std::move(end)}, AxisArg{axis_id, kind});
 }
+UOpPtr make_range(const Dim& end, int64_t axis_id, AxisKind kind) {
+  return end.is_symbolic() ? make_range(end.expr(), axis_id, kind) : make_range(end.value(), axis_id, kind);
+}
 UOpPtr make_var(const std::string& name, int64_t min, int64_t max) {
   return UOp::make(Op::DEFINE_VAR, DType::Int64, {}, VarArg{name, min, max});
 }

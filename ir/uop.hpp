@@ -257,6 +257,8 @@ UOpPtr const_like(DType dt, double v);
 UOpPtr make_range(int64_t end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
 // A RANGE whose end is an index expression (a DEFINE_VAR, or arithmetic on one).
 UOpPtr make_range(UOpPtr end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
+// A RANGE over a size: a constant end, or the symbolic size's expression.
+UOpPtr make_range(const Dim& end, int64_t axis_id, AxisKind kind = AxisKind::Loop);
 // A RANGE's trip count when its end is a constant (nullopt otherwise, or for a non-RANGE).
 std::optional<int64_t> trip(const UOpPtr& range);
 // The most iterations a RANGE can run: its constant end, or the upper bound of a

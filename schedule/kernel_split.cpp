@@ -1,6 +1,7 @@
 #include "schedule/kernel_split.hpp"
 
 #include "ir/buffer_access.hpp"
+#include "ir/dim_expr.hpp"
 #include "ir/kernel_name.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 UOpPtr linear_index(const UOpPtr* idx, size_t n, const Shape& shape) {
   UOpPtr lin = const_int(DType::Int64, 0);
-  int64_t stride = 1;
+  Dim stride = 1;
   for (size_t i = n; i-- > 0;) {
     if (shape[i] != 1) lin = idx[i] * stride + lin;
     stride *= shape[i];
@@ -338,8 +339,12 @@ Schedule split_kernels(const UOpPtr& sink, const BufferFactory& make_buffer, con
   for (const auto& root : sink->src) {
     const auto& shape = root->get<Shape>();
     const UOpPtr& buf = buffer_of.at(root.get());
+    // A buffer of symbolic size has room for the most elements it may hold: its
+    // view takes the first element_count(shape).
+    const UOpPtr whole =
+        is_symbolic(shape) ? UOp::make(Op::SHRINK, buf->dtype, {buf}, Shape{0, element_count(shape)}) : buf;
     schedule.results.push_back(shape == *buf->shape() ? buf
-                                                      : UOp::make(Op::RESHAPE, buf->dtype, {buf}, shape));
+                                                      : UOp::make(Op::RESHAPE, buf->dtype, {whole}, shape));
   }
   return schedule;
 }

@@ -14,8 +14,13 @@ namespace {
 
 bool is_point(Op op) { return op == Op::CONTIGUOUS || op == Op::ASSIGN || op == Op::COPY; }
 bool is_leaf(Op op) { return op == Op::BUFFER || op == Op::CONST || op == Op::DEFINE_VAR || op == Op::IOTA; }
+// (An axis of size 1 becomes one of another size, 0 aside; a symbolic size broadcasts.)
 bool broadcasts(const UOp& u) {
-  return u.op == Op::EXPAND && element_count(*u.shape()) > element_count(*u.src[0]->shape());
+  if (u.op != Op::EXPAND) return false;
+  const Shape &out = *u.shape(), &in = *u.src[0]->shape();
+  for (size_t a = 0; a < out.size(); ++a)
+    if (in[a] == 1 && out[a] != 1 && out[a] != 0) return true;
+  return false;
 }
 
 // How a node is read: one index per axis, and where (null: everywhere).
@@ -105,7 +110,7 @@ class Rangeifier {
 
   Access fresh(const Shape& shape) {
     Access a;
-    for (int64_t n : shape) a.idx.push_back(n == 1 ? const_i64(0) : make_range(n, next_axis_++));
+    for (const Dim& n : shape) a.idx.push_back(n == 1 ? const_i64(0) : make_range(n, next_axis_++));
     return a;
   }
 

@@ -13,8 +13,9 @@ namespace loom {
 
 // Makes the BUFFER node standing for a fresh buffer. The engine passes
 // placeholders without memory and binds real buffers after scheduling
-// (src/plan.hpp), so a schedule is a plan it can cache and run again.
-using BufferFactory = std::function<UOpPtr(DType dtype, int64_t size)>;
+// (src/plan.hpp), so a schedule is a plan it can cache and run again. The
+// size is the buffer's elements, symbolic when the graph's sizes are.
+using BufferFactory = std::function<UOpPtr(DType dtype, const Dim& size)>;
 
 struct ScheduledKernel {
   UOpPtr ast;                   // SINK of END(STORE ...)s with DEFINE_GLOBAL slots

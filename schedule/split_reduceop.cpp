@@ -164,6 +164,7 @@ UOpPtr split_lopsided(const Match& m) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape &in = *x->shape(), &out = *red->shape();
+  if (is_symbolic(in)) return nullptr;  // its parts would be symbolic: the reduce stays whole
   const int64_t n_in = element_count(in), n_out = element_count(out);
   if (n_out == 0 || n_in / n_out < kSplitRatio || n_out >= kSplitOutputsBelow) return nullptr;
   const std::vector<bool> real = real_axes(x);
@@ -209,7 +210,7 @@ UOpPtr split_strided(const Match& m) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape& in = *x->shape();
-  if (arg.axes.size() != 1) return nullptr;
+  if (arg.axes.size() != 1 || is_symbolic(in)) return nullptr;
   const int64_t a = arg.axes[0], n = in[static_cast<size_t>(a)];
   const int64_t row = element_count(Shape(in.begin() + a + 1, in.end())) * x->dtype.itemsize();
   const Target& t = m.ctx<StageContext>().target;
@@ -237,7 +238,8 @@ UOpPtr split_gemv(const Match& m) {
   const UOpPtr& red = m.root();
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
-  if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1) return nullptr;
+  if (arg.op != Op::ADD || !red->dtype.is_float() || arg.axes.size() != 1 || is_symbolic(*x->shape()))
+    return nullptr;
   const int64_t n = (*x->shape())[static_cast<size_t>(arg.axes[0])];
   const Target& t = m.ctx<StageContext>().target;
   const int64_t sum_rows = strided_sum_rows(t);

@@ -48,6 +48,7 @@ struct StepRecording {
     UOpPtr previous;  // the buffer an assign in the node wrote past (copy on write), or null
   };
   bool with_kernels = true;  // false: only what the call leaves behind (allocated, bindings)
+  std::string symbolic;      // a variable of symbolic sizes a plan of the call bound, if any
   std::vector<Kernel> kernels;
   std::unordered_map<const void*, UOpPtr> allocated;  // storage -> BUFFER a plan allocated
   std::vector<Binding> bindings;
@@ -68,6 +69,8 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
                      const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   StepRecording* rec = t_recording;
   if (!rec) return;
+  if (!plan.variables.empty() && rec->symbolic.empty())
+    rec->symbolic = plan.variables.front()->get<VarArg>().name;
   if (rec->with_kernels)
     for_each_item(
         plan,
@@ -448,8 +451,11 @@ struct Capture::Impl {
     std::vector<Tensor> results = run_recorded(args, rec);
     // A draw's seed and counter are data the call uploaded: a replay would repeat its numbers.
     const bool drew = detail::thread_random_draws() != draws_before;
+    // So are the values of symbolic sizes (docs/symbolic.md): a replay would run the recorded ones.
+    const bool symbolic = !rec.symbolic.empty();
     std::optional<Program> program =
-        drew ? std::nullopt : compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
+        drew || symbolic ? std::nullopt
+                         : compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
     state.left_by_first.clear();
     {
       std::lock_guard lock(mu);
@@ -462,7 +468,12 @@ struct Capture::Impl {
           "and reuses {} buffers",
           state.program->kernels.size(), state.program->states.size(), state.program->fresh.size(),
           state.program->outputs.size(), state.program->computed.size(), state.program->kept.size());
-    if (drew)
+    if (symbolic)
+      log().warn(
+          "Capture: the step computes over symbolic sizes (variable '{}'): a replay would run the recorded "
+          "values; it runs uncaptured on every call, its kernels compiled once (docs/symbolic.md)",
+          rec.symbolic);
+    else if (drew)
       log().warn(
           "Capture: the step draws random numbers (rand, randn, randint, dropout in training): a replay "
           "would repeat the recorded ones; it runs uncaptured on every call (docs/api.md, Capture)");

@@ -26,6 +26,7 @@
 #include "src/schedule_cache.hpp"
 #include "src/stage_observers.hpp"
 #include "src/step_recording.hpp"
+#include "src/unbind.hpp"
 
 #include <loom/debug.hpp>
 
@@ -147,8 +148,10 @@ void log_compile(const CompiledKernel& k, const std::string& source, const std::
 // Schedules the graph over placeholders and compiles every kernel before any
 // runs, so a kernel that fails to compile leaves nothing half done.
 std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const GraphSignature& sig,
-                                       const std::vector<int64_t>& into, const Flags& flags) {
+                                       const std::vector<int64_t>& into, const std::vector<UOpPtr>& variables,
+                                       const Flags& flags) {
   auto plan = std::make_shared<Plan>(schedule_plan(targets, sig, into, flags));
+  plan->variables = variables;
   // Each distinct kernel compiles once, all of them at once on the arena's
   // threads; the loop after them then hits the kernel cache.
   std::vector<PlanKernel*> distinct;
@@ -157,31 +160,33 @@ std::shared_ptr<const Plan> build_plan(const std::vector<UOpPtr>& targets, const
     if (seen.insert(k.ast.get()).second) distinct.push_back(&k);
   // A search times its candidates: one kernel at a time, on the calling thread.
   if (beam_on(flags))
-    for (PlanKernel* k : distinct) compile_planned_kernel(*k, flags);
+    for (PlanKernel* k : distinct) compile_planned_kernel(*k, flags, false, variables);
   else
-    run_tasks(distinct.size(), [&](size_t i) { compile_planned_kernel(*distinct[i], flags); });
-  for (auto& k : plan->kernels) compile_planned_kernel(k, flags);
+    run_tasks(distinct.size(),
+              [&](size_t i) { compile_planned_kernel(*distinct[i], flags, false, variables); });
+  for (auto& k : plan->kernels) compile_planned_kernel(k, flags, false, variables);
   return plan;
 }
 
 // A schedule whose new buffers together exceed physical memory is refused
 // before any is allocated: the process goes on, and nothing is half written.
-void check_fits_in_memory(const Plan& plan) {
+// `sizes`: per allocation, its elements in this run.
+void check_fits_in_memory(const Plan& plan, const std::vector<int64_t>& sizes) {
   int64_t total = 0, largest = 0;
-  const PlanBuffer* big = nullptr;
-  for (const auto& a : plan.allocations) {
+  size_t big = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
     int64_t bytes = 0;
-    if (__builtin_mul_overflow(a.size, int64_t{a.dtype.itemsize()}, &bytes) ||
+    if (__builtin_mul_overflow(sizes[j], int64_t{plan.allocations[j].dtype.itemsize()}, &bytes) ||
         __builtin_add_overflow(total, bytes, &total))
       total = std::numeric_limits<int64_t>::max();
-    if (bytes >= largest) largest = bytes, big = &a;
+    if (bytes >= largest) largest = bytes, big = j;
   }
   const auto limit = static_cast<int64_t>(physical_memory_bytes());
   if (total > limit)
     throw Error(
         fmt::format("realize: the result needs {} bytes of new buffers (the largest {} elements of {}), "
                     "more than the machine's {} bytes of physical memory",
-                    total, big->size, to_string(big->dtype), limit));
+                    total, sizes[big], to_string(plan.allocations[big].dtype), limit));
 }
 
 // An assign whose result went to a fresh buffer leaves its target's memory to
@@ -195,14 +200,14 @@ void retire_if_written_past(const UOpPtr& pending, const UOpPtr& result) {
 }
 
 // Runs the plan over a table bound to it and points each pending node at its result.
-void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
+void run_plan(const Plan& plan, const std::vector<UOpPtr>& table, const RunValues& values,
               const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   InFlight travelling;
   for_each_item(
       plan,
       [&](const PlanKernel& k) {
         travelling.progress();
-        run_planned_kernel(k, table, flags);
+        run_planned_kernel(k, table, flags, values);
       },
       [&](const PlanCollective& c) {
         std::vector<const void*> pieces;
@@ -212,7 +217,7 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table,
       [&](const PlanCollective& c) { travelling.wait(c); });
   record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) {
-    UOpPtr result = plan_result(plan, table, i);
+    UOpPtr result = plan_result(plan, table, i, values);
     retire_if_written_past(pending[i]->uop, result);
     pending[i]->uop = std::move(result);
   }
@@ -354,43 +359,68 @@ CandidateKernel compile_candidate(const UOpPtr& ast, const std::string& name, co
 }
 
 std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,
-                                                             bool keep_text) {
+                                                             bool keep_text,
+                                                             const std::vector<UOpPtr>& variables) {
   auto compiled = compile_kernel(k.ast, k.name, flags, keep_text);
   // The values in the order of the compiled kernel's variables (sorted by name; the
-  // optimiser may have dropped one the kernel no longer reads).
+  // optimiser may have dropped one the kernel no longer reads). A variable of the
+  // graph's sizes takes each run's value.
   k.vars.clear();
+  k.run_vars.clear();
   for (const UOpPtr& var : kernel_vars(compiled->extent)) {
     const std::string& name = var->get<VarArg>().name;
     const auto it =
         std::find_if(k.bindings.begin(), k.bindings.end(), [&](const auto& b) { return b.first == name; });
-    if (it == k.bindings.end())
+    const auto size_var = std::find_if(variables.begin(), variables.end(),
+                                       [&](const UOpPtr& v) { return v->get<VarArg>().name == name; });
+    if (it != k.bindings.end()) {
+      k.vars.push_back(it->second);
+    } else if (size_var != variables.end()) {
+      k.run_vars.emplace_back(k.vars.size(), size_var - variables.begin());
+      k.vars.push_back(var->get<VarArg>().min);  // a placeholder: each run passes its value
+    } else {
       throw Error(fmt::format("kernel '{}' reads variable '{}', which the plan does not bind", k.name, name));
-    k.vars.push_back(it->second);
+    }
   }
   k.parallel_extent = parallel_extent(compiled->extent, k.vars);
   return compiled;
 }
 
-UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i) {
+UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i, const RunValues& values) {
   const PlanResult& r = plan.results.at(i);
   const UOpPtr& buf = table[r.buffer];
-  return r.view ? UOp::make(Op::RESHAPE, buf->dtype, {buf}, *r.view) : buf;
+  if (!r.view) return buf;
+  // A symbolic shape takes the run's numbers: the buffer holds this run's elements
+  // (docs/symbolic.md, "Results of symbolic shape").
+  Shape view = *r.view;
+  for (Dim& d : view) d = bind_values(d, plan.variables, values).value();
+  return UOp::make(Op::RESHAPE, buf->dtype, {buf}, std::move(view));
 }
 
-std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig) {
+std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig, const RunValues& values) {
   std::vector<UOpPtr> table;
   table.reserve(plan.inputs + plan.allocations.size());
   for (size_t p = 0; p < plan.inputs; ++p) table.push_back(sig.buffer(p));
+  // Each allocation's elements in this run: a symbolic count at the run's values.
+  std::vector<int64_t> sizes;
+  for (const PlanBuffer& a : plan.allocations)
+    sizes.push_back(a.count.is_symbolic() ? bind_values(a.count, plan.variables, values).value() : a.size);
   // Every kernel stores each element of its output (no masked stores), so outputs need no zeroing.
-  check_fits_in_memory(plan);
-  // Dead intermediates' blocks are shared (src/memory_plan.hpp): one block per owner.
+  check_fits_in_memory(plan, sizes);
+  // Dead intermediates' blocks are shared (src/memory_plan.hpp): one block per owner,
+  // as large as the most any sharer needs in this run.
+  std::vector<int64_t> block_bytes(plan.allocations.size(), 0);
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    int64_t& block = block_bytes[plan.memory.at(j).owner];
+    block = std::max(block, sizes[j] * static_cast<int64_t>(plan.allocations[j].dtype.itemsize()));
+  }
   std::vector<std::shared_ptr<void>> blocks(plan.allocations.size());
   for (size_t j = 0; j < blocks.size(); ++j)
-    if (plan.memory.at(j).owner == j)
-      blocks[j] = Buffer::allocate(static_cast<size_t>(plan.memory[j].bytes), Buffer::Fill::Uninitialized);
+    if (plan.memory[j].owner == j)
+      blocks[j] = Buffer::allocate(static_cast<size_t>(block_bytes[j]), Buffer::Fill::Uninitialized);
   for (size_t j = 0; j < blocks.size(); ++j) {
     const PlanBuffer& a = plan.allocations[j];
-    table.push_back(UOp::make_buffer(a.dtype, UOp::next_buffer_id(), a.size, blocks[plan.memory[j].owner]));
+    table.push_back(UOp::make_buffer(a.dtype, UOp::next_buffer_id(), sizes[j], blocks[plan.memory[j].owner]));
   }
   return table;
 }
@@ -399,11 +429,10 @@ namespace {
 // A kernel compiled with LOOM_CHECK_BOUNDS reads each slot's element count after
 // the variables, and reports the first buffer it would have overrun.
 void run_bounds_checked(const CompiledKernel& k, const PlanKernel& pk, const std::vector<UOpPtr>& table,
-                        const std::vector<void*>& bufs, std::vector<int64_t>& vars,
+                        const std::vector<void*>& bufs, std::vector<int64_t>& vars, int64_t extent,
                         const std::string& profile_name, const RunWork& work) {
   for (uint32_t slot : pk.args) vars.push_back(table[slot]->get<std::vector<int64_t>>().at(1));
-  const int32_t status =
-      run_checked_kernel(as_checked(k.fn), bufs, vars, pk.parallel_extent, profile_name, work);
+  const int32_t status = run_checked_kernel(as_checked(k.fn), bufs, vars, extent, profile_name, work);
   if (status == 0) return;
   const size_t slot = static_cast<size_t>(status - 1);
   if (slot >= pk.args.size())
@@ -426,7 +455,8 @@ double kernel_bytes(const PlanKernel& k, const std::vector<UOpPtr>& table) {
   return bytes;
 }
 
-KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>& table, const Flags& flags) {
+KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>& table, const Flags& flags,
+                                const RunValues& values) {
   ProfileSpan span("run", pk.name);
   auto k = compile_kernel(pk.ast, pk.name, flags);  // a kernel cache hit unless the kernel was evicted
   std::vector<void*> bufs;
@@ -435,13 +465,15 @@ KernelTiming run_planned_kernel(const PlanKernel& pk, const std::vector<UOpPtr>&
   for (uint32_t slot : pk.args) bufs.push_back(buffer_data(table[slot]));
   t.bytes = kernel_bytes(pk, table);
   std::vector<int64_t> vars = pk.vars;  // the bounds check appends the slots' sizes
+  for (const auto& [position, variable] : pk.run_vars) vars[position] = values.at(variable);
+  const int64_t extent = pk.run_vars.empty() ? pk.parallel_extent : parallel_extent(k->extent, vars);
   const std::string profile_name = span.active() ? pk.name : std::string();
   const RunWork work = run_work(kernel_work(t.flops, t.bytes), target_of(flags));
   const auto t0 = Clock::now();
   if (k->checks_bounds)
-    run_bounds_checked(*k, pk, table, bufs, vars, profile_name, work);
+    run_bounds_checked(*k, pk, table, bufs, vars, extent, profile_name, work);
   else
-    run_kernel(k->fn, bufs, vars, pk.parallel_extent, profile_name, work);
+    run_kernel(k->fn, bufs, vars, extent, profile_name, work);
   t.ms = ms_since(t0);
   if (span.active()) {
     span.arg("GFLOP/s", t.gflops());
@@ -466,12 +498,18 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   KeyHasher key(sig.key);
   key.text(current_options(*flags).schedule);
   for (int64_t p : into) key.word(static_cast<uint64_t>(p + 1));
+  // Over symbolic sizes the plan is made for the variables, not for this run's
+  // values (the key already counts a binding as its variable), and the run passes them.
+  const UnboundGraph unbound = sig.symbolic ? unbind_graph(sig.nodes, targets, "realize") : UnboundGraph{};
   std::shared_ptr<const Plan> plan = schedule_cache().find(key.key());
   const bool hit = plan != nullptr;
   count_schedule_cache(hit);
   if (!hit) warn_unknown_disabled(*flags);
-  if (!hit) plan = schedule_cache().insert(key.key(), build_plan(targets, sig, into, *flags));
-  run_plan(*plan, bind_plan(*plan, sig), pending, *flags);
+  if (!hit)
+    plan = schedule_cache().insert(key.key(), build_plan(sig.symbolic ? unbound.targets : targets, sig, into,
+                                                         variables_of(unbound.values), *flags));
+  const RunValues values = numbers_of(unbound.values);
+  run_plan(*plan, bind_plan(*plan, sig, values), values, pending, *flags);
   if (flags->debug >= 1)
     log().info("realize: {} kernel{}{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),
                plan->kernels.size() == 1 ? "" : "s",
@@ -481,18 +519,6 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
                ms_since(t0), hit ? "hit" : "miss");
 }
 }  // namespace
-
-// The schedule does not take symbolic sizes yet (docs/symbolic.md): a graph over them
-// is refused by name rather than compiled for one of its values. sign_graph found
-// the first such node on its walk, so a numeric graph costs nothing here.
-void refuse_symbolic_sizes(const GraphSignature& sig, std::string_view what) {
-  if (!sig.symbolic) return;
-  const Shape& sizes = sig.symbolic->get<Shape>();
-  throw Error(
-      fmt::format("{}: the graph has the symbolic sizes {} ({}); computing over symbolic sizes is "
-                  "not supported yet: use numbers for them until it is",
-                  what, str(sizes), op_name(sig.symbolic->op)));
-}
 
 void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
   std::vector<std::shared_ptr<TensorNode>> nodes = requested;
@@ -508,7 +534,6 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
     }
   if (targets.empty()) return;
   GraphSignature sig = sign_graph(targets);  // the one toposort of the graph
-  refuse_symbolic_sizes(sig, "realize");
   const size_t asked = targets.size();
   for (auto& holder : assigns_reached(sig, pending)) {  // realized with the graph that reads them
     targets.push_back(holder->uop);
@@ -533,7 +558,8 @@ std::vector<ScheduledKernelInfo> schedule_of(const std::vector<Tensor>& tensors)
   }
   if (targets.empty()) return {};
   const detail::GraphSignature sig = detail::sign_graph(targets);
-  detail::refuse_symbolic_sizes(sig, "schedule_of");
+  // Over symbolic sizes, the schedule a realize makes: for the variables, not this binding.
+  if (sig.symbolic) targets = detail::unbind_graph(sig.nodes, targets, "schedule_of").targets;
   const detail::Plan plan = detail::plan_schedule(targets, sig, std::vector<int64_t>(targets.size(), -1));
   std::vector<ScheduledKernelInfo> out;
   for (const auto& k : plan.kernels) {

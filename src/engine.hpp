@@ -53,15 +53,23 @@ struct CandidateKernel {
 CandidateKernel compile_candidate(const UOpPtr& ast, const std::string& name, const Flags& flags,
                                   const std::vector<Opt>& opts);
 // compile_kernel for a kernel of a plan, which also records the kernel's
-// parallel extent in the plan (the optimiser chooses it).
+// parallel extent in the plan (the optimiser chooses it). `variables` are the
+// plan's (Plan::variables): a kernel variable named like one takes the run's value.
 std::shared_ptr<const CompiledKernel> compile_planned_kernel(PlanKernel& k, const Flags& flags,
-                                                             bool keep_text = false);
+                                                             bool keep_text = false,
+                                                             const std::vector<UOpPtr>& variables = {});
 
-// The plan's buffer table: the graph's inputs, then fresh buffers for the rest.
-std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig);
+// The values of a run of a plan: one per Plan::variables, in order.
+using RunValues = std::vector<int64_t>;
 
-// Target i's result in a table the plan ran on: its buffer, or a view of it.
-UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i);
+// The plan's buffer table: the graph's inputs, then fresh buffers for the rest,
+// sized for the run's values.
+std::vector<UOpPtr> bind_plan(const Plan& plan, const GraphSignature& sig, const RunValues& values = {});
+
+// Target i's result in a table the plan ran on: its buffer, or a view of it
+// (its symbolic sizes the run's values).
+UOpPtr plan_result(const Plan& plan, const std::vector<UOpPtr>& table, size_t i,
+                   const RunValues& values = {});
 
 struct KernelTiming {
   double ms = 0;     // wall time of the run
@@ -78,6 +86,7 @@ double kernel_bytes(const PlanKernel& k, const std::vector<UOpPtr>& table);
 inline double kernel_work(double flops, double bytes) { return flops + bytes / 4; }
 
 // Runs one compiled kernel of a plan on `table` and times it (LOOM_DEBUG=2 logs the line).
-KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags);
+KernelTiming run_planned_kernel(const PlanKernel& k, const std::vector<UOpPtr>& table, const Flags& flags,
+                                const RunValues& values = {});
 
 }  // namespace loom::detail

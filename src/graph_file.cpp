@@ -134,6 +134,12 @@ std::string graph_to_text(const std::vector<Tensor>& outputs, const SaveGraphOpt
   std::vector<std::pair<UOpPtr, UOpPtr>> renames;
   std::string data;
   for (const auto& n : toposort(roots)) {
+    // A file is read back: its text holds numbers only (docs/symbolic.md).
+    if (const Shape* sizes = std::get_if<Shape>(&n->arg); sizes && is_symbolic(*sizes))
+      throw Error(
+          fmt::format("save_graph: the graph has the symbolic sizes {} ({}); graph files hold "
+                      "numbers only: build the graph with numbers to save it",
+                      str(*sizes), op_name(n->op)));
     if (n->op != Op::BUFFER) continue;
     const auto number = static_cast<int64_t>(renames.size());
     renames.emplace_back(

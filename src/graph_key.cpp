@@ -23,6 +23,11 @@ GraphSignature sign_graph(const std::vector<UOpPtr>& targets) {
   sig.node_keys.resize(sig.nodes.size());
   for (uint32_t i = 0; i < sig.nodes.size(); ++i) {
     const UOp& n = *sig.nodes[i];
+    if (n.op == Op::BIND) {  // a size read as a value (a mean's count): keyed as its variable
+      sig.node_keys[i] = sig.node_keys[sig.index.find(n.src[0].get())];
+      if (!sig.symbolic) sig.symbolic = &n;
+      continue;
+    }
     KeyHasher h;
     h.word(static_cast<uint64_t>(n.op)).word(static_cast<uint64_t>(n.dtype.scalar));
     h.word(n.dtype.lanes * 2u + (n.dtype.ptr ? 1u : 0u));

@@ -29,7 +29,7 @@ struct GraphSignature {
   NodeIndex index;                  // node -> its index in `nodes`
   std::vector<GraphKey> node_keys;  // per node of `nodes`: its structure, buffers by position
   std::vector<uint32_t> input;      // position -> index in `nodes` of that BUFFER
-  const UOp* symbolic = nullptr;    // the first node whose sizes are symbolic, if any
+  const UOp* symbolic = nullptr;    // the first node whose sizes are symbolic (or a BIND), if any
   const UOpPtr& buffer(size_t position) const { return nodes[input[position]]; }
   size_t inputs() const { return input.size(); }
   // The position of BUFFER `buffer` in this graph, or -1.

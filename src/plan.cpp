@@ -34,6 +34,15 @@ uint32_t table_index(const UOpPtr& buffer) {
   return static_cast<uint32_t>(-id - 1);
 }
 
+// The buffer a schedule's result is: itself, or the buffer under its view (a
+// RESHAPE, and for a symbolic shape a SHRINK to its elements first).
+const UOpPtr& result_buffer(const UOpPtr& result) {
+  const UOp* r = result.get();
+  if (r->op == Op::BUFFER) return result;
+  while (r->src[0]->op != Op::BUFFER) r = r->src[0].get();
+  return r->src[0];
+}
+
 // The COLLECTIVE nodes of `root` whose input reaches no other COLLECTIVE: the
 // next ones to run, in toposort order.
 std::vector<UOpPtr> ready_collectives(const UOpPtr& root) {
@@ -119,7 +128,7 @@ Part schedule_part(Plan& plan, const std::vector<UOpPtr>& targets, const BufferF
     const auto it = earlier.find(k.name);
     std::string name = it != earlier.end() && it->second != k.ast.get() ? fmt::format("{}_p{}", k.name, part)
                                                                         : std::move(k.name);
-    PlanKernel pk{std::move(k.ast), std::move(name), {}, k.outputs, 1, {}, {}};
+    PlanKernel pk{std::move(k.ast), std::move(name), {}, k.outputs, 1, {}, {}, {}};
     for (const auto& b : k.buffers) pk.args.push_back(table_index(b));
     plan.kernels.push_back(std::move(pk));
   }
@@ -147,9 +156,11 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   for (size_t i = 0; i < into.size(); ++i)
     if (into[i] >= 0) abstract_into[i] = inputs.at(static_cast<size_t>(into[i]));
 
-  auto make_buffer = [&plan](DType dtype, int64_t size) {
-    plan.allocations.push_back({dtype, size});
-    return placeholder(dtype, plan.inputs + plan.allocations.size() - 1, size);
+  // A symbolic size's placeholder has its upper bound (what the kernels may index
+  // at most); each run allocates what its values need.
+  auto make_buffer = [&plan](DType dtype, const Dim& size) {
+    plan.allocations.push_back({dtype, size.max(), size.is_symbolic() ? size : Dim()});
+    return placeholder(dtype, plan.inputs + plan.allocations.size() - 1, size.max());
   };
   // b of a matmul is packed in panels as wide as the tile codegen will give it.
   const std::shared_ptr<const Flags> f = flags();
@@ -190,12 +201,11 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
     for (size_t i = 0; i < ready.size(); ++i)
       for (size_t s = 0; s < ready[i]->src.size(); ++s) {
         const UOpPtr& r = computed.results[first_source[i] + s];
-        input[i].push_back(table_index(r->op == Op::BUFFER ? r : r->src[0]));
+        input[i].push_back(table_index(result_buffer(r)));
         ++readers[input[i].back()];
       }
     for (const UOpPtr& r : early_results)  // a target's value is no collective's to overwrite
-      if (r && (r->op == Op::BUFFER || r->src[0]->op == Op::BUFFER))
-        ++readers[table_index(r->op == Op::BUFFER ? r : r->src[0])];
+      if (r && (r->op == Op::BUFFER || r->src[0]->op == Op::BUFFER)) ++readers[table_index(result_buffer(r))];
     // Each collective starts as soon as the kernels writing its input have run.
     std::vector<std::pair<UOpPtr, UOpPtr>> results;
     for (const size_t i : order_for_inputs(plan.kernels, first, input)) {
@@ -241,10 +251,8 @@ Plan plan_schedule(const std::vector<UOpPtr>& targets, const GraphSignature& sig
   std::vector<UOpPtr> results;
   for (size_t t = 0, j = 0; t < graph->src.size(); ++t)
     results.push_back(!early.empty() && early[t] ? early_results[t] : last.results[j++]);
-  for (const auto& r : results) {
-    const bool view = r->op == Op::RESHAPE;
-    plan.results.push_back({table_index(view ? r->src[0] : r), view ? r->shape() : std::nullopt});
-  }
+  for (const auto& r : results)
+    plan.results.push_back({table_index(result_buffer(r)), r->op == Op::BUFFER ? std::nullopt : r->shape()});
   share_dead_buffers(plan);
   return plan;
 }

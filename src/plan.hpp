@@ -25,6 +25,10 @@ struct PlanKernel {
   // and in the order of the compiled kernel's `vars` (set with parallel_extent).
   std::vector<std::pair<std::string, int64_t>> bindings;
   std::vector<int64_t> vars;
+  // The kernel's variables that are the graph's sizes (Plan::variables): each
+  // run passes their values. (position in `vars`, index in Plan::variables).
+  // With any, parallel_extent is worked out per run.
+  std::vector<std::pair<uint32_t, uint32_t>> run_vars;
 };
 
 struct BucketPiece {
@@ -55,7 +59,10 @@ struct PlanCollective {
 
 struct PlanBuffer {  // a buffer the plan allocates on each run
   DType dtype;
-  int64_t size = 0;
+  int64_t size = 0;  // elements; for a symbolic count, its upper bound
+  // The elements over the plan's variables, when they depend on them: each run
+  // allocates what its values need (`size` is what the memory plan budgets).
+  Dim count;
 };
 
 struct PlanMemory {    // src/memory_plan.hpp
@@ -69,7 +76,10 @@ struct PlanResult {
 };
 
 struct Plan {
-  size_t inputs = 0;                        // table[0, inputs): the graph's buffers by position
+  size_t inputs = 0;  // table[0, inputs): the graph's buffers by position
+  // The variables of the graph's symbolic sizes, sorted by name (src/unbind.hpp):
+  // the plan serves every binding, and a run passes one value for each, in order.
+  std::vector<UOpPtr> variables;
   std::vector<PlanBuffer> allocations;      // table[inputs + j]
   std::vector<PlanKernel> kernels;          // in dependency order
   std::vector<PlanCollective> collectives;  // in start order (their `after` never decreases)

@@ -42,10 +42,10 @@ Tensor Tensor::matmul(const Tensor& other) const {
         fmt::format("matmul: both operands need at least one dimension, got {} @ {}", str(xu), str(yu)));
   const Shape xs = xu.size() == 1 ? Shape{1, xu[0]} : xu;
   const Shape ys = yu.size() == 1 ? Shape{yu[0], 1} : yu;
-  const int64_t m = xs[xs.size() - 2], k = xs.back(), n = ys.back();
+  const Dim m = xs[xs.size() - 2], k = xs.back(), n = ys.back();
   if (k != ys[ys.size() - 2])
-    throw Error(fmt::format("matmul: inner dimensions do not match: {} @ {} ({} vs {})", str(xu), str(yu), k,
-                            ys[ys.size() - 2]));
+    throw Error(fmt::format("matmul: inner dimensions do not match: {} @ {} ({} vs {})", str(xu), str(yu),
+                            k.str(), ys[ys.size() - 2].str()));
   const Shape batch = batch_shape(xs, ys, xu, yu);
   const DType out_dt = arithmetic_dtype(*this, other, "matmul");
   // Halves multiply and accumulate in Float32 (their products are exact there) and round once.

@@ -133,6 +133,13 @@ inline Tensor binary(Op op, const Tensor& a, const Tensor& b, DType dt, const ch
 
 inline DType float_dtype(DType dt) { return dt.is_float() ? dt : DType::Float32; }
 
+// A size as a scalar tensor of `dt` (a count to divide by): a constant, or the
+// symbolic size's expression, whose variables each run passes (docs/symbolic.md).
+inline Tensor size_scalar(const Dim& n, DType dt) {
+  return n.is_symbolic() ? make_tensor(cast_uop(n.expr(), dt))
+                         : Tensor::scalar(static_cast<double>(n.value()), dt);
+}
+
 // Halves compute in Float32 and round once (src/half_compute.hpp).
 inline Tensor unary_float(const Tensor& t, const char* op, auto build) {
   UOpPtr x = uop(t, op);

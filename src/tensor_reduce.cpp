@@ -126,11 +126,11 @@ Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   const Tensor input = autocast_float32(*this);
   const UOpPtr& x = uop(input, "mean");
   const Shape& in = *x->shape();
-  int64_t n = 1;
+  Dim n = 1;
   for (int64_t a : reduce_axes(in, axes, "mean")) n *= in[a];
   const DType compute = x->dtype.is_half() ? DType::Float32 : float_dtype(x->dtype);  // halves: rounded once
   const Tensor s = reduce(make_tensor(cast_uop(x, compute)), Op::ADD, axes, keepdim, "mean");
-  const Tensor m = s / Tensor::scalar(static_cast<double>(n), s.dtype());
+  const Tensor m = s / size_scalar(n, s.dtype());
   return x->dtype.is_half() ? m.cast(x->dtype) : m;
 }
 
@@ -201,14 +201,19 @@ Tensor Tensor::var(std::vector<int> dims, double correction, bool keepdim) const
                               fmt::join(dims, ", "), str(in)));
     seen.push_back(a);
   }
-  int64_t n = 1;
+  Dim n = 1;
   for (int64_t a : reduce_axes(in, dims, "var")) n *= in[a];
   const Tensor input = autocast_float32(*this);
   if (is_half(input))  // computed in Float32, rounded once (src/half_compute.hpp)
     return rounded_once(input, [&](const Tensor& x) { return x.var(dims, correction, keepdim); });
   const Tensor deviation = input - input.mean(dims, true);
   const Tensor squares = (deviation * deviation).sum(dims, keepdim);
-  return squares / Tensor::scalar(std::max(0.0, static_cast<double>(n) - correction), squares.dtype());
+  // max(0, N - correction); a symbolic N is at least 1 (its bounds) but may be below a correction.
+  if (n.is_symbolic())
+    return squares /
+           (size_scalar(n, squares.dtype()) - correction).maximum(Tensor::scalar(0.0, squares.dtype()));
+  return squares /
+         Tensor::scalar(std::max(0.0, static_cast<double>(n.value()) - correction), squares.dtype());
 }
 
 Tensor Tensor::std(std::vector<int> dims, double correction, bool keepdim) const {

@@ -18,8 +18,8 @@ inline UOpPtr input(int64_t id, Shape shape, DType dt = DType::Float32) {
 struct FakeBuffers {
   int64_t next = 1000;
   BufferFactory factory() {
-    return [this](DType dt, int64_t size) {
-      return UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{next++, size});
+    return [this](DType dt, const Dim& size) {
+      return UOp::make(Op::BUFFER, dt, {}, std::vector<int64_t>{next++, size.max()});
     };
   }
 };

@@ -35,6 +35,7 @@ std::vector<int64_t> sizes_arg(const UOp& n) {
 // The sources a node's value is computed from: an ASSIGN's value is its value
 // source; the target is only written, so it is not evaluated.
 std::vector<const UOp*> inputs_of(const UOp& n) {
+  if (n.op == Op::BIND) return {n.src.at(1).get()};  // the value; the variable is its name
   if (n.op == Op::ASSIGN) {
     if (n.src.size() != 2) fail(n, fmt::format("expected 2 sources (target, value), got {}", n.src.size()));
     return {n.src[1].get()};
@@ -219,6 +220,7 @@ bool is_tensor_level(Op op) {
     case Op::BUFFER:
     case Op::CONST:
     case Op::DEFINE_VAR:
+    case Op::BIND:
     case Op::IOTA:
     case Op::REDUCE_AXIS:
     case Op::CAST:
@@ -254,6 +256,7 @@ RefTensor evaluate_node(const UOp& n, const std::vector<const RefTensor*>& in, c
     case Op::BUFFER: return load_buffer(n, env.buffers);
     case Op::CONST: return constant(n);
     case Op::DEFINE_VAR: return variable(n, env.vars);
+    case Op::BIND: return *in[0];  // a size read as a value: the binding (inputs_of)
     case Op::IOTA: return iota(n);
     case Op::RESHAPE: return reshape(*in[0], sizes_arg(n));
     case Op::PERMUTE: return permute(*in[0], int_list_arg(n));
@@ -280,7 +283,9 @@ RefTensor evaluate_checked(const UOp& n, const std::vector<const RefTensor*>& in
   if (n.dtype.lanes != 1 || n.dtype.ptr) fail(n, "expected a scalar element dtype");
   if (!n.shape()) fail(n, "the node has no shape: expected a tensor-level node");
   RefTensor out = evaluate_node(n, in, env);
-  if (out.shape != *n.shape() || out.dtype != n.dtype)
+  RefShape said;  // symbolic sizes at their bindings
+  for (const Dim& d : *n.shape()) said.push_back(d.value());
+  if (out.shape != said || out.dtype != n.dtype)
     fail(n, fmt::format("evaluated to shape {} {} but the node says shape {}", out.shape,
                         to_string(out.dtype), *n.shape()));
   return out;

@@ -1,0 +1,189 @@
+// Realizing graphs over symbolic sizes (docs/symbolic.md): one schedule and one set
+// of kernels for every binding, values as the reference interpreter's at each
+// binding, buffers sized for the run, and the errors that name the variable.
+#include "ir/text.hpp"
+#include "tests/src/check.hpp"
+#include "tests/support/error_message.hpp"
+
+#include <loom/loom.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace loom;
+using loom::test::check_message;
+using loom::test::check_ref;
+using loom::test::error_of;
+
+namespace {
+
+std::vector<float> ramp(int64_t n, int64_t period, float shift) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i % period) - shift;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("symbolic realize: a sum and a softmax over the first T rows, scheduled once for every T") {
+  const Variable t("T", 1, 64);
+  const Tensor base = Tensor::from_vector(ramp(64 * 3, 7, 2.5f), {64, 3});
+  uint64_t misses = 0;
+  for (const int n : {5, 9, 64, 1, 5}) {
+    CAPTURE(n);
+    const Tensor x = base.slice(0, 0, t.bind(n));
+    const auto before = counters();
+    const std::vector<double> sums = check_ref((x * 2 + 1).sum(0), 2);
+    // The sum by hand: rows i < n of (i*3 + j) % 7 - 2.5, doubled, plus one.
+    for (int j = 0; j < 3; ++j) {
+      double want = 0;
+      for (int i = 0; i < n; ++i) want += 2 * ((i * 3 + j) % 7 - 2.5) + 1;
+      CHECK(sums[static_cast<size_t>(j)] == doctest::Approx(want));
+    }
+    check_ref((x.softmax(0) * x).sum(0), 8);
+    misses += counters().schedule_cache_misses - before.schedule_cache_misses;
+  }
+  CHECK(misses == 2);  // the sum's graph and the softmax's, each scheduled for the first T only
+}
+
+TEST_CASE("symbolic realize: decoding attention over cache[:, :, :T] compiles its kernels once") {
+  const int64_t batch = 2, heads = 4, rows = 128, d = 16;
+  const Variable t("T", 1, rows);
+  manual_seed(7);
+  Tensor k_cache = Tensor::randn({batch, heads, rows, d}), v_cache = Tensor::randn({batch, heads, rows, d});
+  k_cache.realize();
+  v_cache.realize();
+  uint64_t compiled = 0, misses = 0;
+  for (const int n : {1, 7, 17, 64, 128, 3}) {
+    CAPTURE(n);
+    Tensor q = Tensor::randn({batch, heads, 1, d});
+    q.realize();
+    const Tensor k = k_cache.slice(2, 0, t.bind(n)), v = v_cache.slice(2, 0, t.bind(n));
+    const Tensor scores = q.matmul(k.transpose(2, 3)) * (1.0 / std::sqrt(static_cast<double>(d)));
+    const Tensor out = scores.softmax(-1).matmul(v);
+    const auto before = counters();
+    check_ref(out, 512);  // float sums of up to 128 products that partly cancel
+    if (n != 1) {         // the first binding schedules and compiles; every later one reuses them
+      misses += counters().schedule_cache_misses - before.schedule_cache_misses;
+      compiled += counters().kernels_compiled + counters().kernels_loaded - before.kernels_compiled -
+                  before.kernels_loaded;
+    }
+  }
+  CHECK(misses == 0);
+  CHECK(compiled == 0);
+}
+
+TEST_CASE("symbolic realize: a result of symbolic shape holds its run's elements, in numbers") {
+  const Variable t("T", 1, 32);
+  const Tensor base = Tensor::from_vector(ramp(32 * 4, 5, 1.0f), {32, 4});
+  for (const int n : {3, 32, 1}) {
+    CAPTURE(n);
+    const Tensor y = base.slice(0, 0, t.bind(n)) * 3;
+    const std::vector<double> got = check_ref(y);
+    REQUIRE(got.size() == static_cast<size_t>(n * 4));
+    for (int i = 0; i < n * 4; ++i) CHECK(got[static_cast<size_t>(i)] == 3.0 * (i % 5 - 1.0));
+    Tensor r = y;
+    r.realize();
+    CHECK(r.shape() == Shape{n, 4});
+  }
+}
+
+TEST_CASE("symbolic realize: mean and var over a symbolic axis divide by its value") {
+  const Variable t("T", 1, 16);
+  const Tensor base = Tensor::from_vector(ramp(16 * 2, 6, 0.5f), {16, 2});
+  for (const int n : {1, 4, 16}) {
+    CAPTURE(n);
+    const Tensor x = base.slice(0, 0, t.bind(n));
+    check_ref(x.mean(0), 2);
+    check_ref(x.var(std::vector<int>{0}, 0), 8);
+    if (n > 1) check_ref(x.var(std::vector<int>{0}, 1), 8);
+  }
+}
+
+// 1000 rows in batches of 64, the last of 40: with the batch size a bound variable the
+// last batch schedules and compiles nothing, and training matches the numeric loop.
+TEST_CASE("symbolic realize: a training loop whose last batch is smaller compiles nothing for it") {
+  const int64_t rows = 1000, features = 8, batch = 64;
+  std::vector<float> x(rows * features), y(rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    float acc = 0.1f;
+    for (int64_t j = 0; j < features; ++j)
+      acc += (x[i * features + j] = static_cast<float>((i * 7 + j * 13) % 17) / 17.0f - 0.5f) *
+             static_cast<float>(j + 1);
+    y[i] = acc;
+  }
+  const Variable b("B", 1, batch);
+  std::vector<std::vector<float>> losses(2);
+  for (const bool symbolic : {false, true}) {
+    manual_seed(1);
+    Tensor w = Tensor::randn({features, 1}).requires_grad_(), bias = Tensor::zeros({1}).requires_grad_();
+    optim::SGD opt({w, bias}, 0.1);
+    for (int64_t s = 0; s < rows; s += batch) {
+      const int64_t n = std::min(batch, rows - s);
+      std::vector<float> xs(batch * features, 0.0f), ys(batch, 0.0f);
+      std::copy(x.begin() + s * features, x.begin() + (s + n) * features, xs.begin());
+      std::copy(y.begin() + s, y.begin() + s + n, ys.begin());
+      const Dim size = symbolic ? b.bind(n) : Dim(n);
+      const Tensor xb = Tensor::from_vector(xs, {batch, features}).slice(0, 0, size);
+      const Tensor yb = Tensor::from_vector(ys, {batch, 1}).slice(0, 0, size);
+      const auto before = counters();
+      opt.zero_grad();
+      const Tensor err = xb.matmul(w) + bias - yb;
+      const Tensor loss = (err * err).mean();
+      loss.backward();
+      opt.step();
+      losses[symbolic].push_back(loss.item<float>());
+      if (symbolic && s > batch) {  // after the first two steps (the first builds w's graph)
+        CHECK(counters().schedule_cache_misses == before.schedule_cache_misses);
+        CHECK(counters().kernels_compiled + counters().kernels_loaded ==
+              before.kernels_compiled + before.kernels_loaded);
+      }
+    }
+  }
+  REQUIRE(losses[0].size() == losses[1].size());
+  for (size_t i = 0; i < losses[0].size(); ++i)
+    CHECK(losses[1][i] == doctest::Approx(losses[0][i]).epsilon(1e-5));
+}
+
+TEST_CASE("symbolic realize: schedule_of shows the schedule a realize makes for the variable") {
+  const Variable t("T", 1, 64);
+  const Tensor base = Tensor::ones({64, 8});
+  const auto at3 = schedule_of({base.slice(0, 0, t.bind(3)).sum(0)});
+  const auto at50 = schedule_of({base.slice(0, 0, t.bind(50)).sum(0)});
+  REQUIRE(!at3.empty());
+  REQUIRE(at3.size() == at50.size());
+  for (size_t i = 0; i < at3.size(); ++i) CHECK(at3[i].name == at50[i].name);
+}
+
+TEST_CASE("symbolic realize: one graph takes one value per variable, and one variable per name") {
+  const Variable t("T", 1, 64);
+  const Tensor base = Tensor::ones({64, 2});
+  const Tensor a = base.slice(0, 0, t.bind(3)).sum(), c = base.slice(0, 0, t.bind(5)).sum();
+  check_message(error_of([&] { (void)(a + c).item<float>(); }), {"realize", "'T'", "3", "5"});
+  const Variable other("T", 1, 32);
+  const Tensor d = base.slice(0, 0, other.bind(3)).sum();
+  check_message(error_of([&] { (void)(a + d).item<float>(); }), {"realize", "two variables named 'T'"});
+  CHECK((a + a).item<float>() == 12.0f);  // one binding used twice is one value
+}
+
+TEST_CASE("symbolic sizes: a graph file refuses them by name (it is read back); text shows them") {
+  const Variable t("T", 1, 64);
+  const Tensor x = Tensor::ones({64, 2}).slice(0, 0, t.bind(3)) * 2;
+  check_message(error_of([&] { (void)graph_to_text({x}); }), {"save_graph", "T=3", "numbers"});
+  CHECK(to_text(x.node()->uop).find("{T=3}") != std::string::npos);
+}
+
+TEST_CASE("symbolic realize: Capture runs a step over symbolic sizes uncaptured, with its values") {
+  const Variable t("T", 1, 16);
+  const Tensor base = Tensor::from_vector(ramp(16, 16, 0.0f), {16});
+  int n = 4;
+  Capture step([&](const std::vector<Tensor>& args) {
+    return std::vector<Tensor>{(args[0].slice(0, 0, t.bind(n))).sum()};
+  });
+  for (const int value : {4, 9, 16, 2}) {
+    n = value;
+    CHECK(step({base})[0].item<float>() == static_cast<float>(value * (value - 1) / 2));
+  }
+  CHECK_FALSE(step.captured({base}));
+}
