@@ -35,6 +35,8 @@ struct DataLoader::Impl {
   Shard shard;
   bool shuffle = false, drop_last = false;
   uint64_t seed = 0;
+  std::optional<Variable> batch_rows;  // set_batch_variable's
+  bool handed_out = false;             // next() has been called
 
   std::mutex mu;
   std::condition_variable cv;
@@ -61,18 +63,21 @@ struct DataLoader::Impl {
     return mine;
   }
 
+  // With a batch variable, the buffer has room for a whole batch and the batch is
+  // its first rows, bound: the same graph for every batch.
   std::vector<Tensor> make_batch(const std::vector<int64_t>& order, int64_t b) const {
     const int64_t begin = b * batch, end = std::min(rows, begin + batch);
     std::vector<Tensor> out;
     for (const Source& s : sources) {
       Shape shape = s.row_shape;
-      shape.insert(shape.begin(), end - begin);
+      shape.insert(shape.begin(), batch_rows ? batch : end - begin);
       const UOpPtr buf = allocate_buffer(s.tensor.dtype(), count(shape), false);
       auto* dst = static_cast<unsigned char*>(buffer_data(buf));
       for (int64_t i = begin; i < end; ++i)
         std::memcpy(dst + static_cast<size_t>(i - begin) * s.row_bytes,
                     s.data + static_cast<size_t>(order[static_cast<size_t>(i)]) * s.row_bytes, s.row_bytes);
-      out.push_back(make_tensor(reshape_uop(buf, shape)));
+      const Tensor whole = make_tensor(reshape_uop(buf, shape));
+      out.push_back(batch_rows ? whole.slice(0, 0, batch_rows->bind(end - begin)) : whole);
     }
     return out;
   }
@@ -155,6 +160,28 @@ DataLoader::DataLoader(std::vector<Tensor> tensors, int64_t batch_size, bool shu
 
 DataLoader::~DataLoader() { impl_->stop_worker(); }
 
+void DataLoader::set_batch_variable(const Variable& rows) {
+  Impl& m = *impl_;
+  const int64_t smallest = m.batches == 0 ? 1 : std::min(m.batch, m.rows - (m.batches - 1) * m.batch);
+  if (rows.min() > smallest || rows.max() < m.batch)
+    throw Error(
+        fmt::format("DataLoader::set_batch_variable: variable '{}' in [{}, {}] cannot take every batch's "
+                    "size ({} to {} rows); expected bounds containing them",
+                    rows.name(), rows.min(), rows.max(), smallest, m.batch));
+  {
+    std::lock_guard lock(m.mu);
+    if (m.handed_out)
+      throw Error(
+          fmt::format("DataLoader::set_batch_variable('{}'): call it before the first next()", rows.name()));
+  }
+  m.stop_worker();  // the prepared batch has the old form: prepare it again
+  m.stop = m.has_ready = false;
+  m.ready.reset();
+  m.error = nullptr;
+  m.batch_rows = rows;
+  m.worker = std::thread([&m] { m.produce(); });
+}
+
 void DataLoader::set_epoch(int64_t epoch) {
   if (epoch < 0) throw Error(fmt::format("DataLoader::set_epoch: epoch {} is negative", epoch));
   Impl& m = *impl_;
@@ -169,6 +196,7 @@ void DataLoader::set_epoch(int64_t epoch) {
 std::optional<std::vector<Tensor>> DataLoader::next() {
   Impl& m = *impl_;
   std::unique_lock lock(m.mu);
+  m.handed_out = true;
   m.cv.wait(lock, [&] { return m.has_ready; });
   if (m.error) std::rethrow_exception(m.error);
   auto item = std::move(m.ready);

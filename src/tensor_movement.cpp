@@ -140,15 +140,16 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double valu
     if (padding[i].first < 0 || padding[i].second < 0)
       throw Error(fmt::format("pad: axis {} padding ({}, {}) is negative (use shrink to cut)", i,
                               padding[i].first, padding[i].second));
+    // A symbolic size is padded symbolically (check_shape bounds the result).
     int64_t size = 0;
-    if (__builtin_add_overflow(in[i].concrete("pad"), padding[i].first, &size) ||
-        __builtin_add_overflow(size, padding[i].second, &size))
+    if (!in[i].is_symbolic() && (__builtin_add_overflow(in[i].value(), padding[i].first, &size) ||
+                                 __builtin_add_overflow(size, padding[i].second, &size)))
       throw Error(
           fmt::format("pad: axis {} of size {} padded by ({}, {}) has more elements than int64 can count", i,
                       in[i], padding[i].first, padding[i].second));
     flat.push_back(padding[i].first);
     flat.push_back(padding[i].second);
-    padded_shape.push_back(size);
+    padded_shape.push_back(in[i].is_symbolic() ? in[i] + padding[i].first + padding[i].second : Dim(size));
   }
   check_shape(padded_shape, "pad", x->dtype);
   if (std::all_of(flat.begin(), flat.end(), [](const Dim& v) { return v == 0; })) return *this;

@@ -7,6 +7,7 @@
 //   data::DataLoader loader({images, labels}, 64, /*shuffle=*/true, /*seed=*/0);
 //   while (auto batch = loader.next()) step((*batch)[0], (*batch)[1]);  // one epoch
 #include <loom/tensor.hpp>
+#include <loom/variable.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -68,6 +69,12 @@ class DataLoader {
   // calls set_epoch(e + 1) and sees the batches the uninterrupted run saw (as
   // PyTorch's DistributedSampler.set_epoch).
   void set_epoch(int64_t epoch);
+  // Makes every batch's first size `rows` bound to its rows: each batch is
+  // slice(0, 0, rows.bind(n)) of a buffer of batch_size rows, so a step over
+  // a batch is one graph for every batch, the smaller last one included, and
+  // compiles once (docs/symbolic.md). `rows` must take every batch's size
+  // (its bounds contain 1 to batch_size). Call it before the first next().
+  void set_batch_variable(const Variable& rows);
 
  private:
   struct Impl;

@@ -135,3 +135,50 @@ TEST_CASE("DataLoader with a Shard: rank r takes positions r, r + ranks, ... of 
                 }),
                 {"DataLoader: shard rank 3 of 3 ranks", "0 <= rank < ranks"});
 }
+
+TEST_CASE(
+    "DataLoader::set_batch_variable: every batch is [B=n, ...], so a step compiles once, the last included") {
+  const int64_t rows = 100, features = 4, batch = 32;  // batches of 32, 32, 32 and 4
+  const Tensor x = Tensor::arange(0, rows * features, 1, DType::Float32).reshape({rows, features});
+  const Tensor y = Tensor::arange(0, rows, 1, DType::Float32).reshape({rows, 1});
+  const Variable b("B", 1, batch);
+  data::DataLoader loader({x, y}, batch);
+  loader.set_batch_variable(b);
+  Tensor w = Tensor::ones({features, 1}).requires_grad_();
+  optim::SGD opt({w}, 1e-6);
+  std::vector<int64_t> sizes;
+  double first_row_sum = 0;
+  while (auto batch_tensors = loader.next()) {
+    const Tensor& xb = (*batch_tensors)[0];
+    const Tensor& yb = (*batch_tensors)[1];
+    const auto n = static_cast<int64_t>(sizes.size() < 3 ? batch : rows - 3 * batch);
+    CHECK(xb.shape() == Shape{b.bind(n), features});
+    const auto before = counters();
+    opt.zero_grad();
+    const Tensor loss = ((xb.matmul(w) - yb) * (xb.matmul(w) - yb)).mean();
+    loss.backward();
+    opt.step();
+    // Every row's mean squared error, by hand: row r is 4r .. 4r+3 (sum 16r + 6), target r.
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double r = static_cast<double>(sizes.size() * batch + i);
+      want += (16 * r + 6 - r) * (16 * r + 6 - r) / static_cast<double>(n);
+    }
+    if (sizes.empty()) first_row_sum = values(xb.sum())[0];
+    if (sizes.empty()) CHECK(loss.item<float>() == doctest::Approx(want).epsilon(1e-5));
+    if (sizes.size() >= 2) {  // the first step builds w's graph; from the second on one plan serves all
+      CHECK(counters().schedule_cache_misses == before.schedule_cache_misses);
+      CHECK(counters().kernels_compiled + counters().kernels_loaded ==
+            before.kernels_compiled + before.kernels_loaded);
+    }
+    sizes.push_back(n);
+  }
+  CHECK(sizes == std::vector<int64_t>{32, 32, 32, 4});
+  CHECK(first_row_sum == doctest::Approx(32.0 * 4 * (32 * 4 - 1) / 2));
+  // Bounds that cannot take every batch, and a call after next(), are errors naming the variable.
+  data::DataLoader other({x}, batch);
+  check_message(error_of([&] { other.set_batch_variable(Variable("B", 8, 32)); }), {"'B'", "4 to 32"});
+  check_message(error_of([&] { other.set_batch_variable(Variable("B", 1, 16)); }), {"'B'", "[1, 16]"});
+  (void)other.next();
+  check_message(error_of([&] { other.set_batch_variable(b); }), {"'B'", "before the first next()"});
+}

@@ -89,6 +89,20 @@ TEST_CASE("symbolic realize: a result of symbolic shape holds its run's elements
   }
 }
 
+TEST_CASE("symbolic realize: pad along a numeric axis and along the symbolic one") {
+  const Variable t("T", 1, 8);
+  const Tensor base = Tensor::from_vector(ramp(8 * 3, 4, 1.5f), {8, 3});
+  for (const int n : {1, 5, 8}) {
+    CAPTURE(n);
+    const Tensor x = base.slice(0, 0, t.bind(n));
+    const std::vector<double> cols = check_ref(x.pad({{0, 0}, {1, 2}}, 7.0).sum(0));
+    REQUIRE(cols.size() == 6);
+    CHECK(cols[0] == 7.0 * n);
+    CHECK(cols[5] == 7.0 * n);
+    check_ref(x.pad({{2, 1}, {0, 0}}).sum(1));
+  }
+}
+
 TEST_CASE("symbolic realize: mean and var over a symbolic axis divide by its value") {
   const Variable t("T", 1, 16);
   const Tensor base = Tensor::from_vector(ramp(16 * 2, 6, 0.5f), {16, 2});
