@@ -226,6 +226,58 @@ bool product_exact(const UOpPtr& a, const UOpPtr& y) {
   return true;
 }
 
+// The factor of `base` beside y when base is y*o or o*y (y itself: 1), else null.
+UOpPtr beside(const UOpPtr& base, const UOpPtr& y) {
+  if (base == y) return cnst(base->dtype, 1);
+  if (base->op != Op::MUL) return nullptr;
+  return base->src[0] == y ? base->src[1] : base->src[1] == y ? base->src[0] : nullptr;
+}
+
+// A divisor d = y*c, y > 0 symbolic (a size, such as T) and c >= 1 a constant, and
+// x >= 0 exact, written x = d*a + b from its terms, every one non-negative: those
+// with y as a factor and a coefficient c divides make d*a, the rest b. When b < d
+// over the bounds, x/d = a and x%d = b. b < d is shown from b = y*B + k*r + s with
+// r a RANGE(y) (r <= y - 1), B and s bounded by numbers: b < d when
+// (c - max B - k) >= 0 and (c - max B - k) * min y > max s - k. The index of a
+// [.., T, ..] view read back through a reshape: (T*64*h + 64*t + j)/(T*64) is h
+// for t a RANGE(T) and j < 64.
+UOpPtr fold_by_symbol(Op op, const UOpPtr& x, const UOpPtr& d) {
+  if (!is_int_scalar(x->dtype) || d->op == Op::CONST || x->vmin() < 0) return nullptr;
+  const DType dt = x->dtype;
+  UOpPtr y = d;
+  int64_t c = 1;
+  if (d->op == Op::MUL && (d->src[0]->op == Op::CONST || d->src[1]->op == Op::CONST)) {
+    const int side = d->src[1]->op == Op::CONST ? 0 : 1;
+    y = d->src[side];
+    c = const_of(dt, d->src[1 - side]);
+  }
+  if (y->op == Op::CONST || y->vmin() <= 0 || c <= 0 || !product_exact(y, cnst(dt, c))) return nullptr;
+  const LinearForm f = linear_form(x);
+  if (!exact_bounds(f) || f.constant < 0) return nullptr;
+  LinearForm a{dt, {}, 0}, b{dt, {}, f.constant};
+  Wide most_b = 0, most_s = f.constant;  // max B, max s
+  int64_t k = 0;                         // r's coefficient (0: no r)
+  for (const Term& t : f.terms) {
+    if (t.coef <= 0 || t.base->vmin() < 0) return nullptr;
+    b.terms.push_back(t);
+    if (const UOpPtr o = beside(t.base, y); o && o->vmin() >= 0) {
+      if (t.coef % c == 0) {
+        b.terms.pop_back();
+        a.terms.push_back({o, t.coef / c});
+      } else {
+        most_b += Wide{t.coef} * o->vmax();
+      }
+    } else if (t.base->op == Op::RANGE && t.base->src[0] == y && k == 0) {
+      k = t.coef;
+    } else {
+      most_s += Wide{t.coef} * t.base->vmax();
+    }
+  }
+  const Wide spare = Wide{c} - most_b - k;
+  if (spare < 0 || spare * y->vmin() <= most_s - k) return nullptr;
+  return op == Op::IDIV ? build(a) : build(b);
+}
+
 // p = a*y: p/y = a and p%y = 0 when y != 0 and the product does not wrap.
 UOpPtr cancel_factor(const UOpPtr& p, const UOpPtr& y, bool mod) {
   if (!is_int_scalar(p->dtype) || !(y->vmin() > 0 || y->vmax() < 0)) return nullptr;
@@ -250,6 +302,12 @@ const PatternMatcher& divmod_folding() {
           {P::op(Op::RANGE, {P::var("end")}, "r") % P::var("end"), [](const Match& m) { return m["r"]; }},
           {P::op(Op::RANGE, {P::var("end")}, "r") / P::var("end"),
            [](const Match& m) { return cnst(m["r"]->dtype, 0); }},
+          // (d*a + b)/d -> a, (d*a + b)%d -> b for d = y*c, y > 0 symbolic, 0 <= b < d
+          {P::ops({Op::IDIV, Op::MOD}),
+           [](const Match& m) {
+             const UOpPtr& r = m.root();
+             return fold_by_symbol(r->op, r->src[0], r->src[1]);
+           }},
       });
   return pm;
 }

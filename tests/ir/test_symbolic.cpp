@@ -464,6 +464,46 @@ TEST_CASE("divmod: exact multiples and common factors, for every sign") {
   simplifies((r * 6 + 4) % 4, (r % 2) * 2);  // 2*(3r + 2) % 4 = ((3r + 2) % 2) * 2 = (r % 2) * 2 for r >= 0
 }
 
+// The value of `e` with each of `at`'s nodes replaced by its number, folded.
+int64_t value_at(const UOpPtr& e, const std::vector<std::pair<UOpPtr, int64_t>>& at) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> swaps;
+  for (const auto& [node, v] : at) swaps.emplace_back(node, const_int(i64, v));
+  const UOpPtr folded = simplify(substitute(e, swaps));
+  REQUIRE(folded->op == Op::CONST);
+  return folded->const_int();
+}
+
+TEST_CASE("divmod: a symbolic divisor T*c takes the multiples of T*c out of a sum of non-negative terms") {
+  const auto t_var = var("T", 1, 256);
+  const auto t = make_range(t_var, 0), j = make_range(64, 1), h = make_range(8, 2), g = make_range(4, 3);
+  // A [8, T, 64] view's linear index read back through a reshape: divided by T*64, h; modulo, the rest.
+  const UOpPtr flat = t_var * h * 64 + t * 64 + j;
+  simplifies(flat / (t_var * 64), h);
+  simplifies(flat % (t_var * 64), simplify(t * 64 + j));
+  // [2, 4, T]: the T*h term has a coefficient 4 does not divide, bounded with it (h < 4).
+  const auto b = make_range(2, 4);
+  const UOpPtr index = t_var * b * 4 + t_var * g + t;
+  simplifies(index / (t_var * 4), b);
+  simplifies(index % (t_var * 4), simplify(t_var * g + t));
+  simplifies((t_var * g + t) / t_var, g);
+  // Not below the divisor for every value: t + 1 reaches T, j may reach 64 > T = 1, and a
+  // possibly negative term. Whatever they become, their values stay the integers'.
+  const UOpPtr over = t_var * g + t + 1, wide = t_var * g + j, neg = t_var * g + var("n", -1, 0);
+  for (const UOpPtr& e : {over / t_var, over % t_var, wide / t_var, wide % t_var, neg / t_var, neg % t_var}) {
+    INFO(to_text(e));
+    const UOpPtr s = simplify(e);
+    for (const int64_t tv : {1, 2, 5})
+      for (const int64_t gv : {0, 3})
+        for (const int64_t jv : {0, 63}) {
+          const int64_t rv = tv - 1, nv = -1;
+          const std::vector<std::pair<UOpPtr, int64_t>> at{
+              {t_var, tv}, {g, gv}, {t, rv}, {j, jv}, {var("n", -1, 0), nv}};
+          CHECK(value_at(s, at) == value_at(e, at));
+        }
+  }
+  CHECK(simplify(over / t_var) != g);
+}
+
 TEST_CASE("divmod: non-positive numerators fold through n/c = -((-n)/c)") {
   const auto x = var("x", 0, 5);
   simplifies((x * -4 - 3) / 4, x * -1);   // -(4x + 3)/4 = -x
