@@ -1,6 +1,7 @@
 // loom-dump as a user runs it: a child process per case, its stdout, stderr and
 // exit code captured. Flags reach it through the environment, read once at its
 // start, which is also how the unknown-flag warning and LOOM_LOG are tested.
+#include "tests/support/sanitizer_budget.hpp"
 #include "tools/examples.hpp"
 
 #include <doctest/doctest.h>
@@ -122,7 +123,8 @@ std::vector<std::string> check_full_dump(const std::string& dump) {
 }  // namespace
 
 TEST_CASE("every built-in example dumps every stage of every kernel, in pipeline order") {
-  for (const loom::tools::Example& e : loom::tools::examples()) {
+  // Each example is a loom-dump process: under the sanitizers, the first only.
+  for (const loom::tools::Example& e : loom::test::sanitizer_budget(loom::tools::examples())) {
     CAPTURE(e.name);
     const Run all = loom_dump({"--example", e.name});
     REQUIRE_MESSAGE(all.code == 0, all.err);
