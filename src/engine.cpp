@@ -499,16 +499,23 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   key.text(current_options(*flags).schedule);
   for (int64_t p : into) key.word(static_cast<uint64_t>(p + 1));
   // Over symbolic sizes the plan is made for the variables, not for this run's
-  // values (the key already counts a binding as its variable), and the run passes them.
-  const UnboundGraph unbound = sig.symbolic ? unbind_graph(sig.nodes, targets, "realize") : UnboundGraph{};
+  // values (the key already counts a binding as its variable), and the run passes
+  // them: only a miss rebuilds the graph without its bindings.
   std::shared_ptr<const Plan> plan = schedule_cache().find(key.key());
   const bool hit = plan != nullptr;
   count_schedule_cache(hit);
-  if (!hit) warn_unknown_disabled(*flags);
-  if (!hit)
-    plan = schedule_cache().insert(key.key(), build_plan(sig.symbolic ? unbound.targets : targets, sig, into,
-                                                         variables_of(unbound.values), *flags));
-  const RunValues values = numbers_of(unbound.values);
+  std::vector<VariableValue> bindings;
+  if (!hit) {
+    warn_unknown_disabled(*flags);
+    UnboundGraph unbound =
+        sig.symbolic ? unbind_graph(sig.nodes, targets, "realize") : UnboundGraph{targets, {}};
+    bindings = std::move(unbound.values);
+    plan = schedule_cache().insert(key.key(),
+                                   build_plan(unbound.targets, sig, into, variables_of(bindings), *flags));
+  } else if (sig.symbolic) {
+    bindings = graph_values(sig.nodes, "realize");
+  }
+  const RunValues values = numbers_of(bindings);
   run_plan(*plan, bind_plan(*plan, sig, values), values, pending, *flags);
   if (flags->debug >= 1)
     log().info("realize: {} kernel{}{} in {:.3f} ms (schedule cache {})", plan->kernels.size(),

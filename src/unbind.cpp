@@ -24,6 +24,13 @@ class Unbinder {
     return var;
   }
 
+  // Records the bindings in d's expression.
+  void collect(const Dim& d) {
+    if (d.is_symbolic())
+      for (const UOpPtr& n : toposort(d.expr()))
+        if (n->op == Op::BIND) unbind_leaf(n);
+  }
+
   Dim unbind(const Dim& d) {
     if (!d.is_symbolic()) return d;
     std::vector<std::pair<UOpPtr, UOpPtr>> swaps;
@@ -99,6 +106,16 @@ UnboundGraph unbind_graph(const std::vector<UOpPtr>& nodes, const std::vector<UO
   for (const UOpPtr& t : targets) out.targets.push_back(after(t));
   out.values = std::move(unbinder).values();
   return out;
+}
+
+std::vector<VariableValue> graph_values(const std::vector<UOpPtr>& nodes, std::string_view what) {
+  Unbinder unbinder(what);
+  for (const UOpPtr& n : nodes) {
+    if (n->op == Op::BIND) unbinder.unbind_leaf(n);
+    if (const Shape* sizes = std::get_if<Shape>(&n->arg))
+      for (const Dim& d : *sizes) unbinder.collect(d);
+  }
+  return std::move(unbinder).values();
 }
 
 std::vector<UOpPtr> variables_of(const std::vector<VariableValue>& values) {

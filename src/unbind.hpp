@@ -32,6 +32,10 @@ struct UnboundGraph {
 UnboundGraph unbind_graph(const std::vector<UOpPtr>& nodes, const std::vector<UOpPtr>& targets,
                           std::string_view what);
 
+// unbind_graph's values alone, without rebuilding the graph: what a run of a
+// cached plan needs.
+std::vector<VariableValue> graph_values(const std::vector<UOpPtr>& nodes, std::string_view what);
+
 // The variables of `values`, in order.
 std::vector<UOpPtr> variables_of(const std::vector<VariableValue>& values);
 // The values of `values`, in order.
