@@ -249,7 +249,8 @@ class Rangeifier {
         if (r->src.at(0)->op != Op::CONST) return false;
         covered *= static_cast<double>(r->src[0]->const_int());
       }
-    const double elements = std::accumulate(shape.begin(), shape.end(), 1.0, std::multiplies<>());
+    double elements = 1;  // a symbolic size at its upper bound
+    for (const Dim& d : shape) elements *= static_cast<double>(d.max());
     return covered >= times * elements;
   }
 

@@ -126,7 +126,9 @@ Index index_tracked() {
     idx.leaves.push_back(std::move(n));
   }
   for (auto& [buffer, graph] : behind) {
-    idx.behind[buffer.get()] = reshape_uop(graph, *buffer->shape());
+    // A graph over symbolic sizes realized into its run's numbers has no view in the buffer's
+    // shape (docs/symbolic.md): it is kept as it is, and a gradient reaching it is an error.
+    idx.behind[buffer.get()] = is_symbolic(*graph->shape()) ? graph : reshape_uop(graph, *buffer->shape());
     idx.behind_keys.push_back(buffer);
   }
   return idx;

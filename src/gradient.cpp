@@ -343,6 +343,16 @@ class Walk {
 
  private:
   Edge make_edge(const UOpPtr& u) {
+    if (auto b = behind_.find(u.get()); b != behind_.end() && is_symbolic(*b->second->shape()))
+      return Edge{
+          {b->second}, [graph = b->second](const UOpPtr&) -> Grads {
+            throw Error(fmt::format(
+                "backward: the gradient reaches a tensor of shape {} realized before backward(), whose "
+                "buffer holds that run's numbers: a gradient cannot pass a realized result of symbolic "
+                "shape yet; realize it after backward(), or read it through item()/to_vector() of a "
+                "detached copy (docs/symbolic.md)",
+                str(*graph->shape())));
+          }};
     if (auto b = behind_.find(u.get()); b != behind_.end())
       return Edge{{b->second}, [](const UOpPtr& g) -> Grads { return {g}; }};
     if (u->op == Op::DETACH || !u->dtype.is_float()) return {};

@@ -65,8 +65,8 @@ Tensor BatchNorm::forward(const Tensor& x) const {
 
   Tensor y;
   if (is_training() || !track_running_stats) {
-    const int64_t n = x.numel() / num_features;
-    if (is_training() && n <= 1)
+    const Dim n = detail::count(x.shape()) / num_features;  // symbolic over a batch of B rows
+    if (is_training() && n.value() <= 1)
       throw Error(fmt::format("{}: expected more than 1 value per channel when training, got input {}", op,
                               str(x.shape())));
     const Tensor mean = x.mean(axes, true);
@@ -79,8 +79,7 @@ Tensor BatchNorm::forward(const Tensor& x) const {
       // for a cumulative average.
       const Tensor factor =
           momentum ? Tensor::scalar(*momentum, x.dtype()) : num_batches_tracked.cast(x.dtype()).reciprocal();
-      const Tensor unbiased =
-          var.reshape({num_features}) * (static_cast<double>(n) / static_cast<double>(n - 1));
+      const Tensor unbiased = var.reshape({num_features}) * detail::size_ratio(n, n - 1, var.dtype());
       update_buffer(running_mean, factor * mean.reshape({num_features}) + (1 - factor) * running_mean);
       update_buffer(running_var, factor * unbiased + (1 - factor) * running_var);
     }

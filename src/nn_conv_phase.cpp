@@ -45,7 +45,8 @@ Tensor split_taps(const Tensor& w, const Axis& h, const Axis& v) {
 // x [N, C, H, W] padded, as phase images [N, C*Qh*Qw, oh + Mh - 1, ow + Mw - 1].
 Tensor phase_images(const Tensor& x, Size2d kernel, Size2d stride, Size2d padding, Size2d dilation) {
   const Shape& xs = x.shape();
-  const int64_t n = xs[0], c = xs[1];
+  const Dim n = xs[0];  // the batch may be symbolic
+  const int64_t c = xs[1];
   const Axis h{kernel.h, stride.h, dilation.h}, v{kernel.w, stride.w, dilation.w};
   // Rows oh + M - 1 of each phase: s times as many rows of the padded x, cut or padded with
   // zeros past its end (rows only the zero taps reach).
@@ -115,7 +116,8 @@ struct Columns {
 // window's (141 against 80; docs/performance.md).
 Tensor column_input(const Tensor& x, const Columns& c, int64_t pad_h, int64_t ow) {
   const Shape& xs = x.shape();
-  const int64_t n = xs[0], ch = xs[1] * c.s, h = xs[2], b = xs[3] / c.s;
+  const Dim n = xs[0];
+  const int64_t ch = xs[1] * c.s, h = xs[2], b = xs[3] / c.s;
   const Tensor images =
       x.reshape({n, xs[1], h, b, c.s}).permute({0, 1, 4, 2, 3}).contiguous().reshape({n, ch, h, b});
   const int64_t cols = ow + c.m() - 1, after = cols + c.lo() - b;
@@ -186,14 +188,16 @@ Tensor weight_grad_by_phase(const Tensor& x, const Tensor& grad, Size2d kernel, 
 Tensor input_grad_by_phase(const Tensor& grad, const Tensor& w, Size2d size, Size2d stride, Size2d padding,
                            Size2d dilation, int64_t groups) {
   const Shape &gs = grad.shape(), &ws = w.shape();
-  const int64_t n = gs[0], cout = gs[1], cg = ws[1], og = cout / groups, cin = cg * groups;
+  const Dim n = gs[0];
+  const int64_t cout = gs[1], cg = ws[1], og = cout / groups, cin = cg * groups;
   const Axis h{ws[2], stride.h, dilation.h}, v{ws[3], stride.w, dilation.w};
   const int64_t ra = ceil_div(padding.h + size.h, h.s), rb = ceil_div(padding.w + size.w, v.s);
   // dx_r[a] = sum over m of dy[a - m] w_r[m]: dy with M - 1 zero rows before and enough after
   // for A rows of windows (cut where dy runs past them: those rows reach beyond p + size), stored
   // so the correlation reads it without a bounds check per element.
-  std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0}), cut;
-  for (int64_t e : gs) cut.emplace_back(0, e);
+  std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0});
+  std::vector<std::pair<Dim, Dim>> cut;
+  for (const Dim& e : gs) cut.emplace_back(0, e);
   for (const auto& [a, ax, rows] : {std::tuple{2, h, ra}, std::tuple{3, v, rb}}) {
     const int64_t after = rows - gs[a];
     grow[a] = {ax.m() - 1, std::max<int64_t>(after, 0)};

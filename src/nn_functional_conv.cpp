@@ -57,7 +57,8 @@ namespace detail_conv {
 Tensor correlate(const Tensor& xp, const Tensor& w, const Tensor& b, Size2d stride, Size2d dilation,
                  int64_t groups, const char* op) {
   const Shape &xs = xp.shape(), &ws = w.shape();
-  const int64_t n = xs[0], cin = xs[1], cout = ws[0], kh = ws[2], kw = ws[3];
+  const Dim n = xs[0];  // the batch may be symbolic
+  const int64_t cin = xs[1], cout = ws[0], kh = ws[2], kw = ws[3];
   for (int a : {2, 3}) {
     const int64_t k = ws[a], d = a == 2 ? dilation.h : dilation.w;
     if (d * (k - 1) + 1 > xs[a])
@@ -86,8 +87,8 @@ Tensor correlate(const Tensor& xp, const Tensor& w, const Tensor& b, Size2d stri
 Tensor weight_grad(const Tensor& input, const Tensor& grad, int64_t kh, int64_t kw, Size2d stride,
                    Size2d padding, Size2d dilation, int64_t groups) {
   const Shape &xs = input.shape(), &gs = grad.shape();
-  const int64_t n = xs[0], cin = xs[1], cout = gs[1], oh = gs[2], ow = gs[3], cg = cin / groups,
-                og = cout / groups;
+  const Dim n = xs[0];  // the batch may be symbolic
+  const int64_t cin = xs[1], cout = gs[1], oh = gs[2], ow = gs[3], cg = cin / groups, og = cout / groups;
   const Tensor xp = input.pad({{0, 0}, {0, 0}, {padding.h, padding.h}, {padding.w, padding.w}});
   Tensor win = detail::sliding_windows(xp, {kh, kw}, {stride.h, stride.w}, {dilation.h, dilation.w});
   if (win.shape()[2] != oh || win.shape()[3] != ow)
@@ -242,8 +243,9 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2
   auto transposed = [&] {
     if (sz[0] > 1 || sz[1] > 1)
       return detail_conv::input_grad_by_phase(x, w, {out[0], out[1]}, stride, padding, dilation, groups);
-    std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0}), cut;
-    for (int64_t d : xs) cut.emplace_back(0, d);
+    std::vector<std::pair<int64_t, int64_t>> grow(4, {0, 0});
+    std::vector<std::pair<Dim, Dim>> cut;
+    for (const Dim& d : xs) cut.emplace_back(0, d);
     for (int a = 0; a < 2; ++a) {
       const int64_t lo = dl[a] * (ws[a + 2] - 1) - pd[a], hi = lo + opd[a];
       grow[a + 2] = {std::max<int64_t>(lo, 0), std::max<int64_t>(hi, 0)};

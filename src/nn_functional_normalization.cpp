@@ -51,7 +51,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   Shape channel(xs.size(), 1);
   channel[1] = xs[1];
   std::vector<int> axes;
-  int64_t n = 1;
+  Dim n = 1;  // symbolic over a batch of B rows
   for (size_t a = 0; a < xs.size(); ++a)
     if (a != 1) {
       axes.push_back(static_cast<int>(a));
@@ -66,7 +66,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   const Tensor xf = widened_half(x);
   Tensor mean, var;
   if (training) {
-    if (n <= 1)
+    if (n.value() <= 1)
       throw Error(
           fmt::format("batch_norm: training needs more than 1 value per channel, got input {}", str(xs)));
     mean = xf.mean(axes, true);
@@ -74,8 +74,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     if (running_mean.defined()) {
       NoGrad no_grad;
       const Tensor batch_mean = mean.detach().reshape({xs[1]});
-      const Tensor unbiased =
-          var.detach().reshape({xs[1]}) * (static_cast<double>(n) / static_cast<double>(n - 1));
+      const Tensor unbiased = var.detach().reshape({xs[1]}) * loom::detail::size_ratio(n, n - 1, var.dtype());
       running_mean.assign(
           rounded_as(widened_half(running_mean) * (1 - momentum) + batch_mean * momentum, running_mean));
       running_var.assign(

@@ -84,16 +84,18 @@ struct Draw {
   UOpPtr params;  // [key0, key1, offset, extra...]
 };
 
-UOpPtr param(const UOpPtr& params, int64_t i, int64_t n) {
+UOpPtr param(const UOpPtr& params, int64_t i, const Dim& n) {
   const UOpPtr one = UOp::make(Op::SHRINK, DType::Int64, {params}, Shape{i, i + 1});
   return expand_uop(one, {n});
 }
 
 thread_local uint64_t t_draws = 0;
 
-Draw draw(int64_t n, const std::vector<int64_t>& extra) {
+// A symbolic count (a batch of B rows) draws as many blocks as its bound value, and the
+// kernel serves every value: the offset is data.
+Draw draw(const Dim& n, const std::vector<int64_t>& extra) {
   ++t_draws;
-  const auto [seed, offset] = Generator::instance().reserve(n);
+  const auto [seed, offset] = Generator::instance().reserve(n.value());
   std::vector<int64_t> p{static_cast<int64_t>(seed & kWordMask), static_cast<int64_t>(seed >> 32),
                          static_cast<int64_t>(offset)};
   p.insert(p.end(), extra.begin(), extra.end());
@@ -172,7 +174,7 @@ void set_rng_state(const Tensor& state) {
 Tensor Tensor::rand(Shape shape, DType dtype) {
   check_float(dtype, "rand");
   check_shape(shape, "rand", dtype);
-  const int64_t n = count(shape);
+  const Dim n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
   if (dtype.is_half()) {  // a multiple of 2^-digits in Float32, so the cast is exact and below 1
     const int digits = dtype.scalar == Scalar::BFloat16 ? 8 : 11;
@@ -188,7 +190,7 @@ Tensor Tensor::rand(Shape shape, DType dtype) {
 Tensor Tensor::randn(Shape shape, DType dtype) {
   check_float(dtype, "randn");
   check_shape(shape, "randn", dtype);
-  const int64_t n = count(shape);
+  const Dim n = count(shape);
   if (n == 0) return zeros(std::move(shape), dtype);
   if (dtype.is_half())  // drawn in Float32, rounded once (as PyTorch's normal_ for halves)
     return make_tensor(
@@ -206,7 +208,7 @@ Tensor Tensor::randint(int64_t low, int64_t high, Shape shape) {
         fmt::format("randint: [{}, {}) does not fit the Int32 result (expected {} <= low < high <= {})", low,
                     high, kMin, kEnd));
   check_shape(shape, "randint", DType::Int32);
-  const int64_t n = count(shape);
+  const Dim n = count(shape);
   if (n == 0) return zeros(std::move(shape), DType::Int32);
   const Draw d = draw(n, {low, high - low});
   const UOpPtr value = param(d.params, 3, n) + below(d.block, param(d.params, 4, n));

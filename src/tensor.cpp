@@ -136,6 +136,41 @@ Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, DType dtype) {
   return make_tensor(cast_uop(i * exact(step) + exact(start), dtype));
 }
 
+Tensor Tensor::arange(const Dim& stop) { return arange(0, stop, 1, DType::Int32); }
+Tensor Tensor::arange(int64_t start, const Dim& stop, int64_t step) {
+  return arange(start, stop, step, DType::Int32);
+}
+
+// A symbolic stop: start, start + step, ... below stop for the bound value, the count an
+// expression over the variable. A positive step, and a stop at least start for every value
+// the variable may take, so the count is never negative.
+Tensor Tensor::arange(int64_t start, const Dim& stop, int64_t step, DType dtype) {
+  if (!stop.is_symbolic()) return arange(start, stop.value(), step, dtype);
+  if (step <= 0)
+    throw Error(fmt::format("arange: a symbolic stop {} takes a positive step, got {}", stop, step));
+  if (stop.min() < start)
+    throw Error(fmt::format("arange: the symbolic stop {} may be below start {} (its least value is {})",
+                            stop, start, stop.min()));
+  if (dtype.is_bool()) throw Error("arange: dtype Bool is not supported (expected a number dtype)");
+  // The widest the values get, checked as a numeric arange would check it.
+  (void)arange_count(start, stop.max(), step);
+  const int64_t last = stop.max() == start ? start : start + (stop.max() - start - 1) / step * step;
+  if (dtype == DType::Int32 &&
+      (start < std::numeric_limits<int32_t>::min() || last > std::numeric_limits<int32_t>::max()))
+    throw Error(fmt::format(
+        "arange: the values {} to {} (at {}'s largest value) leave the Int32 range; use DType::Int64", start,
+        last, stop));
+  if (dtype == DType::UInt8 && (start < 0 || last > 255))
+    throw Error(
+        fmt::format("arange: the values {} to {} (at {}'s largest value) leave the UInt8 range [0, 255]",
+                    start, last, stop));
+  const Dim n = (stop - start + (step - 1)) / step;
+  check_shape({n}, "arange", dtype);
+  auto exact = [&n](int64_t v) { return expand_uop(reshape_uop(const_int(DType::Int64, v), {1}), {n}); };
+  const UOpPtr i = UOp::make(Op::IOTA, DType::Int64, {}, Shape{n});
+  return make_tensor(cast_uop(i * exact(step) + exact(start), dtype));
+}
+
 // ---- properties ------------------------------------------------------------------------
 const detail::TensorNode& Tensor::checked(const char* op) const {
   if (!node_) throw Error(fmt::format("{}: the tensor is undefined (default-constructed)", op));

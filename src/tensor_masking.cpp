@@ -26,7 +26,7 @@ Tensor triangle(const Tensor& t, int64_t k, bool upper, const char* op) {
   const Shape& s = *x->shape();
   if (s.size() < 2)
     throw Error(fmt::format("{}: expected a tensor of at least 2 dimensions, got shape {}", op, str(s)));
-  const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  const Dim rows = s[s.size() - 2], cols = s[s.size() - 1];  // either may be symbolic
   const Tensor row = Tensor::arange(0, rows, 1, DType::Int64).reshape({rows, 1});
   const Tensor col = Tensor::arange(0, cols, 1, DType::Int64).reshape({1, cols});
   const Tensor diagonal = col - row;

@@ -139,6 +139,13 @@ inline Tensor size_scalar(const Dim& n, DType dt) {
   return n.is_symbolic() ? make_tensor(cast_uop(n.expr(), dt))
                          : Tensor::scalar(static_cast<double>(n.value()), dt);
 }
+// a / b as a scalar tensor of `dt`: for numbers the quotient rounded once, as before sizes
+// could be symbolic; for symbolic sizes the quotient of the two counts, computed per run.
+inline Tensor size_ratio(const Dim& a, const Dim& b, DType dt) {
+  if (!a.is_symbolic() && !b.is_symbolic())
+    return Tensor::scalar(static_cast<double>(a.value()) / static_cast<double>(b.value()), dt);
+  return size_scalar(a, dt) / size_scalar(b, dt);
+}
 
 // Halves compute in Float32 and round once (src/half_compute.hpp).
 inline Tensor unary_float(const Tensor& t, const char* op, auto build) {

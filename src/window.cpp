@@ -12,9 +12,10 @@ namespace loom::detail {
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::vector<std::pair<int64_t, int64_t>> full_bounds(const Shape& s) {
-  std::vector<std::pair<int64_t, int64_t>> b;
-  for (int64_t d : s) b.emplace_back(0, d);
+// The other axes may be symbolic (a batch of B rows): they are carried as Dims.
+std::vector<std::pair<Dim, Dim>> full_bounds(const Shape& s) {
+  std::vector<std::pair<Dim, Dim>> b;
+  for (const Dim& d : s) b.emplace_back(0, d);
   return b;
 }
 
@@ -29,7 +30,7 @@ Tensor window_axis(const Tensor& x, size_t a, int64_t k, int64_t s, int64_t d) {
     out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(a) + 1, in.end());
     return out;
   };
-  auto bounds = [&](std::vector<std::pair<int64_t, int64_t>> b, const Shape& of) {
+  auto bounds = [&](std::vector<std::pair<Dim, Dim>> b, const Shape& of) {
     auto all = full_bounds(of);
     for (size_t j = 0; j < b.size(); ++j) all[a + j] = b[j];
     return all;

@@ -41,6 +41,10 @@ class Tensor {
   static Tensor arange(int64_t stop);                                   // Int32
   static Tensor arange(int64_t start, int64_t stop, int64_t step = 1);  // Int32 (values must fit)
   static Tensor arange(int64_t start, int64_t stop, int64_t step, DType dtype);
+  // Up to a symbolic size (a bound variable, docs/symbolic.md): one kernel for every value.
+  static Tensor arange(const Dim& stop);                                   // Int32
+  static Tensor arange(int64_t start, const Dim& stop, int64_t step = 1);  // Int32
+  static Tensor arange(int64_t start, const Dim& stop, int64_t step, DType dtype);
   static Tensor eye(int64_t n, DType dtype = DType::Float32);
   static Tensor rand(Shape shape, DType dtype = DType::Float32);   // uniform [0, 1)
   static Tensor randn(Shape shape, DType dtype = DType::Float32);  // standard normal

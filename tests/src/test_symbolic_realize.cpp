@@ -15,6 +15,7 @@ using namespace loom;
 using loom::test::check_message;
 using loom::test::check_ref;
 using loom::test::error_of;
+using loom::test::values;
 
 namespace {
 
@@ -200,4 +201,57 @@ TEST_CASE("symbolic realize: Capture runs a step over symbolic sizes uncaptured,
     CHECK(step({base})[0].item<float>() == static_cast<float>(value * (value - 1) / 2));
   }
   CHECK_FALSE(step.captured({base}));
+}
+
+TEST_CASE("symbolic realize: creation ops take a bound variable, compiled once for every value") {
+  const Variable t("T", 1, 32);
+  uint64_t compiled = 0;
+  bool first = true;
+  for (const int n : {4, 9, 32, 1}) {
+    CAPTURE(n);
+    const Dim size = t.bind(n);
+    const auto before = counters();
+    // arange(T), arange(1, T, 3) and a causal mask over [T, T]: by hand.
+    std::vector<double> count, stepped, causal;
+    for (int i = 0; i < n; ++i) count.push_back(i);
+    for (int i = 1; i < n; i += 3) stepped.push_back(i);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) causal.push_back(j <= i ? 1.5 : 0.0);
+    CHECK(check_ref(Tensor::arange(size)) == count);
+    CHECK(check_ref(Tensor::arange(1, size, 3, DType::Float32)) == stepped);
+    CHECK(check_ref(Tensor::full({size, size}, 1.5).tril()) == causal);
+    CHECK(check_ref(Tensor::zeros({size, 2}) + Tensor::ones({2})) == std::vector<double>(2 * n, 1.0));
+    // rand over [T, 3] draws the numbers rand over [n, 3] draws.
+    manual_seed(5);
+    const std::vector<double> want = check_ref(Tensor::rand({n, 3}));
+    manual_seed(5);
+    CHECK(check_ref(Tensor::rand({size, 3})) == want);
+    if (!first)
+      compiled += counters().kernels_compiled + counters().kernels_loaded - before.kernels_compiled -
+                  before.kernels_loaded;
+    first = false;
+  }
+  // Only the numeric rand over [n, 3] compiles per n (one kernel each for n = 9, 32, 1).
+  CHECK(compiled <= 3);
+  check_message(error_of([&] { (void)Tensor::arange(25, t.bind(30), 1); }),
+                {"arange", "T=30", "below start 25"});
+  check_message(error_of([&] { (void)Tensor::arange(0, t.bind(5), -1); }),
+                {"arange", "T=5", "positive step"});
+}
+
+TEST_CASE(
+    "symbolic realize: a gradient through a result realized over symbolic sizes is an error, never wrong") {
+  const Variable b("B", 1, 8);
+  Tensor w = Tensor::ones({3}).requires_grad_();
+  const Tensor x = Tensor::ones({8, 3}).slice(0, 0, b.bind(4));
+  Tensor y = x * w * 2;  // [B=4, 3]
+  y.realize();           // comes back [4, 3], its graph kept for backward()
+  CHECK(y.shape() == Shape{4, 3});
+  check_message(error_of([&] { y.sum().backward(); }), {"backward", "B=4", "realized"});
+  // Realized after backward(), the graph gives the gradient: 2 per row, 4 rows.
+  w.zero_grad();
+  Tensor z = x * w * 2;
+  z.sum().backward();
+  CHECK(values(z) == std::vector<double>(12, 2.0));
+  CHECK(values(w.grad()) == std::vector<double>{8, 8, 8});
 }
