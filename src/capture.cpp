@@ -1,14 +1,17 @@
 #include <loom/capture.hpp>
 
+#include "codegen/codegen.hpp"
 #include "ir/flags.hpp"
 #include "ir/log.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/executor.hpp"
 #include "src/engine.hpp"
+#include "src/graph_key.hpp"
 #include "src/in_flight.hpp"
 #include "src/in_place.hpp"
 #include "src/random.hpp"
 #include "src/step_recording.hpp"
+#include "src/unbind.hpp"
 
 #include <loom/autocast.hpp>
 #include <loom/debug.hpp>
@@ -41,16 +44,26 @@ struct StepRecording {
     int64_t parallel_extent = 1;
     RunWork work;               // as the engine passes it: decides whether TBB shares the run
     std::vector<int64_t> vars;  // the kernel's variables (its offsets, src/offset_vars.hpp)
+    // The positions in `vars` of the graph's size variables, each with its DEFINE_VAR: every
+    // run passes the value of its binding.
+    std::vector<std::pair<uint32_t, UOpPtr>> run_vars;
   };
   struct Binding {
     std::weak_ptr<TensorNode> node;
     UOpPtr buffer;
     UOpPtr previous;  // the buffer an assign in the node wrote past (copy on write), or null
   };
-  bool with_kernels = true;  // false: only what the call leaves behind (allocated, bindings)
-  std::string symbolic;      // a variable of symbolic sizes a plan of the call bound, if any
+  bool with_kernels = true;       // false: only what the call leaves behind (allocated, bindings)
+  std::vector<UOpPtr> variables;  // the variables of symbolic sizes the call's plans took
   std::vector<Kernel> kernels;
   std::unordered_map<const void*, UOpPtr> allocated;  // storage -> BUFFER a plan allocated
+  // Storage a plan allocated -> the most bytes any buffer it holds needs, at every value of
+  // the variables (blocks are shared between dead intermediates, src/memory_plan.hpp).
+  std::unordered_map<const void*, int64_t> most_bytes;
+  // A BUFFER a plan allocated whose elements depend on the variables -> that count, and a
+  // result buffer whose view does -> that view (both over the unbound variables).
+  std::unordered_map<const UOp*, Dim> counts;
+  std::unordered_map<const UOp*, Shape> views;
   std::vector<Binding> bindings;
 };
 
@@ -65,18 +78,21 @@ const UOpPtr& base_buffer(const UOpPtr& u) {
 
 }  // namespace
 
-void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
+void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table, const RunValues& values,
                      const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags) {
   StepRecording* rec = t_recording;
   if (!rec) return;
-  if (!plan.variables.empty() && rec->symbolic.empty())
-    rec->symbolic = plan.variables.front()->get<VarArg>().name;
+  for (const UOpPtr& v : plan.variables)
+    if (std::find(rec->variables.begin(), rec->variables.end(), v) == rec->variables.end())
+      rec->variables.push_back(v);
   if (rec->with_kernels)
     for_each_item(
         plan,
         [&](const PlanKernel& pk) {
           StepRecording::Kernel k{
-              compile_kernel(pk.ast, pk.name, flags), {}, {}, false, pk.parallel_extent, {}, pk.vars};
+              compile_kernel(pk.ast, pk.name, flags), {}, {}, false, pk.parallel_extent, {}, pk.vars, {}};
+          for (const auto& [position, variable] : pk.run_vars)
+            k.run_vars.emplace_back(position, plan.variables.at(variable));
           for (uint32_t slot : pk.args) k.args.push_back(table[slot]);
           k.work = run_work(kernel_work(k.kernel->flops, kernel_bytes(pk, table)), target_of(flags));
           rec->kernels.push_back(std::move(k));
@@ -84,18 +100,28 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
         [&](const PlanCollective& c) {
           std::vector<UOpPtr> args{table[c.input], table[c.output]};  // then a bucket's pieces
           for (const BucketPiece& p : c.pieces) args.push_back(table[p.buffer]);
-          rec->kernels.push_back({nullptr, std::move(args), c, false, 1, {}, {}});
+          rec->kernels.push_back({nullptr, std::move(args), c, false, 1, {}, {}, {}});
         },
         [&](const PlanCollective& c) {
-          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, true, 1, {}, {}});
+          rec->kernels.push_back({nullptr, {table[c.input], table[c.output]}, c, true, 1, {}, {}, {}});
         });
-  for (size_t j = plan.inputs; j < table.size(); ++j)
-    rec->allocated.emplace(table[j]->storage().get(), table[j]);
+  for (size_t j = plan.inputs; j < table.size(); ++j) {
+    const void* storage = table[j]->storage().get();
+    rec->allocated.emplace(storage, table[j]);
+    const PlanBuffer& a = plan.allocations.at(j - plan.inputs);
+    int64_t& most = rec->most_bytes[storage];
+    most = std::max(most, a.size * a.dtype.itemsize());  // a symbolic count's upper bound
+    if (a.count.is_symbolic()) rec->counts.emplace(table[j].get(), a.count);
+  }
   for (size_t i = 0; i < pending.size(); ++i) {
     const UOpPtr& before = pending[i]->uop;
     const UOpPtr previous = before->op == Op::ASSIGN ? base_buffer(before->src[0]) : nullptr;
-    const UOpPtr result = plan_result(plan, table, i);
-    if (const UOpPtr& b = base_buffer(result)) rec->bindings.push_back({pending[i], b, previous});
+    const UOpPtr result = plan_result(plan, table, i, values);
+    const UOpPtr& b = base_buffer(result);
+    if (!b) continue;
+    rec->bindings.push_back({pending[i], b, previous});
+    if (const auto& view = plan.results.at(i).view; view && is_symbolic(*view))
+      rec->views.emplace(b.get(), *view);
   }
 }
 
@@ -103,18 +129,57 @@ void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
 
 namespace {
 using detail::base_buffer;
+using detail::RunValues;
 using detail::StepRecording;
 using detail::TensorNode;
 
-// Per argument: its dtype, the first argument sharing its buffer, its rank and extents.
+// Per argument: its dtype, the first argument sharing its buffer, its rank and extents
+// (for an argument of symbolic shape, its view's structure with each binding as its
+// variable: one signature for every value).
 using Signature = std::vector<int64_t>;
 
+// An argument's buffer: a BUFFER, a reshape of one, or a symbolic shrink of either (a
+// DataLoader's batch of B rows, a cache's first T rows), which the kernels index.
+const UOpPtr& arg_buffer(const UOpPtr& u) {
+  return u->op == Op::SHRINK && is_symbolic(*u->shape()) ? base_buffer(u->src[0]) : base_buffer(u);
+}
+
+// The arguments' symbolic sizes: their variables, sorted by name, and this call's values.
+struct ArgValues {
+  std::vector<UOpPtr> variables;
+  RunValues values;
+};
+
+ArgValues arg_values(const std::vector<Tensor>& args) {
+  std::vector<UOpPtr> views;
+  for (const auto& a : args)
+    if (is_symbolic(a.shape())) views.push_back(a.node()->uop);
+  if (views.empty()) return {};
+  const std::vector<detail::VariableValue> found =
+      detail::graph_values(detail::sign_graph(views).nodes, "Capture");
+  return {detail::variables_of(found), detail::numbers_of(found)};
+}
+
+// Sizes over the variables, bound to a replay's values.
+Dim bound(const Dim& d, const ArgValues& at) {
+  return d.is_symbolic() ? Dim(detail::bind_values(d, at.variables, at.values).value()) : d;
+}
+
 // How a recorded tensor viewed its buffer: the BUFFER itself, or a reshape of
-// it to `reshape`. Shapes only: a Program holds no buffer it does not own.
+// it to `reshape`, whose sizes may be over the variables (a batch of B rows),
+// bound to each replay's values. Shapes only: a Program holds no buffer it does not own.
 struct ViewShape {
   std::optional<Shape> reshape;
-  explicit ViewShape(const UOpPtr& view) {
-    if (view->op != Op::BUFFER) reshape = view->get<Shape>();
+  ViewShape(const UOpPtr& view, const StepRecording& rec) {
+    if (view->op == Op::BUFFER) return;
+    const auto over_variables = rec.views.find(base_buffer(view).get());
+    reshape = over_variables != rec.views.end() ? over_variables->second : view->get<Shape>();
+  }
+  std::optional<Shape> at(const ArgValues& values) const {
+    if (!reshape || !is_symbolic(*reshape)) return reshape;
+    Shape s = *reshape;
+    for (Dim& d : s) d = bound(d, values);
+    return s;
   }
 };
 
@@ -131,6 +196,7 @@ struct Program {
     int64_t parallel_extent = 1;
     RunWork work;
     std::vector<int64_t> vars;
+    std::vector<std::pair<uint32_t, uint32_t>> run_vars;  // (position in vars, index in `variables`)
   };
   struct Output {
     uint32_t slot;
@@ -164,14 +230,15 @@ struct Program {
     std::weak_ptr<TensorNode> grad_of;
   };
   size_t inputs = 0;
-  std::vector<State> states;  // slots [inputs, first_fresh())
+  std::vector<UOpPtr> variables;  // the arguments' size variables (ArgValues's order)
+  std::vector<State> states;      // slots [inputs, first_fresh())
   std::vector<Computed> computed;
   // A slot each replay writes anew: its buffer's dtype and size, and the view
   // the last replay handed out there, which the next one writes again when
   // nothing but the Program still holds it (no allocation, no new node).
   struct Fresh {
     DType dtype;
-    int64_t size;
+    Dim count;  // elements, over the variables when they depend on them
     UOpPtr spare;
   };
   std::vector<Fresh> fresh;
@@ -187,7 +254,8 @@ struct Program {
   };
   std::vector<Kept> kept;
   // Kept slots the recorded call allocated and only its kernels use (dead
-  // intermediates): loom::empty_cache() drops them, the next replay allocates them.
+  // intermediates): loom::empty_cache() drops them, the next replay allocates them,
+  // as large as the most any buffer sharing them needs at any value of the variables.
   struct Scratch {
     size_t kept;
     DType dtype;
@@ -222,27 +290,39 @@ Signature signature_of(const std::vector<Tensor>& args) {
   const std::optional<DType> autocast = autocast_dtype();
   Signature sig{autocast ? static_cast<int64_t>(autocast->scalar) : -1};
   for (size_t i = 0; i < args.size(); ++i) {
-    const void* mem = base_buffer(args[i].node()->uop)->storage().get();
+    const void* mem = arg_buffer(args[i].node()->uop)->storage().get();
     size_t alias = i;
     for (size_t j = 0; j < i; ++j)
-      if (base_buffer(args[j].node()->uop)->storage().get() == mem) {
+      if (arg_buffer(args[j].node()->uop)->storage().get() == mem) {
         alias = j;
         break;
       }
     sig.push_back(static_cast<int64_t>(args[i].dtype().scalar));
     sig.push_back(static_cast<int64_t>(alias));
     sig.push_back(args[i].ndim());
+    if (is_symbolic(args[i].shape())) {  // the view's key counts a binding as its variable
+      const detail::GraphKey key = detail::sign_graph({args[i].node()->uop}).key;
+      sig.push_back(-1);
+      sig.push_back(static_cast<int64_t>(key.a));
+      sig.push_back(static_cast<int64_t>(key.b));
+      continue;
+    }
     for (int64_t d : args[i].shape()) sig.push_back(d);
   }
   return sig;
 }
 
-// Realized, contiguous arguments: each a BUFFER or a reshape of one.
+// Realized, contiguous arguments: each a BUFFER or a reshape of one, or a symbolic shrink
+// of either, kept as it is: the replays take their sizes from its bindings.
 std::vector<Tensor> bindable(const std::vector<Tensor>& args) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) throw Error("Capture: argument " + std::to_string(i) + " is an undefined tensor");
     Tensor t = args[i];
+    if (arg_buffer(t.node()->uop)) {
+      out.push_back(std::move(t));
+      continue;
+    }
     t.realize();
     if (!base_buffer(t.node()->uop)) t = t.contiguous().realize();
     out.push_back(std::move(t));
@@ -317,7 +397,7 @@ bool carries_host_state(const std::vector<UOpPtr>& kept, const std::vector<LeftB
 // assign (it reads what the call before it left behind). `arg_memory` is the
 // arguments' memory as the call began.
 std::optional<Program> compile_program(const StepRecording& rec, const std::vector<const void*>& arg_memory,
-                                       const std::vector<Tensor>& results,
+                                       const ArgValues& at, const std::vector<Tensor>& results,
                                        const std::vector<LeftBehind>& before, int64_t first_buffer_id) {
   std::vector<Rebound> rebound, computed;
   std::vector<int64_t> argument_of;  // per rebound tensor: the argument it is, or -1
@@ -330,19 +410,24 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
   }
   Program p;
   p.inputs = arg_memory.size();
+  p.variables = at.variables;
   std::unordered_map<const void*, uint32_t> slot_of;  // storage -> table slot
   for (size_t i = 0; i < arg_memory.size(); ++i) slot_of.emplace(arg_memory[i], static_cast<uint32_t>(i));
   for (size_t i = 0; i < rebound.size(); ++i) {
     const Rebound& r = rebound[i];
     const auto own = static_cast<uint32_t>(p.inputs + p.states.size());
     slot_of.emplace(r.previous->storage().get(), own);
-    p.states.push_back({r.node, ViewShape(r.node->uop), own, r.previous->dtype,
+    p.states.push_back({r.node, ViewShape(r.node->uop, rec), own, r.previous->dtype,
                         r.previous->get<std::vector<int64_t>>().at(1), argument_of[i]});
   }
   auto add_fresh = [&](const UOpPtr& b) {
     const auto [it, added] =
         slot_of.emplace(b->storage().get(), static_cast<uint32_t>(p.first_fresh() + p.fresh.size()));
-    if (added) p.fresh.push_back({b->dtype, b->get<std::vector<int64_t>>().at(1), nullptr});
+    if (!added) return it->second;
+    const auto count = rec.counts.find(b.get());
+    p.fresh.push_back({b->dtype,
+                       count != rec.counts.end() ? count->second : Dim(b->get<std::vector<int64_t>>().at(1)),
+                       nullptr});
     return it->second;
   };
   for (size_t i = 0; i < rebound.size(); ++i)
@@ -351,7 +436,7 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     std::shared_ptr<TensorNode> grad_of;
     for (const auto& s : rebound)
       if (s.node->grad.defined() && s.node->grad.node() == r.node) grad_of = s.node;
-    p.computed.push_back({r.node, add_fresh(r.buffer), ViewShape(r.node->uop), grad_of});
+    p.computed.push_back({r.node, add_fresh(r.buffer), ViewShape(r.node->uop, rec), grad_of});
   }
   for (const auto& r : results) {
     const UOpPtr& b = base_buffer(r.node()->uop);
@@ -365,18 +450,25 @@ std::optional<Program> compile_program(const StepRecording& rec, const std::vect
     return it->second;
   };
   for (const auto& k : rec.kernels) {
-    Program::Kernel pk{k.kernel, {}, k.collective, k.wait, k.parallel_extent, k.work, k.vars};
+    Program::Kernel pk{k.kernel, {}, k.collective, k.wait, k.parallel_extent, k.work, k.vars, {}};
+    for (const auto& [position, variable] : k.run_vars) {  // record() checked the arguments bind each
+      const auto index = std::find(p.variables.begin(), p.variables.end(), variable) - p.variables.begin();
+      pk.run_vars.emplace_back(position, static_cast<uint32_t>(index));
+    }
     for (const auto& b : k.args) pk.slots.push_back(slot(b));
     p.kernels.push_back(std::move(pk));
   }
   for (const auto& r : results)
-    p.outputs.push_back({slot(base_buffer(r.node()->uop)), ViewShape(r.node()->uop)});
+    p.outputs.push_back({slot(base_buffer(r.node()->uop)), ViewShape(r.node()->uop, rec)});
   if (carries_host_state(kept, before)) return std::nullopt;
   for (const auto& b : kept) {
     const int64_t id = b->get<std::vector<int64_t>>().at(0);
     if (rec.allocated.count(b->storage().get())) {
-      p.scratch.push_back({p.kept.size(), b->dtype, b->get<std::vector<int64_t>>().at(1)});
-      p.kept.push_back({b, {}, false, false});
+      const int64_t bytes = rec.most_bytes.at(b->storage().get()), item = b->dtype.itemsize();
+      p.scratch.push_back({p.kept.size(), b->dtype, (bytes + item - 1) / item});
+      // Allocated for the recorded values: a replay of larger ones allocates it anew.
+      const bool fits = static_cast<const Buffer*>(b->storage().get())->bytes() >= static_cast<size_t>(bytes);
+      p.kept.push_back({fits ? b : nullptr, {}, false, false});
     } else if (id >= first_buffer_id) {  // data the call uploaded: the same on every call
       p.kept.push_back({b, {}, false, false});
     } else {
@@ -394,7 +486,7 @@ void realize_results(std::vector<Tensor>& results, const std::vector<Tensor>& ar
       throw Error("Capture: result " + std::to_string(i) + " is an undefined tensor");
   std::vector<Tensor> all = results;
   for (const auto& a : args)
-    if (!base_buffer(a.node()->uop)) all.push_back(a);
+    if (!arg_buffer(a.node()->uop)) all.push_back(a);
   realize(all);
   for (auto& r : results)
     if (!base_buffer(r.node()->uop)) r = r.contiguous().realize();
@@ -441,21 +533,26 @@ struct Capture::Impl {
     return results;
   }
 
-  std::vector<Tensor> record(const std::vector<Tensor>& args, SignatureState& state) {
+  std::vector<Tensor> record(const std::vector<Tensor>& args, const ArgValues& at, SignatureState& state) {
     // Memory, not BUFFER nodes: holding an argument's node would make an assign into it copy.
     std::vector<const void*> arg_memory;
-    for (const auto& a : args) arg_memory.push_back(base_buffer(a.node()->uop)->storage().get());
+    for (const auto& a : args) arg_memory.push_back(arg_buffer(a.node()->uop)->storage().get());
     const int64_t first_buffer_id = UOp::next_buffer_id();  // buffers made from here on are the call's
     StepRecording rec;
     const uint64_t draws_before = detail::thread_random_draws();
     std::vector<Tensor> results = run_recorded(args, rec);
     // A draw's seed and counter are data the call uploaded: a replay would repeat its numbers.
     const bool drew = detail::thread_random_draws() != draws_before;
-    // So are the values of symbolic sizes (docs/symbolic.md): a replay would run the recorded ones.
-    const bool symbolic = !rec.symbolic.empty();
-    std::optional<Program> program =
-        drew || symbolic ? std::nullopt
-                         : compile_program(rec, arg_memory, results, state.left_by_first, first_buffer_id);
+    // A replay takes the values of symbolic sizes from the arguments' bindings (docs/symbolic.md):
+    // a variable the step binds itself would keep its recorded value.
+    std::string unbound;
+    for (const UOpPtr& v : rec.variables)
+      if (unbound.empty() && std::find(at.variables.begin(), at.variables.end(), v) == at.variables.end())
+        unbound = v->get<VarArg>().name;
+    const bool symbolic = !unbound.empty();
+    std::optional<Program> program = drew || symbolic ? std::nullopt
+                                                      : compile_program(rec, arg_memory, at, results,
+                                                                        state.left_by_first, first_buffer_id);
     state.left_by_first.clear();
     {
       std::lock_guard lock(mu);
@@ -470,9 +567,10 @@ struct Capture::Impl {
           state.program->outputs.size(), state.program->computed.size(), state.program->kept.size());
     if (symbolic)
       log().warn(
-          "Capture: the step computes over symbolic sizes (variable '{}'): a replay would run the recorded "
-          "values; it runs uncaptured on every call, its kernels compiled once (docs/symbolic.md)",
-          rec.symbolic);
+          "Capture: the step binds variable '{}' itself, not through an argument's shape: a replay would run "
+          "the recorded value; it runs uncaptured on every call, its kernels compiled once "
+          "(docs/symbolic.md)",
+          unbound);
     else if (drew)
       log().warn(
           "Capture: the step draws random numbers (rand, randn, randint, dropout in training): a replay "
@@ -486,27 +584,30 @@ struct Capture::Impl {
 
   // The replay's results, or nullopt with `why` when the recording went stale
   // (a tensor it binds is gone or changed): nothing has run then.
-  std::optional<std::vector<Tensor>> replay(const std::vector<Tensor>& args, Program& p,
+  std::optional<std::vector<Tensor>> replay(const std::vector<Tensor>& args, const ArgValues& at, Program& p,
                                             std::string& why) const;
   const std::optional<Program>* program_for(const std::vector<Tensor>& args) const;
 };
 
 namespace {
 // `view`'s buffer in the shape `recorded` had: `view` itself when it has it.
-UOpPtr like(const ViewShape& recorded, const UOpPtr& view) {
+// Symbolic sizes in `recorded` take the replay's values `at`.
+UOpPtr like(const ViewShape& recorded, const UOpPtr& view, const ArgValues& at = {}) {
   const UOpPtr& b = base_buffer(view);
-  if (!recorded.reshape) return b;
-  if (view->op == Op::RESHAPE && view->get<Shape>() == *recorded.reshape) return view;
-  return UOp::make(Op::RESHAPE, b->dtype, {b}, *recorded.reshape);
+  const std::optional<Shape> shape = recorded.at(at);
+  if (!shape) return b;
+  if (view->op == Op::RESHAPE && view->get<Shape>() == *shape) return view;
+  return UOp::make(Op::RESHAPE, b->dtype, {b}, *shape);
 }
 
 // `view` (a BUFFER or a reshape of one) when nothing but `holders` references
 // can read it and its buffer fits the slot: a replay may overwrite it.
-bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& slot) {
+// `size`: the slot's elements in this replay.
+bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& slot, int64_t size) {
   if (!view || view.use_count() != holders) return false;
   const UOpPtr& b = base_buffer(view);
   return b && (view == b || b.use_count() == 1) && b->dtype == slot.dtype &&
-         b->get<std::vector<int64_t>>().at(1) == slot.size;
+         b->get<std::vector<int64_t>>().at(1) == size;
 }
 
 // The node a state binds, holding a buffer that fits it (realized first if the
@@ -542,27 +643,31 @@ void copy_if_shared(TensorNode& node, const Program::State& s) {
 
 // Per fresh slot, the view a replay writes: a tensor's own buffer when only
 // it can read it (a gradient nobody kept), the slot's spare, else a new buffer.
-std::vector<UOpPtr> fresh_views(const Program& p) {
+std::vector<UOpPtr> fresh_views(const Program& p, const ArgValues& at) {
+  std::vector<int64_t> sizes;  // each slot's elements in this replay
+  for (const auto& slot : p.fresh) sizes.push_back(bound(slot.count, at).value());
   std::vector<UOpPtr> views(p.fresh.size());
   for (const auto& c : p.computed) {
     const auto node = c.node.lock();
     const auto leaf = c.grad_of.lock();
     if (!node || (leaf && leaf->grad.node() != node)) continue;  // not the gradient now: keeps its value
     UOpPtr& v = views[c.slot - p.first_fresh()];
-    if (!v && free_to_overwrite(node->uop, 1, p.fresh[c.slot - p.first_fresh()])) v = node->uop;
+    const size_t f = c.slot - p.first_fresh();
+    if (!v && free_to_overwrite(node->uop, 1, p.fresh[f], sizes[f])) v = node->uop;
   }
   for (size_t f = 0; f < p.fresh.size(); ++f) {
     const Program::Fresh& slot = p.fresh[f];
     if (!views[f])
-      views[f] = free_to_overwrite(slot.spare, 1, slot)
+      views[f] = free_to_overwrite(slot.spare, 1, slot, sizes[f])
                      ? slot.spare
-                     : detail::allocate_buffer(slot.dtype, slot.size, false);
+                     : detail::allocate_buffer(slot.dtype, sizes[f], false);
   }
   return views;
 }
 
-void run_kernels(const Program& p, const std::vector<void*>& table) {
+void run_kernels(const Program& p, const std::vector<void*>& table, const ArgValues& at) {
   std::vector<void*> bufs;
+  std::vector<int64_t> vars;
   const bool timed = flags()->debug >= 2;
   detail::InFlight travelling;
   for (const auto& k : p.kernels) {
@@ -579,12 +684,15 @@ void run_kernels(const Program& p, const std::vector<void*>& table) {
     travelling.progress();
     bufs.clear();
     for (uint32_t s : k.slots) bufs.push_back(table[s]);
+    vars = k.vars;  // the size variables take this replay's values, and so does the parallel extent
+    for (const auto& [position, variable] : k.run_vars) vars[position] = at.values.at(variable);
+    const int64_t extent = k.run_vars.empty() ? k.parallel_extent : parallel_extent(k.kernel->extent, vars);
     if (!timed) {
-      run_kernel(k.kernel->fn, bufs, k.vars, k.parallel_extent, {}, k.work);
+      run_kernel(k.kernel->fn, bufs, vars, extent, {}, k.work);
       continue;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    run_kernel(k.kernel->fn, bufs, k.vars, k.parallel_extent, {}, k.work);
+    run_kernel(k.kernel->fn, bufs, vars, extent, {}, k.work);
     log().info("  {} {:.3f} ms (replayed)", k.kernel->name,
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -597,14 +705,16 @@ void Capture::Impl::release_spares() {
     if (!state.program) continue;
     Program& p = *state.program;
     for (auto& slot : p.fresh)
-      if (free_to_overwrite(slot.spare, 1, slot)) slot.spare = nullptr;
+      if (slot.spare &&
+          free_to_overwrite(slot.spare, 1, slot, base_buffer(slot.spare)->get<std::vector<int64_t>>().at(1)))
+        slot.spare = nullptr;
     for (const auto& s : p.scratch)
       if (p.kept[s.kept].held.use_count() == 1) p.kept[s.kept].held = nullptr;
   }
 }
 
-std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tensor>& args, Program& p,
-                                                         std::string& why) const {
+std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tensor>& args, const ArgValues& at,
+                                                         Program& p, std::string& why) const {
   // Everything is bound and checked before anything runs: a stale recording changes nothing.
   std::vector<std::shared_ptr<TensorNode>> nodes;
   for (const auto& s : p.states) {
@@ -636,14 +746,14 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
     if (p.states[i].out_slot == p.inputs + i) copy_if_shared(*nodes[i], p.states[i]);
   for (const auto& s : p.scratch)
     if (!kept[s.kept]) kept[s.kept] = p.kept[s.kept].held = detail::allocate_buffer(s.dtype, s.size, false);
-  const std::vector<UOpPtr> fresh = fresh_views(p);
+  const std::vector<UOpPtr> fresh = fresh_views(p, at);
   std::vector<void*> table;
   table.reserve(p.first_kept() + p.kept.size());
-  for (const auto& a : args) table.push_back(detail::buffer_data(base_buffer(a.node()->uop)));
+  for (const auto& a : args) table.push_back(detail::buffer_data(arg_buffer(a.node()->uop)));
   for (const auto& n : nodes) table.push_back(detail::buffer_data(base_buffer(n->uop)));
   for (const auto& v : fresh) table.push_back(detail::buffer_data(base_buffer(v)));
   for (const auto& b : kept) table.push_back(detail::buffer_data(b));
-  run_kernels(p, table);
+  run_kernels(p, table, at);
   // Each copied state's old buffer is its out slot's spare: the next replay writes there.
   for (size_t i = 0; i < p.states.size(); ++i) {
     const Program::State& s = p.states[i];
@@ -653,7 +763,7 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
   }
   for (const auto& c : p.computed) {
     const auto node = c.node.lock();
-    UOpPtr view = like(c.recorded, fresh[c.slot - p.first_fresh()]);
+    UOpPtr view = like(c.recorded, fresh[c.slot - p.first_fresh()], at);
     if (const auto leaf = c.grad_of.lock(); leaf && (!node || leaf->grad.node() != node))
       leaf->grad = Tensor(std::make_shared<TensorNode>(std::move(view)));
     else if (node)
@@ -663,13 +773,13 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
   for (const auto& o : p.outputs) {
     UOpPtr view;
     if (o.slot < p.inputs)
-      view = like(o.recorded, base_buffer(args[o.slot].node()->uop));
+      view = like(o.recorded, base_buffer(args[o.slot].node()->uop), at);
     else if (o.slot < p.first_fresh())
       view = like(o.recorded, nodes[o.slot - p.inputs]->uop);
     else if (o.slot < p.first_kept())
-      view = p.fresh[o.slot - p.first_fresh()].spare = like(o.recorded, fresh[o.slot - p.first_fresh()]);
+      view = p.fresh[o.slot - p.first_fresh()].spare = like(o.recorded, fresh[o.slot - p.first_fresh()], at);
     else
-      view = like(o.recorded, kept[o.slot - p.first_kept()]);
+      view = like(o.recorded, kept[o.slot - p.first_kept()], at);
     out.push_back(Tensor(std::make_shared<TensorNode>(std::move(view))));
   }
   detail::count_capture_replay();
@@ -687,6 +797,7 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
   // Under LOOM_CHECK_BOUNDS every call runs the function: a replay binds raw
   // memory, and only realize's kernels check their indices.
   if (!flags()->check_bounds) {
+    const ArgValues at = arg_values(bound);
     SignatureState* state = nullptr;
     bool stale = false;
     {
@@ -695,7 +806,7 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
       ++state->calls;
       if (state->program) {
         std::string why;
-        if (auto out = impl_->replay(bound, *state->program, why)) return std::move(*out);
+        if (auto out = impl_->replay(bound, at, *state->program, why)) return std::move(*out);
         state->program.reset();
         stale = true;
         ++state->dropped;
@@ -705,14 +816,14 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
               state->dropped < kMaxDropped ? "this call records again" : "the signature now runs uncaptured");
       }
     }
-    if (stale && state->dropped < kMaxDropped) return impl_->record(bound, *state);
+    if (stale && state->dropped < kMaxDropped) return impl_->record(bound, at, *state);
     if (stale)
       log().warn(
           "Capture: recordings of one signature went stale {} times (tensors it binds are replaced or moved "
           "between calls); it runs uncaptured from now on (docs/api.md, Capture)",
           state->dropped);
     if (state->calls == 1) return impl_->first_call(bound, *state);
-    if (state->calls == 2) return impl_->record(bound, *state);
+    if (state->calls == 2) return impl_->record(bound, at, *state);
   }
   std::vector<Tensor> results = impl_->step(bound);
   realize_results(results, bound);

@@ -215,7 +215,7 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table, const RunValue
         travelling.start(c, buffer_data(table[c.input]), buffer_data(table[c.output]), pieces, flags.debug);
       },
       [&](const PlanCollective& c) { travelling.wait(c); });
-  record_plan_run(plan, table, pending, flags);  // before the nodes change: it reads their assigns
+  record_plan_run(plan, table, values, pending, flags);  // before the nodes change: it reads their assigns
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i, values);
     retire_if_written_past(pending[i]->uop, result);

@@ -13,7 +13,8 @@ namespace loom::detail {
 
 // Called by the engine after running `plan` over `table`, before pointing
 // `pending[i]` at target i's result. A no-op unless a recording is active.
-void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table,
+// `values` are the run's values of the plan's variables (Plan::variables).
+void record_plan_run(const Plan& plan, const std::vector<UOpPtr>& table, const std::vector<int64_t>& values,
                      const std::vector<std::shared_ptr<TensorNode>>& pending, const Flags& flags);
 
 }  // namespace loom::detail

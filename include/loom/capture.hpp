@@ -23,15 +23,15 @@ namespace loom {
 // wherever calls of other signatures, run or replayed in any order, moved it.
 // Tensors the call only read are read in their recorded buffers while those
 // live and no assign has moved the tensor off them. Arguments are realized
-// (and made contiguous) first. A recording that can no longer replay exactly
-// (a tensor it binds is gone, changed size or moved) is dropped and the call
-// records again; a signature whose recordings keep going stale runs the
-// function on every call. State carried from one call to the next must live
-// in tensors the function updates with assign() (as an optimiser updates
-// parameters); a recording that reads what the call before it left in a
-// rebound C++ variable cannot replay, and the function then simply runs on
-// every call. captured() says which, LOOM_DEBUG=1 logs why. Not thread-safe:
-// one Capture is called from one thread at a time.
+// (and made contiguous) first, except a slice of symbolic size of a buffer (a
+// batch of B rows, a cache's first T rows): it is bound in place, its signature
+// counts each binding as its variable, and a replay runs with its values. A recording that can no longer
+// replay exactly (a tensor it binds is gone, changed size or moved) is dropped and the call records again; a
+// signature whose recordings keep going stale runs the function on every call. State carried from one call to
+// the next must live in tensors the function updates with assign() (as an optimiser updates parameters); a
+// recording that reads what the call before it left in a rebound C++ variable cannot replay, and the function
+// then simply runs on every call. captured() says which, LOOM_DEBUG=1 logs why. Not thread-safe: one Capture
+// is called from one thread at a time.
 class Capture {
  public:
   using Step = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -240,6 +240,110 @@ TEST_CASE("symbolic realize: creation ops take a bound variable, compiled once f
 }
 
 TEST_CASE(
+    "symbolic realize: Capture records a step over a batch of B rows once and replays every batch size") {
+  // A two-layer regression trained with Adam over 300 rows in batches of 64 (the last of 44):
+  // captured, with the batch a bound variable, against the same loop uncaptured.
+  const int64_t rows = 300, features = 6, batch = 64;
+  std::vector<float> x(rows * features), y(rows * 2);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < features; ++j)
+      x[i * features + j] = static_cast<float>((i * 5 + j * 11) % 19) / 19.0f - 0.5f;
+    y[i * 2] = x[i * features] * 2 - x[i * features + 3];
+    y[i * 2 + 1] = x[i * features + 1] * x[i * features + 2];
+  }
+  const Tensor xs = Tensor::from_vector(x, {rows, features}), ys = Tensor::from_vector(y, {rows, 2});
+  const Variable b("B", 1, batch);
+  std::vector<std::vector<float>> losses(2);
+  for (const bool captured : {false, true}) {
+    CAPTURE(captured);
+    manual_seed(4);
+    nn::Linear fc1(features, 16), fc2(16, 2);
+    std::vector<Tensor> params = fc1.parameters();
+    for (const Tensor& p : fc2.parameters()) params.push_back(p);
+    optim::Adam opt(params, 1e-2);
+    Capture step([&](const std::vector<Tensor>& data) {
+      opt.zero_grad();
+      const Tensor err = fc2(fc1(data[0]).relu()) - data[1];
+      const Tensor loss = (err * err).mean();
+      loss.backward();
+      opt.step();
+      return std::vector<Tensor>{loss};
+    });
+    data::DataLoader loader({xs, ys}, batch);
+    loader.set_batch_variable(b);
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      int64_t seen = 0;
+      while (auto data = loader.next()) {
+        const int64_t n = (*data)[0].shape()[0].value();
+        const auto before = counters();
+        const Tensor loss = captured ? step(*data)[0] : [&] {
+          opt.zero_grad();
+          const Tensor err = fc2(fc1((*data)[0]).relu()) - (*data)[1];
+          const Tensor l = (err * err).mean();
+          l.backward();
+          opt.step();
+          return l;
+        }();
+        losses[captured].push_back(loss.item<float>());
+        // Two calls of the one signature (the first runs, the second records): every later
+        // call replays, whatever its batch size, and builds, schedules and compiles nothing.
+        if (captured && (epoch > 0 || seen >= 2 * batch)) {
+          CHECK(counters().capture_replays == before.capture_replays + 1);
+          CHECK(counters().schedule_cache_misses == before.schedule_cache_misses);
+          CHECK(counters().kernels_compiled + counters().kernels_loaded ==
+                before.kernels_compiled + before.kernels_loaded);
+        }
+        seen += n;
+      }
+      CHECK(seen == rows);
+    }
+  }
+  REQUIRE(losses[0].size() == losses[1].size());
+  for (size_t i = 0; i < losses[0].size(); ++i) {
+    CAPTURE(i);
+    CHECK(losses[1][i] == doctest::Approx(losses[0][i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE(
+    "symbolic realize: Capture replays attention over cache[:, :, :T] with each T, results of shape T "
+    "included") {
+  const int64_t heads = 2, rows = 40, d = 8;
+  const Variable t("T", 1, rows);
+  manual_seed(9);
+  Tensor k_cache = Tensor::randn({heads, rows, d}), v_cache = Tensor::randn({heads, rows, d});
+  Tensor q = Tensor::randn({heads, 1, d});
+  k_cache.realize();
+  v_cache.realize();
+  q.realize();
+  auto attend = [](const std::vector<Tensor>& a) {
+    const Tensor p = (a[0].matmul(a[1].transpose(1, 2)) * 0.25).softmax(-1);  // [heads, 1, T]
+    return std::vector<Tensor>{p.matmul(a[2]), p};
+  };
+  Capture step(attend);
+  int call = 0;
+  for (const int n : {5, 12, 1, 40, 7, 12}) {
+    CAPTURE(n);
+    const std::vector<Tensor> args{q, k_cache.slice(1, 0, t.bind(n)), v_cache.slice(1, 0, t.bind(n))};
+    const std::vector<Tensor> want = attend(args);
+    const std::vector<double> out = values(want[0]), probs = values(want[1]);
+    const auto before = counters();
+    const std::vector<Tensor> got = step(args);
+    CHECK(got[1].shape() == Shape{heads, 1, n});
+    const std::vector<double> got_out = values(got[0]), got_probs = values(got[1]);
+    REQUIRE(got_probs.size() == probs.size());
+    for (size_t i = 0; i < out.size(); ++i) CHECK(got_out[i] == doctest::Approx(out[i]).epsilon(1e-6));
+    for (size_t i = 0; i < probs.size(); ++i) CHECK(got_probs[i] == doctest::Approx(probs[i]).epsilon(1e-6));
+    if (++call > 2) {  // from the third call on: a replay
+      CHECK(counters().capture_replays == before.capture_replays + 1);
+      CHECK(counters().kernels_compiled + counters().kernels_loaded ==
+            before.kernels_compiled + before.kernels_loaded);
+    }
+  }
+  CHECK(step.captured({q, k_cache.slice(1, 0, t.bind(3)), v_cache.slice(1, 0, t.bind(3))}));
+}
+
+TEST_CASE(
     "symbolic realize: a gradient through a result realized over symbolic sizes is an error, never wrong") {
   const Variable b("B", 1, 8);
   Tensor w = Tensor::ones({3}).requires_grad_();
