@@ -80,10 +80,6 @@ std::optional<Contraction> float_sum(const UOpPtr& kernel) {
   return c;
 }
 
-bool all_constant(const std::vector<UOpPtr>& ranges) {
-  return std::all_of(ranges.begin(), ranges.end(), [](const UOpPtr& r) { return trip(r).has_value(); });
-}
-
 // The most terms the sum adds per output: the product of its ranges' trip bounds.
 int64_t sum_bound(const Contraction& c) {
   int64_t n = 1;
@@ -149,7 +145,8 @@ std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) 
 // matmul_axes, or with `one_row` the axes of a sum with no row axis (rows null): i the
 // innermost output range a uses and b does not, row_panels the next such range out.
 // A matmul's or GEMV's rows, columns, batch and sum may be symbolic: its tile pads the
-// rows and the columns and runs the sum's loop as it is; b's panels are constant.
+// rows and the columns and runs the sum's loop as it is. So may b's panels (a convolution
+// over a batch of B images reads x along B): they stay loops outside the tile.
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   const auto c = float_sum(kernel);
   if (!c || !c->product() || c->loads[0].empty() || c->loads[1].empty()) return std::nullopt;
@@ -159,7 +156,6 @@ std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
     const UOpPtr cols = column_axis(*c, b, !one_row && sum_bound(*c) >= kScatterStoreSum);
     if (!cols || rows.empty() != one_row) continue;
     const std::vector<UOpPtr> panels = panel_axes(*c, cols, b);
-    if (!all_constant(panels)) return std::nullopt;
     if (!summed_loop(*c)) return std::nullopt;
     return MatmulAxes{rows.empty() ? nullptr : rows.back(),
                       cols,

@@ -125,6 +125,29 @@ TEST_CASE("symbolic rows, b packed in panels of 16 columns: one tile of rows pas
   }
 }
 
+TEST_CASE("a symbolic batch among b's panels: out[b, o, j] = sum_c w[o, c] * x[b, c, j] over B images") {
+  // A 1x1 convolution over a DataLoader's batch of B images: b (x) reads along the batch,
+  // which the tile does not split; it stays a loop outside the tile, whatever B is.
+  const auto f32 = DType::Float32;
+  const auto images = make_var("B", 1, 9);
+  const int64_t channels_out = 24, channels = 16, pixels = 40;
+  auto out = global(0, f32), w = global(1, f32), x = global(2, f32);
+  auto b = make_range(images, 0), o = make_range(channels_out, 1), j = make_range(pixels, 3);
+  auto c = make_range(channels, 2, AxisKind::Reduce);
+  const UOpPtr value =
+      reduce(Op::ADD, load(w, o * channels + c) * load(x, b * (channels * pixels) + c * pixels + j), {c});
+  const auto kernel =
+      sink({end(store(index(out, b * (channels_out * pixels) + o * pixels + j), value), {b, o, j})});
+  REQUIRE(matmul_axes(kernel));
+  CHECK(matmul_axes(kernel)->panels == std::vector<UOpPtr>{b});
+  for (const char* t : kTargets) {
+    const auto opts =
+        check_bindings(kernel, "k_sym_batch_panel", t, {1, 2, 8, 9},
+                       {9 * channels_out * pixels, channels_out * channels, 9 * channels * pixels});
+    CHECK(has(opts, OptKind::MatmulTile));
+  }
+}
+
 TEST_CASE("a symbolic sum: 24 x n @ n x 64, the tile's loop over k runs n steps, nothing masked") {
   // The plain tile does not split its k (one loop, no blocks): a symbolic k is that loop
   // with the variable's end, no tail to mask.
