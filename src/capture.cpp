@@ -141,7 +141,8 @@ using Signature = std::vector<int64_t>;
 // An argument's buffer: a BUFFER, a reshape of one, or a symbolic shrink of either (a
 // DataLoader's batch of B rows, a cache's first T rows), which the kernels index.
 const UOpPtr& arg_buffer(const UOpPtr& u) {
-  return u->op == Op::SHRINK && is_symbolic(*u->shape()) ? base_buffer(u->src[0]) : base_buffer(u);
+  const UOpPtr& view = u->op == Op::DETACH ? u->src[0] : u;  // sliced under NoGrad
+  return view->op == Op::SHRINK && is_symbolic(*view->shape()) ? base_buffer(view->src[0]) : base_buffer(u);
 }
 
 // The arguments' symbolic sizes: their variables, sorted by name, and this call's values.

@@ -233,7 +233,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k_in, const T
     k = repeat_heads(k, hq / hk);
     v = repeat_heads(v, hq / hk);
   }
-  const int64_t L = q.shape()[q.ndim() - 2], S = k.shape()[k.ndim() - 2];
+  const Dim L = q.shape()[q.ndim() - 2], S = k.shape()[k.ndim() - 2];  // S symbolic over a cache's T rows
   Shape scores_shape = attention_batch(q, k, v, op);
   scores_shape.push_back(L);
   scores_shape.push_back(S);

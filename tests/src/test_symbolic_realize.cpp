@@ -341,6 +341,15 @@ TEST_CASE(
     }
   }
   CHECK(step.captured({q, k_cache.slice(1, 0, t.bind(3)), v_cache.slice(1, 0, t.bind(3))}));
+  // Sliced under NoGrad, an argument is a detached view (another signature): bound in place
+  // all the same, its third call a replay.
+  NoGrad no_grad;
+  for (const int n : {9, 4, 20}) {
+    const auto before = counters().capture_replays;
+    const std::vector<Tensor> got = step({q, k_cache.slice(1, 0, t.bind(n)), v_cache.slice(1, 0, t.bind(n))});
+    CHECK(got[1].shape() == Shape{heads, 1, n});
+    CHECK(counters().capture_replays == before + (n == 20 ? 1 : 0));
+  }
 }
 
 TEST_CASE(
@@ -358,4 +367,19 @@ TEST_CASE(
   z.sum().backward();
   CHECK(values(z) == std::vector<double>(12, 2.0));
   CHECK(values(w.grad()) == std::vector<double>{8, 8, 8});
+}
+
+TEST_CASE("symbolic realize: scaled_dot_product_attention over T cached rows, and causal over T queries") {
+  const Variable t("T", 1, 24);
+  manual_seed(12);
+  Tensor q = Tensor::randn({2, 24, 8}), k = Tensor::randn({2, 24, 8}), v = Tensor::randn({2, 24, 8});
+  realize({q, k, v});
+  for (const int n : {1, 9, 24}) {
+    CAPTURE(n);
+    const Dim rows = t.bind(n);
+    const Tensor kt = k.slice(1, 0, rows), vt = v.slice(1, 0, rows), qt = q.slice(1, 0, rows);
+    // One query over the first T keys, and T queries each over the keys up to its own.
+    check_ref(nn::scaled_dot_product_attention(q.slice(1, 0, 1), kt, vt), 64);
+    check_ref(nn::scaled_dot_product_attention(qt, kt, vt, {}, std::nullopt, /*is_causal=*/true), 64);
+  }
 }
