@@ -98,9 +98,53 @@ struct Run {
   std::string plain_undefined;
 };
 
-// Runs `kernel` on copies of `inputs`.
-Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
-        std::vector<std::vector<uint8_t>> buffers) {
+// A value for each variable of symbolic size or offset, by name.
+using Binding = std::map<std::string, int64_t>;
+
+// `kernel`'s DEFINE_VARs sorted by name (the kernel ABI's order), each at its value in `binding`.
+std::vector<int64_t> vars_of(const UOpPtr& kernel, const Binding& binding) {
+  std::map<std::string, int64_t> own;
+  for (const auto& n : toposort(kernel))
+    if (n->op == Op::DEFINE_VAR) own.emplace(n->get<VarArg>().name, binding.at(n->get<VarArg>().name));
+  std::vector<int64_t> vars;
+  for (const auto& [name, value] : own) vars.push_back(value);
+  return vars;
+}
+
+// The bindings a pass is checked at: every variable at its lower bound, at 1 (where in
+// its bounds), at the middle and at its upper bound. The buffers are sized for the upper
+// bounds (slots_of's range analysis), so every binding reads and writes inside them.
+std::vector<Binding> bindings_of(const UOpPtr& before, const UOpPtr& after) {
+  std::map<std::string, std::pair<int64_t, int64_t>> bounds;
+  for (const auto& n : toposort(std::vector<UOpPtr>{before, after}))
+    if (n->op == Op::DEFINE_VAR)
+      bounds.emplace(n->get<VarArg>().name, std::pair{n->get<VarArg>().min, n->get<VarArg>().max});
+  std::vector<Binding> out;
+  for (const int pick : {0, 1, 2, 3}) {
+    Binding b;
+    for (const auto& [name, range] : bounds) {
+      const auto [lo, hi] = range;
+      b[name] = pick == 0   ? lo
+                : pick == 1 ? std::clamp<int64_t>(1, lo, hi)
+                : pick == 2 ? lo + (hi - lo) / 2
+                            : hi;
+    }
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// "{T=5, n=1}".
+std::string str(const Binding& binding) {
+  std::string s = "{";
+  for (const auto& [name, value] : binding)
+    s += fmt::format("{}{}={}", s.size() > 1 ? ", " : "", name, value);
+  return s + "}";
+}
+
+// Runs `kernel` on copies of `inputs`, its variables at `binding`.
+Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots, std::vector<std::vector<uint8_t>> buffers,
+        const Binding& binding) {
   const int64_t n_slots = slots.empty() ? 0 : slots.rbegin()->first + 1;
   std::vector<void*> ptrs(static_cast<size_t>(n_slots), nullptr);
   std::vector<int64_t> sizes(static_cast<size_t>(n_slots), 0);
@@ -109,7 +153,7 @@ Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots,
     ptrs[static_cast<size_t>(slot)] = buffers[k++].data();
     sizes[static_cast<size_t>(slot)] = s.size;
   }
-  const KernelRunFacts facts = interpret_kernel_checked(kernel, ptrs.data(), sizes, {});
+  const KernelRunFacts facts = interpret_kernel_checked(kernel, ptrs.data(), sizes, vars_of(kernel, binding));
   return {std::move(buffers), facts.largest_sum_operand, facts.made_infinity, facts.plain_undefined};
 }
 
@@ -144,29 +188,25 @@ void forgive_range_limits(ref::RefTensor& got, ref::RefTensor& want, bool produc
   }
 }
 
-bool has_variables(const UOpPtr& kernel) {
-  const auto nodes = toposort(kernel);
-  return std::any_of(nodes.begin(), nodes.end(), [](const UOpPtr& n) { return n->op == Op::DEFINE_VAR; });
-}
-
 }  // namespace
 
 namespace {
 
-// Both kernels on one set of random buffers: "" if every buffer ends equal.
+// Both kernels on one set of random buffers, their variables at `binding`: "" if every
+// buffer ends equal.
 std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::map<int64_t, Slot>& slots,
-                         std::mt19937_64& rng, bool plain_after) {
+                         std::mt19937_64& rng, bool plain_after, const Binding& binding) {
   std::vector<std::vector<uint8_t>> inputs;
   for (const auto& [slot, s] : slots) inputs.push_back(random_bytes(s, rng));
   Run want;
   try {
-    want = run(before, slots, inputs);
+    want = run(before, slots, inputs, binding);
   } catch (const Error& e) {
     return fmt::format("skipped: the kernel before the pass does not interpret ({})", e.what());
   }
   Run got;
   try {
-    got = run(after, slots, inputs);
+    got = run(after, slots, inputs, binding);
   } catch (const Error& e) {
     const std::string why = e.what();
     if (why.find("not supported") != std::string::npos) return "skipped: " + why;
@@ -187,7 +227,9 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
     // to the largest operand of a sum (a sum that cancels keeps its operands' error).
     const double scale = std::max(magnitude(w), want.scale);
     const std::string diff = compare_values(g, w, {true, tolerance_dtype(before), scale});
-    if (!diff.empty()) return fmt::format("buffer slot {}: {}", slot, diff);
+    if (!diff.empty())
+      return binding.empty() ? fmt::format("buffer slot {}: {}", slot, diff)
+                             : fmt::format("buffer slot {} at {}: {}", slot, str(binding), diff);
   }
   return "";
 }
@@ -195,14 +237,17 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
 }  // namespace
 
 std::string compare_kernels(const UOpPtr& before, const UOpPtr& after, uint64_t seed, bool plain_after) {
-  if (has_variables(before) || has_variables(after)) return "skipped: symbolic variables";
   const auto slots = slots_of(before, after);
   for (const auto& [slot, s] : slots)
     if (s.size > kMaxSlotElements)
       return fmt::format("skipped: slot {} would need {} elements", slot, s.size);
   std::mt19937_64 rng(seed);
-  for (int trial = 0; trial < kTrials; ++trial)
-    if (std::string diff = compare_once(before, after, slots, rng, plain_after); !diff.empty()) return diff;
+  // Every binding of the variables on fresh random buffers; the first with every trial.
+  const std::vector<Binding> bindings = bindings_of(before, after);
+  for (size_t b = 0; b < bindings.size(); ++b)
+    for (int trial = 0; trial < (b == 0 ? kTrials : 1); ++trial)
+      if (std::string diff = compare_once(before, after, slots, rng, plain_after, bindings[b]); !diff.empty())
+        return diff;
   return "";
 }
 

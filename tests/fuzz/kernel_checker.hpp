@@ -34,7 +34,8 @@ class KernelChecker {
   std::optional<Failure> failure_;
 };
 
-// Evaluates `before` and `after` on the same random buffers, three sets; "" if every buffer
+// Evaluates `before` and `after` on the same random buffers, three sets (a kernel over
+// variables at several bindings: its bounds, 1 and the middle); "" if every buffer
 // ends equal (floats within the approximate-class tolerance), "skipped: why" if
 // the interpreter cannot run them, else what differs. `plain_after`: `after` is
 // numeric_lowering's, so an op whose plain instruction would be undefined on the
