@@ -145,10 +145,13 @@ const UOpPtr& arg_buffer(const UOpPtr& u) {
   return view->op == Op::SHRINK && is_symbolic(*view->shape()) ? base_buffer(view->src[0]) : base_buffer(u);
 }
 
-// The arguments' symbolic sizes: their variables, sorted by name, and this call's values.
+// The arguments' symbolic sizes, from one signing of their views per call: each symbolic
+// argument's structure with a binding counted as its variable (for the signature), and
+// the variables, sorted by name, with this call's values (for a replay).
 struct ArgValues {
   std::vector<UOpPtr> variables;
   RunValues values;
+  std::vector<detail::GraphKey> keys;  // per argument; unset for one of numeric shape
 };
 
 ArgValues arg_values(const std::vector<Tensor>& args) {
@@ -156,9 +159,14 @@ ArgValues arg_values(const std::vector<Tensor>& args) {
   for (const auto& a : args)
     if (is_symbolic(a.shape())) views.push_back(a.node()->uop);
   if (views.empty()) return {};
-  const std::vector<detail::VariableValue> found =
-      detail::graph_values(detail::sign_graph(views).nodes, "Capture");
-  return {detail::variables_of(found), detail::numbers_of(found)};
+  const detail::GraphSignature signed_views = detail::sign_graph(views);
+  const std::vector<detail::VariableValue> found = detail::graph_values(signed_views.nodes, "Capture");
+  ArgValues at{detail::variables_of(found), detail::numbers_of(found), {}};
+  for (const auto& a : args)
+    at.keys.push_back(is_symbolic(a.shape())
+                          ? signed_views.node_keys[signed_views.index.find(a.node()->uop.get())]
+                          : detail::GraphKey{});
+  return at;
 }
 
 // Sizes over the variables, bound to a replay's values.
@@ -287,7 +295,7 @@ constexpr int kMaxDropped = 3;
 
 // The arguments' dtypes, shapes and aliasing, after the thread's autocast dtype: a step
 // recorded under loom::Autocast ran other kernels than the same step outside it.
-Signature signature_of(const std::vector<Tensor>& args) {
+Signature signature_of(const std::vector<Tensor>& args, const ArgValues& at) {
   const std::optional<DType> autocast = autocast_dtype();
   Signature sig{autocast ? static_cast<int64_t>(autocast->scalar) : -1};
   for (size_t i = 0; i < args.size(); ++i) {
@@ -302,7 +310,7 @@ Signature signature_of(const std::vector<Tensor>& args) {
     sig.push_back(static_cast<int64_t>(alias));
     sig.push_back(args[i].ndim());
     if (is_symbolic(args[i].shape())) {  // the view's key counts a binding as its variable
-      const detail::GraphKey key = detail::sign_graph({args[i].node()->uop}).key;
+      const detail::GraphKey& key = at.keys[i];
       sig.push_back(-1);
       sig.push_back(static_cast<int64_t>(key.a));
       sig.push_back(static_cast<int64_t>(key.b));
@@ -601,14 +609,18 @@ UOpPtr like(const ViewShape& recorded, const UOpPtr& view, const ArgValues& at =
   return UOp::make(Op::RESHAPE, b->dtype, {b}, *shape);
 }
 
-// `view` (a BUFFER or a reshape of one) when nothing but `holders` references
-// can read it and its buffer fits the slot: a replay may overwrite it.
-// `size`: the slot's elements in this replay.
-bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& slot, int64_t size) {
+// `view` (a BUFFER or a reshape of one) when nothing but `holders` references can read it.
+bool held_only_by(const UOpPtr& view, long holders) {
   if (!view || view.use_count() != holders) return false;
   const UOpPtr& b = base_buffer(view);
-  return b && (view == b || b.use_count() == 1) && b->dtype == slot.dtype &&
-         b->get<std::vector<int64_t>>().at(1) == size;
+  return b && (view == b || b.use_count() == 1);
+}
+
+// held_only_by, and its buffer fits the slot (`size`: its elements in this replay): a
+// replay may overwrite it.
+bool free_to_overwrite(const UOpPtr& view, long holders, const Program::Fresh& slot, int64_t size) {
+  return held_only_by(view, holders) && base_buffer(view)->dtype == slot.dtype &&
+         base_buffer(view)->get<std::vector<int64_t>>().at(1) == size;
 }
 
 // The node a state binds, holding a buffer that fits it (realized first if the
@@ -706,9 +718,7 @@ void Capture::Impl::release_spares() {
     if (!state.program) continue;
     Program& p = *state.program;
     for (auto& slot : p.fresh)
-      if (slot.spare &&
-          free_to_overwrite(slot.spare, 1, slot, base_buffer(slot.spare)->get<std::vector<int64_t>>().at(1)))
-        slot.spare = nullptr;
+      if (held_only_by(slot.spare, 1)) slot.spare = nullptr;
     for (const auto& s : p.scratch)
       if (p.kept[s.kept].held.use_count() == 1) p.kept[s.kept].held = nullptr;
   }
@@ -803,7 +813,7 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
     bool stale = false;
     {
       std::lock_guard lock(impl_->mu);
-      state = &impl_->states[signature_of(bound)];  // std::map: the reference stays valid
+      state = &impl_->states[signature_of(bound, at)];  // std::map: the reference stays valid
       ++state->calls;
       if (state->program) {
         std::string why;
@@ -832,7 +842,8 @@ std::vector<Tensor> Capture::operator()(const std::vector<Tensor>& args) {
 }
 
 const std::optional<Program>* Capture::Impl::program_for(const std::vector<Tensor>& args) const {
-  const Signature signature = signature_of(bindable(args));
+  const std::vector<Tensor> bound = bindable(args);
+  const Signature signature = signature_of(bound, arg_values(bound));
   std::lock_guard lock(mu);
   const auto it = states.find(signature);
   return it == states.end() ? nullptr : &it->second.program;
