@@ -155,7 +155,8 @@ std::unordered_set<const UOp*> beside_lanes(const UOpPtr& kernel) {
 // storing it (softmax's max, sum and normalised row) gets lanes in each of its loops.
 UOpPtr lane_candidate(const UOpPtr& kernel, int64_t width) {
   const std::vector<Access> all = accesses(kernel);
-  const std::unordered_set<const UOp*> taken = beside_lanes(kernel);
+  std::unordered_set<const UOp*> taken = beside_lanes(kernel);
+  taken.merge(running_max_ranges(kernel));
   const bool copy = !has_reduce(kernel);
   UOpPtr best;
   double best_score = 0;
@@ -560,7 +561,8 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
   // Lanes, as upcast() gives them, on any range the heuristic could choose (lane_candidate's
   // rules without its score), with 1, 2 or 4 accumulators when the kernel reduces.
   const bool reduces = has_reduce(k);
-  const std::unordered_set<const UOp*> taken = beside_lanes(k);
+  std::unordered_set<const UOp*> taken = beside_lanes(k);
+  taken.merge(running_max_ranges(k));
   for (const auto& r : ranges_of(k)) {
     const AxisKind kd = kind(r);
     if ((kd != AxisKind::Loop && kd != AxisKind::Reduce) || trip_bound(r) < 2) continue;

@@ -300,10 +300,31 @@ UOpPtr drop_unit_loops(UOpPtr k) {
   return k->with_src(std::move(effects));
 }
 
+std::vector<UOpPtr> running_maxes(const UOpPtr& red) {
+  std::vector<UOpPtr> out;
+  if (red->op != Op::REDUCE || red->get<ReduceArg>().op != Op::ADD || red->src.size() < 2) return out;
+  for (const auto& u : toposort(red->src[0]))
+    if (u->op == Op::REDUCE && u->get<ReduceArg>().op == Op::MAX &&
+        std::equal(u->src.begin() + 1, u->src.end(), red->src.begin() + 1, red->src.end()))
+      out.push_back(u);
+  return out;
+}
+
+std::unordered_set<const UOp*> running_max_ranges(const UOpPtr& k) {
+  std::unordered_set<const UOp*> out;
+  for (const auto& u : toposort(k))
+    if (!running_maxes(u).empty())
+      for (size_t i = 1; i < u->src.size(); ++i) out.insert(u->src[i].get());
+  return out;
+}
+
 UOpPtr long_float_sum(const UOpPtr& k, int64_t most) {
   UOpPtr next;
+  const std::unordered_set<const UOp*> running = running_max_ranges(k);
   for (const auto& r : ranges_of(k))
-    if (kind(r) == AxisKind::Reduce && trip_bound(r) > most && is_float_sum(reduce_of(k, r))) next = r;
+    if (kind(r) == AxisKind::Reduce && trip_bound(r) > most && is_float_sum(reduce_of(k, r)) &&
+        !running.contains(r.get()))
+      next = r;
   return next;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,12 @@ std::vector<UOpPtr> reduces_of(const UOpPtr& kernel, const UOpPtr& range);
 // The first of them, if any.
 UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range);
 bool is_float_sum(const UOpPtr& red);
+// The REDUCE[MAX]s nested in the sum `red` over its very own ranges: the max of its whole
+// row, which lower_reduce folds into the sum's loop (docs/kernel-ir.md).
+std::vector<UOpPtr> running_maxes(const UOpPtr& red);
+// The ranges of the sums of `k` that fold a running max: their loops run one step at a
+// time, in order, so no Opt splits them.
+std::unordered_set<const UOp*> running_max_ranges(const UOpPtr& k);
 
 // `range` runs to `end` instead: the iterations past its old end touch no memory
 // and add nothing to a REDUCE (its identity). `end` may be symbolic, as the old end may.

@@ -11,12 +11,16 @@
 // runs per iteration of r1; the result's load waits for the loop. So the
 // linearizer needs no notion of reductions at all.
 #include "codegen/codegen.hpp"
+#include "codegen/kernel_edit.hpp"
 #include "codegen/needed_loops.hpp"
 #include "codegen/vector_ops.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/pattern.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <limits>
 
 namespace loom {
 
@@ -106,6 +110,53 @@ UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
   return n == 1 ? results[0] : UOp::make(Op::VECTORIZE, red->dtype, std::move(results));
 }
 
+// The sum folded with its max in one loop (online softmax): a running max m, and at each
+// step m' = max(m, x), the sum so far rescaled by exp(m - m') and the value added at m'.
+// The value is computed at m' = 0 while the row holds only -inf (so exp(-inf - 0) = 0,
+// not exp(-inf + inf) = NaN), and the rescale is 1 while m does not grow: a row of -inf
+// sums to 0, as exp(s - max) summed does once the max is finite.
+UOpPtr to_online_accumulator(ReduceLowering& ctx, const UOpPtr& red, const UOpPtr& max) {
+  const std::vector<UOpPtr> ranges(red->src.begin() + 1, red->src.end());
+  const DType mt = max->dtype, st = red->dtype;
+  if (mt.lanes != 1 && mt.lanes != st.lanes)
+    throw Error(
+        fmt::format("lower_reduce: a running max of {} in a sum of {}", to_string(mt), to_string(st)));
+  const std::vector<UOpPtr> live = live_loops(ctx, red);
+  const auto reg = [&](DType dt) {
+    return UOp::make(Op::DEFINE_REG, dt.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
+  };
+  const auto start = [&](const UOpPtr& r, const UOpPtr& init) {
+    std::vector<UOpPtr> deps{store(at(after(r, live)), init)};
+    deps.insert(deps.end(), ranges.begin(), ranges.end());
+    return load(at(after(r, deps)));
+  };
+  const UOpPtr max_reg = reg(mt), sum_reg = reg(st);
+  const UOpPtr m = start(max_reg, reduce_identity(Op::MAX, mt)), sum = start(sum_reg, vconst(st, 0));
+  const UOpPtr grown = alu(Op::MAX, {m, max->src[0]});
+  const UOpPtr shift =
+      where(eq(grown, vconst(mt, -std::numeric_limits<double>::infinity())), vconst(mt, 0), grown);
+  UOpPtr rescale = where(eq(m, grown), vconst(mt, 1), lower_transcendental(alu(Op::EXP, {m - grown})));
+  if (rescale->dtype.lanes != st.lanes) rescale = broadcast(rescale, static_cast<int>(st.lanes));
+  const UOpPtr next = fold(Op::ADD, sum * rescale, substitute(red->src[0], {{max, shift}}));
+  std::vector<UOpPtr> loop{
+      UOp::make(Op::SINK, DType::Bool, {store(at(sum_reg), next), store(at(max_reg), grown)})};
+  loop.insert(loop.end(), ranges.begin(), ranges.end());
+  return load(at(after(sum_reg, {UOp::make(Op::END, st, std::move(loop))})));
+}
+
+// Every sum with a running max, folded with it (before the other reduces are lowered, which
+// would give the max a loop of its own inside the sum's).
+UOpPtr fold_running_maxes(ReduceLowering& ctx, const UOpPtr& kernel) {
+  std::vector<std::pair<UOpPtr, UOpPtr>> folded;
+  for (const auto& u : toposort(kernel)) {
+    const std::vector<UOpPtr> maxes = kopt::running_maxes(u);
+    if (maxes.size() > 1)
+      throw Error(fmt::format("lower_reduce: a sum with {} running maxes; expected one", maxes.size()));
+    if (maxes.size() == 1) folded.emplace_back(u, to_online_accumulator(ctx, u, maxes[0]));
+  }
+  return folded.empty() ? kernel : substitute(kernel, folded);
+}
+
 // Does the END or REDUCE close a loop that never iterates? Nothing inside it
 // runs then; lowered, the accumulator's loop would be placed (and its loads
 // run) outside the empty loop, so it goes first.
@@ -137,7 +188,7 @@ const PatternMatcher& reduce_lowering() {
 
 UOpPtr lower_reduce(const UOpPtr& kernel, int vector_bytes) {
   ReduceLowering ctx{NeededLoops(kernel), vector_bytes};
-  return graph_rewrite(kernel, reduce_lowering(), ctx);
+  return graph_rewrite(fold_running_maxes(ctx, kernel), reduce_lowering(), ctx);
 }
 
 }  // namespace loom

@@ -2,6 +2,7 @@
 
 #include "ir/dim_expr.hpp"
 
+#include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
 
 #include <unordered_set>
@@ -31,6 +32,16 @@ UOpPtr make_index(const UOpPtr& buffer, const std::vector<UOpPtr>& idx, const UO
 
 UOpPtr where_valid(const UOpPtr& valid, const UOpPtr& value) {
   return valid ? where(valid, value, const_like(value->dtype, 0)) : value;
+}
+
+UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
+  const std::vector<UOpPtr> idx = index_of(index);
+  std::vector<std::pair<UOpPtr, UOpPtr>> subs;
+  for (size_t i = 0; i < idx.size(); ++i)
+    if (buffer->src[i + 1]->op == Op::RANGE) subs.emplace_back(buffer->src[i + 1], idx[i]);
+  const UOpPtr valid = valid_of(index);
+  const UOpPtr& value = buffer->src[0]->op == Op::CONTIGUOUS ? buffer->src[0]->src[0] : buffer->src[0];
+  return where_valid(valid, substitute_ranges(value, subs, valid));
 }
 
 UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b) { return !a ? b : !b ? a : a == b ? a : land(a, b); }

@@ -23,6 +23,11 @@ UOpPtr where_valid(const UOpPtr& valid, const UOpPtr& value);
 // a AND b, where null means true.
 UOpPtr and_valid(const UOpPtr& a, const UOpPtr& b);
 
+// The value a read of the BUFFERIZE `buffer` at `index` loads, computed there instead
+// (the buffer inlined): its value with its ranges replaced by the read's indices, and 0
+// where the read's valid does not hold. A realization point's CONTIGUOUS is dropped.
+UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index);
+
 // The element `index` addresses, as one linear index: a BUFFERIZE's indices
 // in row-major order of its shape.
 UOpPtr linear_address(const UOpPtr& index);

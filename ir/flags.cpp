@@ -31,6 +31,8 @@ const std::vector<FlagInfo> kFlagTable = {
     {"LOOM_THREADS", "1 to 1024",
      "threads of the executor's TBB arena; default: the cores this process may use"},
     {"LOOM_DISABLE", "comma-separated names", "switches off the named rewrite stages or passes"},
+    {"LOOM_ENABLE", "comma-separated names",
+     "switches on the named rewrite stages that are off by default (online_softmax, docs/pipeline.md)"},
     {"LOOM_PCONTIG", "0 to 10", "partial-contiguous level of buffer removal (0: off)"},
     {"LOOM_CHECK_BOUNDS", "0 or 1",
      "1 makes every kernel check each load and store index against its buffer's size; a violation is a "
@@ -157,6 +159,7 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   if (name == "LOOM_NOOPT") return boolean(f.noopt);
   if (name == "LOOM_THREADS") return v.empty() ? (f.threads = 0, "") : ranged(f.threads, 1, 1024);
   if (name == "LOOM_DISABLE") return f.disable = split_list(v), "";
+  if (name == "LOOM_ENABLE") return f.enable = split_list(v), "";
   if (name == "LOOM_PCONTIG") return ranged(f.pcontig, 0, 10);
   if (name == "LOOM_CHECK_BOUNDS") return boolean(f.check_bounds);
   if (name == "LOOM_VECTOR_WIDTH") {
@@ -270,6 +273,10 @@ Registry& registry() {
 
 bool Flags::disabled(std::string_view name) const {
   return std::find(disable.begin(), disable.end(), name) != disable.end();
+}
+
+bool Flags::enabled(std::string_view name) const {
+  return std::find(enable.begin(), enable.end(), name) != enable.end();
 }
 
 const std::vector<FlagInfo>& flag_table() { return kFlagTable; }

@@ -21,6 +21,7 @@ struct Flags {
   int threads = 0;                                 // LOOM_THREADS; 0: not set (the runtime's default)
   bool threads_from_context = false;               // set by a Context rather than the environment
   std::vector<std::string> disable;                // LOOM_DISABLE: stage and pass names
+  std::vector<std::string> enable;                 // LOOM_ENABLE: stages that are off unless named
   int pcontig = 0;                                 // LOOM_PCONTIG
   bool check_bounds = false;                       // LOOM_CHECK_BOUNDS
   int vector_bits = 0;                             // LOOM_VECTOR_WIDTH; 0: the Target's SIMD width
@@ -39,6 +40,8 @@ struct Flags {
 
   // Is the stage or pass `name` switched off by LOOM_DISABLE?
   bool disabled(std::string_view name) const;
+  // Is the stage `name`, off by default, switched on by LOOM_ENABLE?
+  bool enabled(std::string_view name) const;
 };
 
 // One row per flag: what docs/env.md and `loom-dump --help` print.

@@ -62,16 +62,6 @@ Reads reads_of(const UOpPtr& value) {
   return out;
 }
 
-// The substitution that inlines `buffer` (BUFFERIZE) at `index`'s position.
-UOpPtr inline_at(const UOpPtr& buffer, const UOpPtr& index) {
-  const std::vector<UOpPtr> idx = index_of(index);
-  std::vector<std::pair<UOpPtr, UOpPtr>> subs;
-  for (size_t i = 0; i < idx.size(); ++i)
-    if (buffer->src[i + 1]->op == Op::RANGE) subs.emplace_back(buffer->src[i + 1], idx[i]);
-  const UOpPtr valid = valid_of(index);
-  return where_valid(valid, substitute_ranges(buffer->src[0], subs, valid));
-}
-
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
 
 // The iterations at which `index`'s reader computes an inlined value: one per combination

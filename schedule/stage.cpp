@@ -9,6 +9,10 @@
 
 namespace loom {
 
+bool stage_on(const Stage& stage, const Flags& flags) {
+  return !stage.optional || (!flags.disabled(stage.name) && (stage.by_default || flags.enabled(stage.name)));
+}
+
 namespace {
 
 // The union of the enabled stages' rules, built once per (group, enabled set):
@@ -18,7 +22,7 @@ const PatternMatcher& group_rules(std::string_view group, const std::vector<Stag
   std::string key(group);
   std::vector<const Stage*> on;
   for (const auto& s : stages)
-    if (!s.optional || !flags.disabled(s.name)) {
+    if (stage_on(s, flags)) {
       on.push_back(&s);
       key += ' ';
       key += s.name;

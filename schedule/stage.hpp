@@ -21,8 +21,12 @@ namespace loom {
 struct Stage {
   std::string_view name;  // as LOOM_DISABLE and docs/pipeline.md spell it
   const PatternMatcher& (*rules)();
-  bool optional = true;  // false: the simplifier, which LOOM_DISABLE does not switch off
+  bool optional = true;    // false: the simplifier, which LOOM_DISABLE does not switch off
+  bool by_default = true;  // false: off unless LOOM_ENABLE names it
 };
+
+// Does `stage` run under `flags` (LOOM_DISABLE, LOOM_ENABLE)?
+bool stage_on(const Stage& stage, const Flags& flags);
 
 // What the stages' rewrite functions may read: the flags of this realize, and
 // the RangeSplits that range_split collects until it reaches the SINK.
@@ -43,6 +47,8 @@ struct StageContext {
   // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
   std::unordered_map<const UOp*, RangePlace> range_places = {};
   std::vector<UOpPtr> held = {};
+  // online_softmax: how many distinct reads (INDEX nodes) of each BUFFERIZE the graph has.
+  std::unordered_map<const UOp*, int> buffer_readers = {};
   // multi_output: per root of the graph, whether it is written in place (an assign).
   std::vector<bool> in_place_roots = {};
   // range_merge: the loops more than one END of the kernel lists (several outputs).

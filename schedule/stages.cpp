@@ -7,6 +7,7 @@
 #include "schedule/load_collapse.hpp"
 #include "schedule/multi_output.hpp"
 #include "schedule/narrow_buffers.hpp"
+#include "schedule/online_softmax.hpp"
 #include "schedule/panel_packing.hpp"
 #include "schedule/range_flatten.hpp"
 #include "schedule/range_merge.hpp"
@@ -48,6 +49,8 @@ const Stage kReduceCollapse{"reduce_collapse", reduce_collapse};
 const Stage kReduceUnparented{"reduce_unparented", reduce_unparented};
 const Stage kDeadAxis{"dead_axis", dead_axis};
 const Stage kNarrowBuffers{"narrow_buffers", narrow_buffers};
+// Off until its kernels are tiled: correct, but slower than the stored scores (docs/performance.md).
+const Stage kOnlineSoftmax{"online_softmax", online_softmax, true, false};
 const Stage kBufferRemoval{"buffer_removal", buffer_removal};
 const Stage kPanelPacking{"panel_packing", panel_packing};
 const Stage kMultiOutput{"multi_output", multi_output};
@@ -63,9 +66,10 @@ const Stage kRangeMerge{"range_merge", range_merge};
 const std::vector<std::string_view>& rewrite_stage_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const Stage* s : {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kNarrowBuffers,
-                           &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs,
-                           &kScatterReduce, &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
+    for (const Stage* s :
+         {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kNarrowBuffers, &kOnlineSoftmax,
+          &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs, &kScatterReduce,
+          &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
       out.push_back(s->name);
     return out;
   }();
@@ -87,11 +91,17 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   StageContext ctx{flags, {}, panel_bytes, panel_rows, panel_depth};
   if (target) ctx.target = *target;
   ctx.in_place_roots = in_place_roots;
-  place_ranges(sink, ctx);
+  UOpPtr online = sink;
+  if (stage_on(kOnlineSoftmax, flags)) {
+    count_buffer_readers(sink, ctx);
+    // First: buffer_removal would keep the scores it inlines, and the sums must see the weights' buffer.
+    online = run_stages("online_softmax", {kOnlineSoftmax}, sink, ctx, notify_graph_stage);
+  }
+  place_ranges(online, ctx);
   const UOpPtr out = run_stages(
       "buffer_stages",
-      {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kNarrowBuffers, kBufferRemoval}, sink,
-      ctx, notify_graph_stage);
+      {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kNarrowBuffers, kBufferRemoval},
+      online, ctx, notify_graph_stage);
   // Apart: its copies are realization points no other stage of the group may undo.
   const UOpPtr packed = run_stages("panel_packing", {kPanelPacking}, out, ctx, notify_graph_stage);
   // After packing: the product's value is final, and its reads are what the sum must share.

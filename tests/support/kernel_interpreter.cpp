@@ -216,19 +216,26 @@ class Interpreter {
   }
 
   // Runs `body` inside the loops of src[first...], the first outermost.
-  void loops(const std::vector<UOpPtr>& src, size_t first, const std::function<void()>& body) {
+  void loops(const std::vector<UOpPtr>& src, size_t first, const std::function<void()>& body,
+             bool reduce = false) {
     if (first == src.size()) return body();
     const UOp& r = *src[first];
     if (r.op != Op::RANGE) fail(r, "found where a loop RANGE was expected");
-    if (open_loop(r)) fail(r, "is already an open loop");
+    // A REDUCE nested in a reduce over its own range (a running max, docs/kernel-ir.md)
+    // runs the whole loop again inside; the outer iteration resumes after it.
+    const std::optional<int64_t> outer = open_loop(r) ? std::optional(range_value(r).i) : std::nullopt;
+    if (outer && !reduce) fail(r, "is already an open loop");
     const auto [lo, hi] = iterations(r);
     // A pair range adds its later iteration first, as DOT2 adds its odd lane first (docs/kernel-ir.md).
     const bool pair = r.get<AxisArg>().kind == AxisKind::Pair;
     for (int64_t n = lo; n < hi; ++n) {
       set_range(r, pair ? hi - 1 - (n - lo) : n);
-      loops(src, first + 1, body);
+      loops(src, first + 1, body, reduce);
     }
-    std::erase_if(ranges_, [&](const auto& open) { return open.first == &r; });
+    if (outer)
+      set_range(r, *outer);
+    else
+      std::erase_if(ranges_, [&](const auto& open) { return open.first == &r; });
     forget_values();
   }
 
@@ -305,7 +312,8 @@ class Interpreter {
       case Op::MULACC:
         need_src(u, 3, 3);
         return per_lane(u, [&](const Sources& x, size_t l) {
-          note_sum_operands({ks::binary(Op::MUL, x[0].lane[l], x[1].lane[l]), x[2].lane[l]});
+          if (!is_constant(*u.src[2]))
+            note_sum_operands({ks::binary(Op::MUL, x[0].lane[l], x[1].lane[l]), x[2].lane[l]});
           return ks::mulacc(x[0].lane[l], x[1].lane[l], x[2].lane[l]);
         });
       default: return alu(u);
@@ -347,7 +355,10 @@ class Interpreter {
     }
     if (is_binary(u.op)) {
       need_src(u, 2, 2);
-      const bool sum = u.op == Op::ADD || u.op == Op::SUB;
+      // A constant added is a form's step (exp's rounding adds and takes away 1.5 * 2^23,
+      // ir/float_math.hpp), not a sum whose order a pass may change: it sets no error scale.
+      const bool sum =
+          (u.op == Op::ADD || u.op == Op::SUB) && !is_constant(*u.src[0]) && !is_constant(*u.src[1]);
       return per_lane(u, [&](const Sources& x, size_t l) {
         if (sum) note_sum_operands({x[0].lane[l], x[1].lane[l]});
         note_plain_undefined(u, x, l);
@@ -392,6 +403,12 @@ class Interpreter {
       }
       default: return "";
     }
+  }
+
+  static bool is_constant(const UOp& u) {
+    return u.op == Op::CONST ||
+           (u.op == Op::VECTORIZE &&
+            std::all_of(u.src.begin(), u.src.end(), [](const UOpPtr& s) { return s->op == Op::CONST; }));
   }
 
   // A float sum's error is relative to its operands, not to its result, which
@@ -455,19 +472,22 @@ class Interpreter {
     need_src(u, 1, u.src.size());
     const Op op = u.get<ReduceArg>().op;
     Lanes acc{u.dtype, SmallList<Scalar1, 16>(u.dtype.lanes, ks::reduce_identity(op, u.dtype.base()))};
-    loops(u.src, 1, [&] {
-      const Lanes x = eval(*u.src[0]);
-      const size_t per = x.lane.size() == 2 * acc.lane.size() ? 2 : 1;
-      if (x.lane.size() != per * acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
-      for (size_t l = 0; l < acc.lane.size(); ++l)
-        for (size_t k = per; k-- > 0;) {
-          const Scalar1& term = x.lane[per * l + k];
-          if (op == Op::ADD) note_sum_operands({acc.lane[l], term});
-          const bool finite = std::isfinite(acc.lane[l].f) && std::isfinite(term.f);
-          acc.lane[l] = ks::binary(op, acc.lane[l], term);
-          made_infinity_ |= finite && std::isinf(acc.lane[l].f) && u.dtype.is_float();
-        }
-    });
+    loops(
+        u.src, 1,
+        [&] {
+          const Lanes x = eval(*u.src[0]);
+          const size_t per = x.lane.size() == 2 * acc.lane.size() ? 2 : 1;
+          if (x.lane.size() != per * acc.lane.size()) fail(u, "folds a " + to_string(x.dtype) + " value");
+          for (size_t l = 0; l < acc.lane.size(); ++l)
+            for (size_t k = per; k-- > 0;) {
+              const Scalar1& term = x.lane[per * l + k];
+              if (op == Op::ADD) note_sum_operands({acc.lane[l], term});
+              const bool finite = std::isfinite(acc.lane[l].f) && std::isfinite(term.f);
+              acc.lane[l] = ks::binary(op, acc.lane[l], term);
+              made_infinity_ |= finite && std::isinf(acc.lane[l].f) && u.dtype.is_float();
+            }
+        },
+        true);
     return acc;
   }
 
