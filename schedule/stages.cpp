@@ -61,16 +61,31 @@ const Stage kRangeSplit{"range_split", range_split};
 const Stage kRangeFlatten{"range_flatten", range_flatten};
 const Stage kRangeMerge{"range_merge", range_merge};
 
+// Every stage LOOM_DISABLE or LOOM_ENABLE may name, in pipeline order.
+const std::vector<const Stage*>& named_stages() {
+  static const std::vector<const Stage*> stages{
+      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,     &kNarrowBuffers,
+      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput,  &kElementwiseOutputs,
+      &kScatterReduce, &kLoadCollapse,   &kRangeSplit,       &kRangeFlatten, &kRangeMerge};
+  return stages;
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& rewrite_stage_names() {
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (const Stage* s :
-         {&kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis, &kNarrowBuffers, &kOnlineSoftmax,
-          &kBufferRemoval, &kPanelPacking, &kMultiOutput, &kElementwiseOutputs, &kScatterReduce,
-          &kLoadCollapse, &kRangeSplit, &kRangeFlatten, &kRangeMerge})
-      out.push_back(s->name);
+    for (const Stage* s : named_stages()) out.push_back(s->name);
+    return out;
+  }();
+  return names;
+}
+
+const std::vector<std::string_view>& off_by_default_stage_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const Stage* s : named_stages())
+      if (!s->by_default) out.push_back(s->name);
     return out;
   }();
   return names;

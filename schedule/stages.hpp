@@ -20,6 +20,8 @@ namespace loom {
 
 // The names of the stages LOOM_DISABLE may switch off, in pipeline order.
 const std::vector<std::string_view>& rewrite_stage_names();
+// The stages that are off unless LOOM_ENABLE names them.
+const std::vector<std::string_view>& off_by_default_stage_names();
 
 // The tensor-level stages: `targets` rewritten (same order).
 // `target` (default: the flags' LOOM_TARGET) sizes split_reduceop's blocks.

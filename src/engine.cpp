@@ -100,8 +100,9 @@ const OptionTexts& current_options(const Flags& flags) {
 }
 const std::string& current_codegen_options(const Flags& flags) { return current_options(flags).codegen; }
 
-// A LOOM_DISABLE name that no stage or kernel pass has is a misspelling: warned
-// once per name (the set is the only state, guarded by its mutex), with the names.
+// A LOOM_DISABLE name that no stage or kernel pass has, or a LOOM_ENABLE name that no
+// stage off by default has, is a misspelling: warned once per name (the set is the only state, guarded by its
+// mutex), with the names.
 void warn_unknown_disabled(const Flags& flags) {
   static std::mutex mu;
   static auto* warned = new std::set<std::string>();  // never destroyed: realizes may run at exit
@@ -117,6 +118,15 @@ void warn_unknown_disabled(const Flags& flags) {
         "LOOM_DISABLE names '{}', which is no stage or pass; ignored. The stages are {}; the kernel "
         "passes are {}; the plan pass is {}",
         name, fmt::join(stages, ", "), fmt::join(passes, ", "), kOffsetVarsPass);
+  }
+  for (const std::string& name : flags.enable) {
+    const auto& off = off_by_default_stage_names();
+    if (std::find(off.begin(), off.end(), name) != off.end()) continue;
+    const std::lock_guard lock(mu);
+    if (!warned->insert("enable " + name).second) continue;
+    log().warn(
+        "LOOM_ENABLE names '{}', which is no stage that is off by default; ignored. Those stages are {}",
+        name, fmt::join(off, ", "));
   }
 }
 

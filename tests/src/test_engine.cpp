@@ -264,3 +264,21 @@ TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; 
   CHECK(text.find("'offset_vars'") == std::string::npos);
   CHECK(text.find("the plan pass is offset_vars") != std::string::npos);
 }
+
+TEST_CASE(
+    "a LOOM_ENABLE name that is no stage off by default warns once, listing them; a real one does not") {
+  Tensor a = make(DType::Float32, iota(48), {6, 8});
+  test::LogCapture capture;
+  {
+    Context ctx{{"ENABLE", "online_softmax,buffer_removal"}};
+    Tensor y = (a * 4.5f + 1).sum(1);
+    y.realize();
+    Tensor z = (a * 5.5f + 1).sum(0);
+    z.realize();
+  }
+  const std::string text = capture.text();
+  CHECK(text.find("LOOM_ENABLE names 'buffer_removal', which is no stage that is off by default; ignored. "
+                  "Those stages are online_softmax") != std::string::npos);
+  CHECK(text.find("'buffer_removal'") == text.rfind("'buffer_removal'"));  // once
+  CHECK(text.find("'online_softmax'") == std::string::npos);
+}
