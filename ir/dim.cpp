@@ -9,8 +9,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <mutex>
 #include <ostream>
 #include <set>
+#include <unordered_map>
 
 namespace loom {
 
@@ -62,10 +64,64 @@ std::string text(const UOpPtr& e, int parent_precedence) {
 
 UOpPtr as_uop(const Dim& d) { return d.is_symbolic() ? d.expr() : const_int(DType::Int64, d.value()); }
 
+// The sizes of a step over a symbolic batch are combined by the same few operations on
+// the same operands at every step (a conv's windows, each reshape's element counts), and
+// each combination runs the simplifier: a documented thread-safe cache of the results,
+// keyed by the operation and its operands' nodes, which it holds (so no address is reused
+// while its entry lives). Emptied whole when full, and by clear_dim_cache.
+class DimCache {
+ public:
+  static DimCache& instance() {
+    static auto* cache = new DimCache();  // never destroyed: sizes may be combined at exit
+    return *cache;
+  }
+  Dim combine(Op op, const UOpPtr& a, const UOpPtr& b) {
+    const Key key{op, a.get(), b.get()};
+    {
+      const std::lock_guard lock(mu_);
+      if (const auto it = entries_.find(key); it != entries_.end()) return it->second.result;
+    }
+    Dim result(simplify(UOp::make(op, DType::Int64, {a, b})));
+    const std::lock_guard lock(mu_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.emplace(key, Entry{a, b, result});
+    return result;
+  }
+  void clear() {
+    std::unordered_map<Key, Entry, KeyHash> dropped;
+    {
+      const std::lock_guard lock(mu_);
+      dropped.swap(entries_);
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  struct Key {
+    Op op;
+    const UOp *a, *b;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      const size_t h = std::hash<const UOp*>()(k.a) * 31 + std::hash<const UOp*>()(k.b);
+      return h * 31 + static_cast<size_t>(k.op);
+    }
+  };
+  struct Entry {
+    UOpPtr a, b;  // held: the key's addresses stay theirs
+    Dim result;
+  };
+  std::mutex mu_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
+};
+
 Dim combine(Op op, const Dim& a, const Dim& b) {
-  return Dim(simplify(UOp::make(op, DType::Int64, {as_uop(a), as_uop(b)})));
+  return DimCache::instance().combine(op, as_uop(a), as_uop(b));
 }
 }  // namespace
+
+void clear_dim_cache() { DimCache::instance().clear(); }
 
 Dim::Dim(std::shared_ptr<const UOp> expr) {
   if (!expr || expr->dtype != DType::Int64)

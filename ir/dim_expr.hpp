@@ -12,6 +12,8 @@ namespace loom {
 std::vector<std::string> variables(const Dim& d);
 // The size as an Int64 node: a CONST, or the expression.
 UOpPtr dim_uop(const Dim& d);
+// Empties the cache of combined symbolic sizes (ir/dim.cpp): the nodes it holds are freed.
+void clear_dim_cache();
 // BIND(var, value): `var` (a DEFINE_VAR) bound to `value`.
 UOpPtr bind_var(const UOpPtr& var, int64_t value);
 

@@ -3,7 +3,11 @@
 // variable, decisions over its bounds, and the errors that name it.
 #include <loom/loom.hpp>
 
+#include "ir/dim_expr.hpp"
 #include "tests/support/error_message.hpp"
+
+#include <loom/debug.hpp>
+#include <loom/memory.hpp>
 
 #include <doctest/doctest.h>
 
@@ -59,6 +63,21 @@ TEST_CASE("Dim: arithmetic simplifies, equal sizes are equal, comparisons are de
   const std::vector<int64_t> as_ints = numbers;  // numeric shapes convert both ways
   CHECK(as_ints == std::vector<int64_t>{2, 3});
   CHECK(numbers == std::vector<int64_t>{2, 3});
+}
+
+TEST_CASE("Dim: combined sizes are kept (the same node again), and empty_cache frees what the cache holds") {
+  const Variable t("T_cache", 1, 999);
+  const uint64_t before = counters().live_uops;
+  {
+    const Dim n = t.bind(17);
+    const Dim a = n * 3 + 5, b = n * 3 + 5;
+    CHECK(a.expr() == b.expr());  // one node: the second product came from the cache
+    CHECK(a.value() == 56);
+    CHECK((a / 3).str() == "T_cache+1=18");  // a cached sum still simplifies as a fresh one
+  }
+  CHECK(counters().live_uops > before);  // the cache holds the sizes it combined
+  empty_cache();
+  CHECK(counters().live_uops <= before);
 }
 
 TEST_CASE("symbolic sizes flow through shape inference: slice, reshape, expand, elementwise, reduce") {
