@@ -46,8 +46,18 @@ int64_t strided_bytes(const Target& t) { return t.l2_bytes * t.cores; }
 std::vector<UOpPtr> axis_ranges(const Shape& shape) {
   std::vector<UOpPtr> ranges;
   for (size_t i = 0; i < shape.size(); ++i)
-    ranges.push_back(make_range(std::max<int64_t>(shape[i], 1), static_cast<int64_t>(i)));
+    ranges.push_back(shape[i].is_symbolic()
+                         ? make_range(shape[i], static_cast<int64_t>(i))
+                         : make_range(std::max<int64_t>(shape[i], 1), static_cast<int64_t>(i)));
   return ranges;
+}
+
+// The elements of a tensor of `shape`, a symbolic size at its upper bound: the splits are
+// planned for the longest reduce, as the optimiser plans its tiles.
+int64_t most_elements(const Shape& shape) {
+  int64_t n = 1;
+  for (const Dim& d : shape) n *= d.max();
+  return n;
 }
 std::vector<UOpPtr> axis_index(const Shape& shape, const std::vector<UOpPtr>& ranges) {
   std::vector<UOpPtr> idx;
@@ -133,7 +143,7 @@ enum class Parts { InPlace, First };
 // `red` over axis `a` of its input as two reduces through a contiguous buffer: the
 // axis reshaped to (parts, n / parts), the first reduce sums each run of n / parts,
 // the second the parts. With Parts::First the parts axis is moved in front first.
-UOpPtr split_axis(const UOpPtr& red, int64_t a, int64_t parts, Parts at = Parts::InPlace) {
+UOpPtr split_axis(const UOpPtr& red, int64_t a, const Dim& parts, Parts at = Parts::InPlace) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape& in = *x->shape();
@@ -164,13 +174,21 @@ UOpPtr split_lopsided(const Match& m) {
   const UOpPtr& x = red->src[0];
   const ReduceArg& arg = red->get<ReduceArg>();
   const Shape &in = *x->shape(), &out = *red->shape();
-  if (is_symbolic(in)) return nullptr;  // its parts would be symbolic: the reduce stays whole
-  const int64_t n_in = element_count(in), n_out = element_count(out);
+  const int64_t n_in = most_elements(in), n_out = most_elements(out);
   if (n_out == 0 || n_in / n_out < kSplitRatio || n_out >= kSplitOutputsBelow) return nullptr;
   const std::vector<bool> real = real_axes(x);
-  for (int64_t a : arg.axes)
-    for (int64_t d = std::min(kMaxParts, kMaxFirstOutputs / n_out); d >= kMinParts; --d)
-      if (in[a] % d == 0 && real[a]) return split_axis(red, a, d);
+  const int64_t most_parts = std::min(kMaxParts, kMaxFirstOutputs / n_out);
+  for (int64_t a : arg.axes) {
+    if (!real[a]) continue;
+    // A symbolic axis (a batch of B images) is split into all of its elements, as a
+    // number of them would be where it divides: one partial sum per image.
+    if (in[a].is_symbolic()) {
+      if (in[a].max() >= kMinParts && in[a].max() <= most_parts) return split_axis(red, a, in[a]);
+      continue;
+    }
+    for (int64_t d = most_parts; d >= kMinParts; --d)
+      if (in[a].value() % d == 0) return split_axis(red, a, d);
+  }
   return nullptr;
 }
 

@@ -1,6 +1,7 @@
 // split_reduceop: a reduce with inputs/outputs >= 32768 and few outputs, or a
 // large reduce over rows of a page or more, runs as two reduces through a
 // contiguous buffer; guards refuse the rest.
+#include "ir/dim_expr.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "stage_testing.hpp"
 
@@ -229,4 +230,27 @@ TEST_CASE("GEMV guards: a matmul, b contiguous along k, a small b, k not a multi
 %m = MUL f32 %ae, %wv
 %s = REDUCE_AXIS f32 %m [reduce ADD (1)]
 )"));
+}
+
+TEST_CASE("a symbolic batch: the per-channel sum over [B, 32, 28, 28] is split into one part per image") {
+  const auto f32 = DType::Float32;
+  auto channel_sums = [&](int64_t most) {
+    const Dim batch(bind_var(make_var("B", 1, most), most));
+    const UOpPtr x = UOp::make(Op::BUFFER, f32, {}, std::vector<int64_t>{1, most * 32 * 28 * 28});
+    const UOpPtr images = UOp::make(Op::RESHAPE, f32, {x}, Shape{most, 32, 28, 28});
+    const UOpPtr rows = UOp::make(Op::SHRINK, f32, {images}, Shape{0, batch, 0, 32, 0, 28, 0, 28});
+    return std::pair{rows, UOp::make(Op::REDUCE_AXIS, f32, {rows}, ReduceArg{Op::ADD, {0, 2, 3}})};
+  };
+  const auto [rows, sum] = channel_sums(64);
+  StageContext ctx{Flags{}, {}};
+  const UOpPtr after = graph_rewrite(sum, split_reduceop(), ctx);
+  const Dim batch = (*rows->shape())[0];
+  const UOpPtr parts = UOp::make(Op::RESHAPE, f32, {rows}, Shape{batch, 1, 32, 28, 28});
+  const UOpPtr first = UOp::make(Op::REDUCE_AXIS, f32, {parts}, ReduceArg{Op::ADD, {1, 3, 4}});
+  const UOpPtr second =
+      UOp::make(Op::REDUCE_AXIS, f32, {UOp::make(Op::CONTIGUOUS, f32, {first})}, ReduceArg{Op::ADD, {0}});
+  CHECK(after == UOp::make(Op::RESHAPE, f32, {second}, Shape{1, 32, 1, 1}));
+  // A batch of at most 4 images has too few parts: the sum stays whole.
+  const auto [few_rows, few] = channel_sums(4);
+  CHECK(graph_rewrite(few, split_reduceop(), ctx) == few);
 }
