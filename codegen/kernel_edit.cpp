@@ -300,21 +300,33 @@ UOpPtr drop_unit_loops(UOpPtr k) {
   return k->with_src(std::move(effects));
 }
 
-std::vector<UOpPtr> running_maxes(const UOpPtr& red) {
-  std::vector<UOpPtr> out;
-  if (red->op != Op::REDUCE || red->get<ReduceArg>().op != Op::ADD || red->src.size() < 2) return out;
-  for (const auto& u : toposort(red->src[0]))
-    if (u->op == Op::REDUCE && u->get<ReduceArg>().op == Op::MAX &&
-        std::equal(u->src.begin() + 1, u->src.end(), red->src.begin() + 1, red->src.end()))
-      out.push_back(u);
+std::vector<std::pair<UOpPtr, UOpPtr>> running_max_sums(const UOpPtr& k) {
+  // A max nested in a sum lists the sum's very ranges: only a sum with such a max is walked.
+  std::vector<UOpPtr> sums, maxes;
+  for (const auto& u : toposort(k)) {
+    if (u->op != Op::REDUCE || u->src.size() < 2) continue;
+    if (u->get<ReduceArg>().op == Op::ADD) sums.push_back(u);
+    if (u->get<ReduceArg>().op == Op::MAX) maxes.push_back(u);
+  }
+  std::vector<std::pair<UOpPtr, UOpPtr>> out;
+  if (maxes.empty()) return out;
+  const auto same_ranges = [](const UOpPtr& a, const UOpPtr& b) {
+    return std::equal(a->src.begin() + 1, a->src.end(), b->src.begin() + 1, b->src.end());
+  };
+  for (const auto& sum : sums) {
+    if (std::none_of(maxes.begin(), maxes.end(), [&](const UOpPtr& m) { return same_ranges(m, sum); }))
+      continue;
+    for (const auto& u : toposort(sum->src[0]))
+      if (u->op == Op::REDUCE && u->get<ReduceArg>().op == Op::MAX && same_ranges(u, sum))
+        out.emplace_back(sum, u);
+  }
   return out;
 }
 
 std::unordered_set<const UOp*> running_max_ranges(const UOpPtr& k) {
   std::unordered_set<const UOp*> out;
-  for (const auto& u : toposort(k))
-    if (!running_maxes(u).empty())
-      for (size_t i = 1; i < u->src.size(); ++i) out.insert(u->src[i].get());
+  for (const auto& [sum, max] : running_max_sums(k))
+    for (size_t i = 1; i < sum->src.size(); ++i) out.insert(sum->src[i].get());
   return out;
 }
 

@@ -27,9 +27,10 @@ std::vector<UOpPtr> reduces_of(const UOpPtr& kernel, const UOpPtr& range);
 // The first of them, if any.
 UOpPtr reduce_of(const UOpPtr& kernel, const UOpPtr& range);
 bool is_float_sum(const UOpPtr& red);
-// The REDUCE[MAX]s nested in the sum `red` over its very own ranges: the max of its whole
-// row, which lower_reduce folds into the sum's loop (docs/kernel-ir.md).
-std::vector<UOpPtr> running_maxes(const UOpPtr& red);
+// The sums of `k` with a REDUCE[MAX] nested in them over their very own ranges (the max
+// of the whole row, which lower_reduce folds into the sum's loop, docs/kernel-ir.md):
+// (sum, max) pairs, a sum once per such max.
+std::vector<std::pair<UOpPtr, UOpPtr>> running_max_sums(const UOpPtr& k);
 // The ranges of the sums of `k` that fold a running max: their loops run one step at a
 // time, in order, so no Opt splits them.
 std::unordered_set<const UOp*> running_max_ranges(const UOpPtr& k);

@@ -148,11 +148,10 @@ UOpPtr to_online_accumulator(ReduceLowering& ctx, const UOpPtr& red, const UOpPt
 // would give the max a loop of its own inside the sum's).
 UOpPtr fold_running_maxes(ReduceLowering& ctx, const UOpPtr& kernel) {
   std::vector<std::pair<UOpPtr, UOpPtr>> folded;
-  for (const auto& u : toposort(kernel)) {
-    const std::vector<UOpPtr> maxes = kopt::running_maxes(u);
-    if (maxes.size() > 1)
-      throw Error(fmt::format("lower_reduce: a sum with {} running maxes; expected one", maxes.size()));
-    if (maxes.size() == 1) folded.emplace_back(u, to_online_accumulator(ctx, u, maxes[0]));
+  for (const auto& [sum, max] : kopt::running_max_sums(kernel)) {
+    if (!folded.empty() && folded.back().first == sum)
+      throw Error("lower_reduce: a sum with several running maxes; expected one");
+    folded.emplace_back(sum, to_online_accumulator(ctx, sum, max));
   }
   return folded.empty() ? kernel : substitute(kernel, folded);
 }

@@ -34,18 +34,21 @@ bool reduce_over_one(const UOpPtr& u, Op op) {
 // A softmax row read at the sum's range `j`: p(j) = x(j) * RECIP(Σ_j2 x(j2)) with
 // x(j) = EXP(s(j) - MAX_j3 s(j3)), the max and the sum over j's row.
 struct SoftmaxRow {
-  UOpPtr x;    // x(j)
-  UOpPtr sum;  // Σ_j2 x(j2)
+  UOpPtr x;         // x(j)
+  UOpPtr sum;       // Σ_j2 x(j2)
+  UOpPtr max_read;  // the max as x reads it (a buffer's load, or the max itself)
+  UOpPtr max;       // MAX_j3 s(j3)
 };
 
-// x(j) = EXP(s(j) - m) where m is the max of s over a range of its own, not j.
-bool exp_of_shifted_row(const UOpPtr& x, const UOpPtr& j) {
+// The max m of x(j) = EXP(s(j) - m), when it is the max of s over a range of its own, not j.
+UOpPtr max_of_shifted_row(const UOpPtr& x, const UOpPtr& j) {
   const UOpPtr e = seen(x);
-  if (e->op != Op::EXP || e->src[0]->op != Op::SUB) return false;
+  if (e->op != Op::EXP || e->src[0]->op != Op::SUB) return nullptr;
   const UOpPtr& s = e->src[0]->src[0];
   const UOpPtr m = seen(e->src[0]->src[1]);
-  return reduce_over_one(m, Op::MAX) && !depends_on(m, j) &&
-         substitute_ranges(m->src[0], {{m->src[1], j}}) == s;
+  const bool row_max =
+      reduce_over_one(m, Op::MAX) && !depends_on(m, j) && substitute_ranges(m->src[0], {{m->src[1], j}}) == s;
+  return row_max ? e->src[0]->src[1] : nullptr;
 }
 
 std::optional<SoftmaxRow> softmax_row(const UOpPtr& p, const UOpPtr& j) {
@@ -55,8 +58,8 @@ std::optional<SoftmaxRow> softmax_row(const UOpPtr& p, const UOpPtr& j) {
     if (r->op != Op::RECIP) continue;
     const UOpPtr sum = seen(r->src[0]);
     if (!reduce_over_one(sum, Op::ADD) || depends_on(sum, j)) continue;
-    if (substitute_ranges(sum->src[0], {{sum->src[1], j}}) != x || !exp_of_shifted_row(x, j)) continue;
-    return SoftmaxRow{x, sum};
+    if (substitute_ranges(sum->src[0], {{sum->src[1], j}}) != x) continue;
+    if (const UOpPtr max_read = max_of_shifted_row(x, j)) return SoftmaxRow{x, sum, max_read, seen(max_read)};
   }
   return std::nullopt;
 }
@@ -118,8 +121,7 @@ UOpPtr sum_weighted_by_softmax(const Match& m) {
     const std::optional<SoftmaxRow> row = p ? softmax_row(p, j) : std::nullopt;
     if (!row) continue;
     // Each sum's max runs over the sum's own range: codegen folds it into the sum's loop.
-    const UOpPtr e = seen(row->x);
-    const UOpPtr &max_read = e->src[0]->src[1], max = seen(max_read);
+    const UOpPtr &max_read = row->max_read, &max = row->max;
     RowInliner inline_rows(max->ranges(), {j, row->sum->src[1], max->src[1]});
     const auto computed = [&](const UOpPtr& u, const UOpPtr& axis) {
       const UOpPtr running = max->with_src({substitute_ranges(max->src[0], {{max->src[1], axis}}), axis});
