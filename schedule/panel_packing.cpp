@@ -39,14 +39,16 @@ bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(ra
 
 // b's side of the product (factor b of `c`): uses the column j, which a does not, and
 // every read of b is at a constant stride along j (a transposed b, q k^T, too), and b
-// sums nothing of its own; a uses a row b does not (the innermost such row is returned).
+// sums nothing of its own and has sizes in numbers (its copy's shape); a uses a row b does
+// not (the innermost such row is returned; a symbolic one, a batch of B rows, is planned
+// for its upper bound).
 UOpPtr b_side(const Contraction& c, int a, int b) {
   const UOpPtr& j = c.outs.back();
   if (!c.uses(b, j) || c.uses(a, j) || c.nested[static_cast<size_t>(b)] || !c.strided(b, j)) return nullptr;
+  for (const auto& r : c.outs)
+    if (c.uses(b, r) && !trip(r)) return nullptr;
   const std::vector<UOpPtr> rows = c.only(a);
-  for (auto r = rows.rbegin(); r != rows.rend(); ++r)
-    if (trip(*r)) return *r;
-  return nullptr;
+  return rows.empty() ? nullptr : rows.back();
 }
 
 // A copy's layout: the ranges of the copy (its shape), where the product reads
@@ -184,7 +186,7 @@ bool copy_outgrows_source(const Contraction& c, int b_src, int64_t columns) {
 // Rows of the product that read all of b: the output ranges a uses and b does not.
 int64_t all_rows(const Contraction& c, int a) {
   int64_t rows = 1;
-  for (const auto& r : c.only(a)) rows *= trip(r).value_or(1);
+  for (const auto& r : c.only(a)) rows *= trip_bound(r);
   return rows;
 }
 
@@ -263,14 +265,17 @@ UOpPtr pack(const Match& m) {
     const UOpPtr i = reduced ? b_side(*c, a_src, b_src) : nullptr;
     if (!i || copy_outgrows_source(*c, b_src, panels * width)) continue;
     if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < min_rows(ctx.target))) continue;
-    if (!in_l1 && *trip(i) < min_rows(ctx.target)) continue;
+    if (!in_l1 && trip_bound(i) < min_rows(ctx.target)) continue;
     int64_t next_id = next_axis_id(buf);
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
     std::vector<UOpPtr> product = red->src[0]->src;
     // Products of bfloat16s on a Target with vdpbf16ps: both factors copied as bfloat16 pairs
     // (a in row panels always), which the tile reads one vector a step.
-    const bool pairs = pairs_fit(*c, ctx, a_src);
+    // a's copies (row panels, pairs) have a's shape: sizes in numbers only.
+    const bool a_numeric =
+        std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return !c->uses(a_src, r) || trip(r); });
+    const bool pairs = a_numeric && pairs_fit(*c, ctx, a_src);
     const auto packed = [&](const UOpPtr& side, auto&& copy) {
       return pairs ? UOp::make(Op::CAST, side->dtype, {copy(side->src[0])}) : copy(side);
     };
@@ -282,7 +287,7 @@ UOpPtr pack(const Match& m) {
     // Its copy is row-major (contiguous vector stores; row panels only where its rows
     // would crowd one set of L1).
     const bool costly = c->ops[static_cast<size_t>(a_src)] > kCheapFactorOps;
-    const bool rows_ok = ctx.panel_rows > 1 && !c->nested[static_cast<size_t>(a_src)];
+    const bool rows_ok = ctx.panel_rows > 1 && !c->nested[static_cast<size_t>(a_src)] && a_numeric;
     if (costly && !rows_ok) continue;
     const bool crowded =
         rows_ok && rows_crowd_l1_set(c->loads[static_cast<size_t>(a_src)], i, ctx.panel_rows, itemsize,

@@ -5,6 +5,7 @@
 #include "support/graph_builders.hpp"
 
 #include "ir/buffer_access.hpp"
+#include "ir/dim_expr.hpp"
 
 #include "ir/flags.hpp"
 #include "ir/target.hpp"
@@ -266,5 +267,32 @@ TEST_CASE("a costly a (a softmax's exp per element) is computed once, row-major,
     int exps = 0;
     for (const ScheduledKernel& k : s.kernels) exps += count_op(k.ast, Op::EXP2);
     CHECK(exps == 1);
+  }
+}
+
+TEST_CASE("rows of a symbolic count (a batch of B rows) still get b's panels, planned for B's bound") {
+  const auto f32 = DType::Float32;
+  const Dim rows(bind_var(make_var("B", 1, 64), 40));
+  const UOpPtr whole = movement(Op::RESHAPE, input(1, {64 * 128}), Shape{64, 128});
+  const UOpPtr a = UOp::make(Op::SHRINK, f32, {whole}, Shape{0, rows, 0, 128});
+  const UOpPtr b = movement(Op::RESHAPE, input(2, {128 * 64}), Shape{128, 64});
+  const UOpPtr x = movement(Op::EXPAND, movement(Op::RESHAPE, a, Shape{rows, 128, 1}), Shape{rows, 128, 64});
+  const UOpPtr y = movement(Op::EXPAND, movement(Op::RESHAPE, b, Shape{1, 128, 64}), Shape{rows, 128, 64});
+  const UOpPtr product = movement(Op::RESHAPE, reduce_axis(x * y, Op::ADD, {1}), Shape{rows, 64});
+  FakeBuffers fb;
+  const Schedule s = create_schedule({product}, fb.factory(), {},
+                                     ScheduleOptions{kPanelBytes, 0, kPanelDepth, l1_32k_8way()});
+  check_packed(s, 1, 128, 64);
+  SUBCASE("at most 16 rows read b too few times for its copy to pay") {
+    const Dim few(bind_var(make_var("B", 1, 16), 8));
+    const UOpPtr a16 = UOp::make(Op::SHRINK, f32, {whole}, Shape{0, few, 0, 128});
+    const UOpPtr x16 =
+        movement(Op::EXPAND, movement(Op::RESHAPE, a16, Shape{few, 128, 1}), Shape{few, 128, 64});
+    const UOpPtr y16 = movement(Op::EXPAND, movement(Op::RESHAPE, b, Shape{1, 128, 64}), Shape{few, 128, 64});
+    const UOpPtr p16 = movement(Op::RESHAPE, reduce_axis(x16 * y16, Op::ADD, {1}), Shape{few, 64});
+    FakeBuffers fb16;
+    CHECK(create_schedule({p16}, fb16.factory(), {},
+                          ScheduleOptions{kPanelBytes, 0, kPanelDepth, l1_32k_8way()})
+              .kernels.size() == 1);
   }
 }

@@ -48,6 +48,25 @@ TEST_CASE("symbolic realize: a sum and a softmax over the first T rows, schedule
   CHECK(misses == 2);  // the sum's graph and the softmax's, each scheduled for the first T only
 }
 
+TEST_CASE("symbolic realize: a Linear layer over a batch of B rows reads its weight from panels") {
+  // [B, 300] @ [300, 96]: a weight of 112 KiB, read by up to 64 rows, is copied into panels
+  // (schedule/panel_packing.cpp) as it is for 64 rows in numbers; a last batch of 37 rows
+  // leaves the last tile of rows partly empty.
+  const Variable b("B", 1, 64);
+  const Tensor x = Tensor::from_vector(ramp(64 * 300, 13, 6.0f), {64, 300});
+  const Tensor w = Tensor::from_vector(ramp(300 * 96, 11, 5.0f), {300, 96}) * 0.25f;  // every sum exact
+  for (const char* target : {"native", "x86-64-v3"}) {
+    const Context ctx{{"TARGET", target}};
+    for (const int n : {64, 37}) {
+      CAPTURE(target);
+      CAPTURE(n);
+      const Tensor y = x.slice(0, 0, b.bind(n)).matmul(w).relu();
+      CHECK(schedule_of({y}).size() == 2);  // the weight's panels, then the product
+      check_ref(y);
+    }
+  }
+}
+
 TEST_CASE("symbolic realize: decoding attention over cache[:, :, :T] compiles its kernels once") {
   const int64_t batch = 2, heads = 4, rows = 128, d = 16;
   const Variable t("T", 1, rows);
