@@ -108,9 +108,10 @@ double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 // place on a terminal; elsewhere (CI logs) a line every tenth of the epoch.
 class Progress {
  public:
-  // `batch`: the images a step trains on (every rank's); `shown`: false on ranks other than 0.
-  Progress(int64_t epoch, int64_t epochs, int64_t batch, bool shown)
-      : epoch_(epoch), epochs_(epochs), batch_(batch), shown_(shown) {}
+  // `batch`: the images a step trains on (every rank's), `images`: an epoch's (the last batch
+  // may be smaller); `shown`: false on ranks other than 0.
+  Progress(int64_t epoch, int64_t epochs, int64_t batch, int64_t images, bool shown)
+      : epoch_(epoch), epochs_(epochs), batch_(batch), images_(images), shown_(shown) {}
   void operator()(int64_t step, int64_t steps, float loss) {
     smoothed_ = step == 1 ? loss : 0.95 * smoothed_ + 0.05 * loss;
     if (!shown_) return;
@@ -125,14 +126,15 @@ class Progress {
     if (filled < width) bar += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
     fmt::print("{}epoch {}/{} [{}] {:{}}/{}  loss {:.4f}  {:.0f} img/s{}", tty_ ? "\r" : "", epoch_, epochs_,
                bar, step, std::to_string(steps).size(), steps, smoothed_,
-               static_cast<double>(step * batch_) / std::max(now, 1e-9), tty_ && !last ? "" : "\n");
+               static_cast<double>(std::min(step * batch_, images_)) / std::max(now, 1e-9),
+               tty_ && !last ? "" : "\n");
     std::fflush(stdout);
   }
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
  private:
   using Clock = std::chrono::steady_clock;
-  int64_t epoch_, epochs_, batch_;
+  int64_t epoch_, epochs_, batch_, images_;
   bool shown_;
   double smoothed_ = 0, drawn_ = -1;
   bool tty_ = isatty(fileno(stdout));
@@ -153,6 +155,8 @@ int run(const Args& args) {
   const int ranks = args.options.ddp ? dist::world_size() : 1;
   const bool lead = !args.options.ddp || dist::rank() == 0;
   const int64_t steps = trainer.loader.size(), batch = args.options.batch_size * ranks;
+  const int64_t images =
+      trainer.loader.rows() * ranks;  // an epoch's, every rank's (a shard's padding included)
   size_t params = 0;
   for (const Tensor& p : trainer.model.parameters()) params += static_cast<size_t>(p.numel());
   say(lead, "Fashion-MNIST: {} training images (batches of {}, {} steps an epoch), {} test images\n",
@@ -177,7 +181,7 @@ int run(const Args& args) {
       args.stop_after > 0 ? std::min(args.stop_after, args.options.epochs) : args.options.epochs;
   for (bool first = true; trainer.epoch < last; first = false) {
     const int64_t epoch = trainer.epoch + 1;
-    Progress progress(epoch, args.options.epochs, batch, lead);
+    Progress progress(epoch, args.options.epochs, batch, images, lead);
     const uint64_t made_before = kernels_made();
     uint64_t made_at_2 = 0;
     double rss_at_2 = 0;
@@ -207,7 +211,7 @@ int run(const Args& args) {
     say(lead,
         "epoch {}: mean loss {:.4f}, test accuracy {:.2f}%, {:.0f} images/s ({:.1f} s training, {:.1f} s "
         "testing)\n",
-        epoch, loss, 100 * accuracy, static_cast<double>(steps * batch) / train_seconds, train_seconds,
+        epoch, loss, 100 * accuracy, static_cast<double>(images) / train_seconds, train_seconds,
         test_seconds);
     say(lead, "  kernels compiled: {} in steps 1-2, {} in steps 3-{}, {} in testing\n",
         made_at_2 - made_before, made_after - made_at_2, steps, made_in_test);

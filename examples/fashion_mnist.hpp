@@ -94,13 +94,15 @@ class Trainer {
         model(make_model(options)),
         opt(model.parameters(), options.lr),
         train(load(options.dir, true, options.limit)),
-        // The last, smaller batch is dropped: every step has one shape, so
-        // every kernel is compiled in the first steps of the first epoch.
+        // Every image is trained on, the last, smaller batch included. Its first size is the
+        // variable B (docs/symbolic.md), so the step is one graph for every batch and its
+        // kernels are compiled in the first steps of the first epoch, the last batch's too.
         loader({train.images, train.labels}, options.batch_size, /*shuffle=*/true, options.seed,
-               /*drop_last=*/true, shard_of(options)),
+               /*drop_last=*/false, shard_of(options)),
         // Cosine annealing, stepped every batch: the MLP gains about half a point
         // in two epochs over a constant rate (PyTorch, same model and data).
         schedule(opt, options.epochs * loader.size()) {
+    loader.set_batch_variable(loom::Variable("B", 1, options.batch_size));
     if (options.ddp) ddp.emplace(model.parameters());
     if (options.autocast == loom::DType::Float16) scaler.emplace();
   }
@@ -150,6 +152,7 @@ class Trainer {
     loom::NoGrad no_grad;
     model.eval();
     loom::data::DataLoader batches({split.images, split.labels}, batch_size);
+    batches.set_batch_variable(loom::Variable("B", 1, batch_size));  // a smaller last batch compiles nothing
     int64_t right = 0;
     const auto ac = autocast_scope();
     while (auto b = batches.next())
