@@ -60,6 +60,42 @@ UOpPtr fold_lt_const_left(int64_t c, const UOpPtr& n) {
   return f->sign > 0 ? lt(f->s, floor_div(t, f->g), false) : lt(f->s, ceil_div(-t, f->g), true);
 }
 
+// n = g*B + R, where g divides every coefficient of B and R (the other terms and the
+// constant) lies in [lo, hi]: n < c  <=>  B < ceil((c - R) / g), the same bound for every R
+// when ceil((c - hi) / g) == ceil((c - lo) / g). A guard 64h + 16q + l < 256 with q < 4,
+// l < 16 is h < 4, and so no longer depends on l: a vector of lanes l is valid or not as a
+// whole.
+std::optional<std::pair<LinearForm, Wide>> carried_bound(const UOpPtr& n, Wide c) {
+  const LinearForm f = linear_form(n);
+  if (f.terms.size() < 2 || !exact_bounds(f)) return std::nullopt;
+  for (const auto& candidate : f.terms) {
+    const Wide g = candidate.coef < 0 ? -Wide{candidate.coef} : Wide{candidate.coef};
+    if (g < 2) continue;
+    LinearForm big{f.dtype, {}, 0}, small{f.dtype, {}, f.constant};
+    for (const auto& t : f.terms) (Wide{t.coef} % g == 0 ? big : small).terms.push_back(t);
+    if (small.terms.empty()) continue;  // the gcd's rule (scaled_form) covers it
+    const auto r = exact_bounds(small);
+    if (!r) continue;
+    const Wide bound = ceil_div(c - r->first, g);
+    if (ceil_div(c - r->second, g) != bound) continue;
+    for (auto& t : big.terms) t.coef = static_cast<int64_t>(Wide{t.coef} / g);
+    if (exact_bounds(big)) return std::pair{big, bound};
+  }
+  return std::nullopt;
+}
+
+// n < c  <=>  B < bound
+UOpPtr fold_carried_lt_const_right(const UOpPtr& n, int64_t c) {
+  const auto f = carried_bound(n, Wide{c});
+  return f ? lt(f->first, f->second, true) : nullptr;
+}
+
+// c < n  <=>  !(n < c + 1)  <=>  bound - 1 < B
+UOpPtr fold_carried_lt_const_left(int64_t c, const UOpPtr& n) {
+  const auto f = carried_bound(n, Wide{c} + 1);
+  return f ? lt(f->first, f->second - 1, false) : nullptr;
+}
+
 // n == c  <=>  S == (c - k) / (sign*g), never when g does not divide c - k.
 UOpPtr fold_eq_const(Op op, const UOpPtr& n, int64_t c) {
   const auto f = scaled_form(n);
@@ -148,12 +184,18 @@ const PatternMatcher& comparison_folding() {
              return is_int_scalar(m["x"]->dtype) ? fold_lt_div(const_of(m["c"]), m["x"], m["d"]) : nullptr;
            }},
           {P::var("x") < P::cvar("c"),
-           [](const Match& m) {
-             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_right(m["x"], const_of(m["c"])) : nullptr;
+           [](const Match& m) -> UOpPtr {
+             if (!is_int_scalar(m["x"]->dtype)) return nullptr;
+             const UOpPtr folded = fold_lt_const_right(m["x"], const_of(m["c"]));
+             return folded && folded != m.root() ? folded
+                                                 : fold_carried_lt_const_right(m["x"], const_of(m["c"]));
            }},
           {P::cvar("c") < P::var("x"),
-           [](const Match& m) {
-             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_left(const_of(m["c"]), m["x"]) : nullptr;
+           [](const Match& m) -> UOpPtr {
+             if (!is_int_scalar(m["x"]->dtype)) return nullptr;
+             const UOpPtr folded = fold_lt_const_left(const_of(m["c"]), m["x"]);
+             return folded && folded != m.root() ? folded
+                                                 : fold_carried_lt_const_left(const_of(m["c"]), m["x"]);
            }},
           {P::op(Op::CMPEQ, {P::var("x"), P::cvar("c")}),
            [](const Match& m) {

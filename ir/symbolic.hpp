@@ -36,7 +36,9 @@ const PatternMatcher& symbolic_index();
 // Division and modulo by constants (and a few by variables), each with its sign guard.
 const PatternMatcher& divmod_folding();
 // Integer comparisons with a constant: the sum's constant and gcd move to the
-// constant's side (x + 3 < 7 -> x < 4, 4*x < 10 -> x < 3), x/d < c -> x < c*d.
+// constant's side (x + 3 < 7 -> x < 4, 4*x < 10 -> x < 3), x/d < c -> x < c*d, and
+// terms that cannot move the sum past the next multiple of g drop out beside the
+// multiples of g (64h + 16q + l < 256 -> h < 4 for q < 4, l < 16).
 const PatternMatcher& comparison_folding();
 // graph_rewrite(root, symbolic()).
 UOpPtr simplify(const UOpPtr& root);

@@ -572,6 +572,30 @@ TEST_CASE("comparisons with constants: the sum's constant and gcd move across") 
   simplifies(lnot(c64(5) < x), x < 6);
 }
 
+TEST_CASE("comparisons with a multiple of g: terms that stay within [0, g) drop out") {
+  // 64h + 16q + l < 256 with q < 4, l < 16: 16q + l < 64 cannot carry the sum past a multiple
+  // of 64, so the guard is h < 4, and a vector of lanes l is valid or not as a whole.
+  const auto h = var("h", 0, 11), q = var("q", 0, 3), l = var("l", 0, 15);
+  simplifies((h * 64 + q * 16 + l) < 256, h < 4);
+  simplifies(c64(511) < (h * 64 + q * 16 + l), c64(7) < h);  // >= 512 <=> h >= 8
+  simplifies((h * 64 + l + 3) < 192, h < 3);                 // 64h + l < 189: h < 3 for every l
+  simplifies((h * 64 + l) < 208, h < 4);                     // 192 + 15 < 208 still
+  // Each value of h, q and l: the folded comparison agrees with the sum's.
+  for (int64_t hv = 0; hv <= 11; ++hv)
+    for (int64_t qv = 0; qv <= 3; ++qv)
+      for (int64_t lv = 0; lv <= 15; ++lv) {
+        const int64_t n = hv * 64 + qv * 16 + lv;
+        CHECK((n < 256) == (hv < 4));
+        CHECK((511 < n) == (7 < hv));
+        CHECK((hv * 64 + lv + 3 < 192) == (hv < 3));
+        CHECK((hv * 64 + lv < 208) == (hv < 4));
+      }
+  // Where the other terms decide for some h (64h + 16q + l < 250 at h = 3), the sum stays.
+  unchanged((h * 64 + var("m", 0, 64)) < 256);
+  unchanged((h * 64 + l + q * 16) < 250);
+  unchanged((h * 64 + var("n", -1, 15)) < 256);
+}
+
 TEST_CASE("a conjunction of bounds no value meets is false; one some value meets stays") {
   const auto r = var("r", 0, 1), x = var("x", -10, 10), m = bvar("m");
   simplifies(land(r < 1, c64(0) < r), F);                    // a padded axis of size 0: r == 0 and r >= 1
