@@ -46,7 +46,7 @@ TEST_CASE("disabling one stage leaves the others of its group on") {
   CHECK(count(buffer_stages(rangeify({s}), off), Op::REDUCE) == 1);
 }
 
-TEST_CASE("kernel_stages reports each of its four groups, in order, with what each made") {
+TEST_CASE("kernel_stages reports each of its groups, in order, with what each made") {
   const UOpPtr kernel = parse_text(R"(
 %n = CONST i64 [32]
 %r = RANGE i64 %n [axis 0 loop]
@@ -63,7 +63,8 @@ TEST_CASE("kernel_stages reports each of its four groups, in order, with what ea
   CHECK(kernel_stages(kernel, Flags{}, ran) == kernel);
   std::vector<std::string> groups;
   for (const auto& r : ran) groups.push_back(r.pass);
-  CHECK(groups == std::vector<std::string>{"scatter_reduce", "load_collapse", "range_split", "range_simplify", "range_merge"});
+  CHECK(groups == std::vector<std::string>{"scatter_reduce", "load_collapse", "valid_index", "range_split",
+                                           "range_simplify", "range_merge"});
   CHECK(ran.front().before == kernel);
   CHECK(ran.back().after == kernel);
 }

@@ -941,3 +941,51 @@ TEST_CASE("products read through a pad (a cat, a slice's gradient) are kernels o
     if (k.name.starts_with("r_")) CHECK(k.buffers.at(0).numel == 8 * 16);
   test::check_ref(y);
 }
+
+TEST_CASE("a concatenation's piece read transposed is addressed without divisions, in lanes (valid_index)") {
+  // cat([a, b, v^T], 1)^T, as the gradient of q, k and v's concatenation: v's piece, stored
+  // [2, 32 features, 32 steps], is read at c + 32 t - 64 split into its block, feature and
+  // step, which only fold where the guard c >= 64 holds. Folded, range_split cuts t into
+  // blocks and steps and no address divides; unfolded, the kernel ran without lanes.
+  const auto ramp = [](std::vector<int64_t> shape, int salt) {
+    int64_t n = 1;
+    for (const int64_t s : shape) n *= s;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(static_cast<int>((i * 5 + salt) % 11) - 5);
+    return Tensor::from_vector(v, Shape(shape.begin(), shape.end())).realize();
+  };
+  const Tensor a = ramp({64, 32}, 1), b = ramp({64, 32}, 2), v = ramp({2, 32, 32}, 3);
+  const Tensor y = cat({a, b, v.permute({0, 2, 1}).reshape({64, 32})}, 1).transpose(0, 1).contiguous();
+  Kernels seen;
+  detail::schedule_cache().clear();
+  test::check_ref(y);
+  const auto kernels = seen.all_unoptimized();
+  REQUIRE(kernels.size() == 1);
+  int64_t divisions = 0;
+  for (const auto& u : toposort(kernels.begin()->second)) divisions += u->op == Op::IDIV || u->op == Op::MOD;
+  CHECK(divisions == 0);
+  CHECK(ranges_of_kind(seen.only_optimized(), AxisKind::Upcast).size() == 1);
+}
+
+TEST_CASE("a piece of a concatenation whose edge falls between vectors is read under one guard a vector") {
+  // cat([q.permute(0, 2, 1, 3).reshape(2, 8, 64), zeros], 2): the piece's guard 16h + d < 64
+  // over lanes d < 16 is h < 4 (ir/compare_fold.cpp), one bool for the vector: a branch around
+  // a plain load, not a masked load whose lanes are all off past the piece, where its address,
+  // simplified under the guard (valid_index), points past q's buffer.
+  std::vector<float> values(2 * 4 * 8 * 16);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 13) - 6;
+  const Tensor q = Tensor::from_vector(values, {2, 4, 8, 16}).realize();
+  const Tensor y = cat({q.permute({0, 2, 1, 3}).reshape({2, 8, 64}), Tensor::zeros({2, 8, 128})}, 2);
+  Kernels seen;
+  detail::schedule_cache().clear();
+  test::check_ref(y);
+  int64_t guarded = 0;
+  for (const auto& [name, k] : seen.all())
+    for (const auto& u : toposort(k))
+      if (u->op == Op::INDEX && u->src.size() > 2 && u->dtype.lanes > 1) {
+        ++guarded;
+        CHECK(u->src[2]->dtype.lanes == 1);
+      }
+  CHECK(guarded > 0);
+}
