@@ -44,22 +44,6 @@ UOpPtr lt(const LinearForm& s, Wide c, bool const_right) {
   return const_right ? cmp(Op::CMPLT, build(s), cn) : cmp(Op::CMPLT, cn, build(s));
 }
 
-// n < c  <=>  sign*g*S < c - k
-UOpPtr fold_lt_const_right(const UOpPtr& n, int64_t c) {
-  const auto f = scaled_form(n);
-  if (!f) return nullptr;
-  const Wide t = Wide{c} - f->k;
-  return f->sign > 0 ? lt(f->s, ceil_div(t, f->g), true) : lt(f->s, floor_div(-t, f->g), false);
-}
-
-// c < n  <=>  c - k < sign*g*S
-UOpPtr fold_lt_const_left(int64_t c, const UOpPtr& n) {
-  const auto f = scaled_form(n);
-  if (!f) return nullptr;
-  const Wide t = Wide{c} - f->k;
-  return f->sign > 0 ? lt(f->s, floor_div(t, f->g), false) : lt(f->s, ceil_div(-t, f->g), true);
-}
-
 // n = g*B + R, where g divides every coefficient of B and R (the other terms and the
 // constant) lies in [lo, hi]: n < c  <=>  B < ceil((c - R) / g), the same bound for every R
 // when ceil((c - hi) / g) == ceil((c - lo) / g). A guard 64h + 16q + l < 256 with q < 4,
@@ -96,6 +80,29 @@ UOpPtr fold_carried_lt_const_left(int64_t c, const UOpPtr& n) {
   return f ? lt(f->first, f->second - 1, false) : nullptr;
 }
 
+// n < c  <=>  sign*g*S < c - k; where that changes nothing (`cmp`, the comparison itself),
+// the carried bound.
+UOpPtr fold_lt_const_right(const UOpPtr& cmp_node, const UOpPtr& n, int64_t c) {
+  if (const auto f = scaled_form(n)) {
+    const Wide t = Wide{c} - f->k;
+    const UOpPtr folded =
+        f->sign > 0 ? lt(f->s, ceil_div(t, f->g), true) : lt(f->s, floor_div(-t, f->g), false);
+    if (folded && folded != cmp_node) return folded;
+  }
+  return fold_carried_lt_const_right(n, c);
+}
+
+// c < n  <=>  c - k < sign*g*S; else the carried bound, as above.
+UOpPtr fold_lt_const_left(const UOpPtr& cmp_node, int64_t c, const UOpPtr& n) {
+  if (const auto f = scaled_form(n)) {
+    const Wide t = Wide{c} - f->k;
+    const UOpPtr folded =
+        f->sign > 0 ? lt(f->s, floor_div(t, f->g), false) : lt(f->s, ceil_div(-t, f->g), true);
+    if (folded && folded != cmp_node) return folded;
+  }
+  return fold_carried_lt_const_left(c, n);
+}
+
 // n == c  <=>  S == (c - k) / (sign*g), never when g does not divide c - k.
 UOpPtr fold_eq_const(Op op, const UOpPtr& n, int64_t c) {
   const auto f = scaled_form(n);
@@ -127,34 +134,12 @@ UOpPtr fold_lt_div(int64_t c, const UOpPtr& x, const UOpPtr& d) {
   return cmp(Op::CMPLT, const_int(x->dtype, static_cast<int64_t>(b)), x);
 }
 
-// A conjunction of bounds on the same integer value that no value meets: the
-// clauses x < c and c < x of the AND tree narrow x's own bounds, and an empty
-// interval makes the whole AND false (a padded axis of size 0: r < 1 and 0 < r).
+// A conjunction of bounds on the same integer value that no value meets makes the whole
+// AND false (a padded axis of size 0: r < 1 and 0 < r).
 UOpPtr fold_empty_conjunction(const UOpPtr& and_node) {
   if (and_node->dtype != DType::Bool) return nullptr;
-  std::vector<const UOp*> stack{and_node.get()};
-  std::vector<std::pair<const UOp*, std::pair<Wide, Wide>>> bounds;  // x: [lo, hi]
-  auto narrow = [&](const UOp* x, Wide lo, Wide hi) {
-    auto it = std::find_if(bounds.begin(), bounds.end(), [&](const auto& b) { return b.first == x; });
-    if (it == bounds.end()) it = bounds.insert(bounds.end(), {x, {x->vmin(), x->vmax()}});
-    it->second = {std::max(it->second.first, lo), std::min(it->second.second, hi)};
-    return it->second.first > it->second.second;
-  };
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    if (u->op == Op::AND) {
-      for (const UOpPtr& s : u->src) stack.push_back(s.get());
-      continue;
-    }
-    if (u->op != Op::CMPLT || !is_int_scalar(u->src[0]->dtype)) continue;
-    const UOp *a = u->src[0].get(), *b = u->src[1].get();
-    const Wide far = Wide{1} << 80;
-    if (b->op == Op::CONST && a->op != Op::CONST && narrow(a, -far, Wide{const_of(u->src[1])} - 1))
-      return const_int(DType::Bool, 0);
-    if (a->op == Op::CONST && b->op != Op::CONST && narrow(b, Wide{const_of(u->src[0])} + 1, far))
-      return const_int(DType::Bool, 0);
-  }
+  for (const auto& b : conjunct_bounds(and_node))
+    if (b.lo > b.hi) return const_int(DType::Bool, 0);
   return nullptr;
 }
 
@@ -184,18 +169,14 @@ const PatternMatcher& comparison_folding() {
              return is_int_scalar(m["x"]->dtype) ? fold_lt_div(const_of(m["c"]), m["x"], m["d"]) : nullptr;
            }},
           {P::var("x") < P::cvar("c"),
-           [](const Match& m) -> UOpPtr {
-             if (!is_int_scalar(m["x"]->dtype)) return nullptr;
-             const UOpPtr folded = fold_lt_const_right(m["x"], const_of(m["c"]));
-             return folded && folded != m.root() ? folded
-                                                 : fold_carried_lt_const_right(m["x"], const_of(m["c"]));
+           [](const Match& m) {
+             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_right(m.root(), m["x"], const_of(m["c"]))
+                                                 : nullptr;
            }},
           {P::cvar("c") < P::var("x"),
-           [](const Match& m) -> UOpPtr {
-             if (!is_int_scalar(m["x"]->dtype)) return nullptr;
-             const UOpPtr folded = fold_lt_const_left(const_of(m["c"]), m["x"]);
-             return folded && folded != m.root() ? folded
-                                                 : fold_carried_lt_const_left(const_of(m["c"]), m["x"]);
+           [](const Match& m) {
+             return is_int_scalar(m["x"]->dtype) ? fold_lt_const_left(m.root(), const_of(m["c"]), m["x"])
+                                                 : nullptr;
            }},
           {P::op(Op::CMPEQ, {P::var("x"), P::cvar("c")}),
            [](const Match& m) {
@@ -213,6 +194,36 @@ const PatternMatcher& comparison_folding() {
            [](const Match& m) { return fold_empty_conjunction(m.root()); }},
       });
   return pm;
+}
+
+std::vector<ConjunctBound> conjunct_bounds(const UOpPtr& guard) {
+  std::vector<ConjunctBound> out;
+  const auto narrow = [&](const UOpPtr& x, Wide lo, Wide hi) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const ConjunctBound& b) { return b.x == x; });
+    if (it == out.end()) it = out.insert(out.end(), {x, x->vmin(), x->vmax()});
+    it->lo = std::max(it->lo, lo), it->hi = std::min(it->hi, hi);
+  };
+  const Wide far = Wide{1} << 80;
+  std::vector<UOpPtr> stack{guard};
+  while (!stack.empty()) {
+    const UOpPtr u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::AND) {
+      stack.insert(stack.end(), u->src.begin(), u->src.end());
+      continue;
+    }
+    if (u->op != Op::CMPLT || !is_int_scalar(u->src[0]->dtype)) continue;
+    const UOpPtr &a = u->src[0], &b = u->src[1];
+    if (b->op == Op::CONST && a->op != Op::CONST) narrow(a, -far, Wide{const_of(b)} - 1);
+    if (a->op == Op::CONST && b->op != Op::CONST) narrow(b, Wide{const_of(a)} + 1, far);
+  }
+  return out;
+}
+
+size_t divmod_count(const UOpPtr& u) {
+  size_t n = 0;
+  for (const auto& x : toposort(u)) n += x->op == Op::IDIV || x->op == Op::MOD;
+  return n;
 }
 
 }  // namespace loom

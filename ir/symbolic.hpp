@@ -16,6 +16,7 @@
 // have a handful of terms).
 // Operands of other commutative ops are ordered the same way, constants last,
 // so equal expressions hash-cons to one node.
+#include "ir/int_arith.hpp"
 #include "ir/pattern.hpp"
 
 #include <optional>
@@ -40,6 +41,15 @@ const PatternMatcher& divmod_folding();
 // terms that cannot move the sum past the next multiple of g drop out beside the
 // multiples of g (64h + 16q + l < 256 -> h < 4 for q < 4, l < 16).
 const PatternMatcher& comparison_folding();
+// What the conjuncts `x < c` and `c < x` of an AND tree say of each integer node x they
+// compare with a constant: x's own [vmin, vmax] narrowed by them (empty when lo > hi).
+struct ConjunctBound {
+  UOpPtr x;
+  Wide lo, hi;
+};
+std::vector<ConjunctBound> conjunct_bounds(const UOpPtr& guard);
+// The IDIV and MOD nodes `u` reaches: what range_merge and valid_index keep from growing.
+size_t divmod_count(const UOpPtr& u);
 // graph_rewrite(root, symbolic()).
 UOpPtr simplify(const UOpPtr& root);
 

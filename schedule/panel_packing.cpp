@@ -37,16 +37,22 @@ int64_t free_ways(const Target& t, int64_t panel_bytes, int64_t panel_depth) {
 
 bool uses(const UOpPtr& u, const UOpPtr& range) { return u->ranges().contains(range); }
 
+// Does factor `side` of `c` have its output sizes in numbers, as a copy of it (whose shape
+// they are) needs?
+bool numeric_sizes(const Contraction& c, int side) {
+  return std::all_of(c.outs.begin(), c.outs.end(),
+                     [&](const UOpPtr& r) { return !c.uses(side, r) || trip(r); });
+}
+
 // b's side of the product (factor b of `c`): uses the column j, which a does not, and
 // every read of b is at a constant stride along j (a transposed b, q k^T, too), and b
-// sums nothing of its own and has sizes in numbers (its copy's shape); a uses a row b does
-// not (the innermost such row is returned; a symbolic one, a batch of B rows, is planned
-// for its upper bound).
+// sums nothing of its own and has sizes in numbers; a uses a row b does not (the innermost
+// such row is returned; a symbolic one, a batch of B rows, is planned for its upper bound).
 UOpPtr b_side(const Contraction& c, int a, int b) {
   const UOpPtr& j = c.outs.back();
-  if (!c.uses(b, j) || c.uses(a, j) || c.nested[static_cast<size_t>(b)] || !c.strided(b, j)) return nullptr;
-  for (const auto& r : c.outs)
-    if (c.uses(b, r) && !trip(r)) return nullptr;
+  if (!c.uses(b, j) || c.uses(a, j) || c.nested[static_cast<size_t>(b)] || !c.strided(b, j) ||
+      !numeric_sizes(c, b))
+    return nullptr;
   const std::vector<UOpPtr> rows = c.only(a);
   return rows.empty() ? nullptr : rows.back();
 }
@@ -272,9 +278,7 @@ UOpPtr pack(const Match& m) {
     std::vector<UOpPtr> product = red->src[0]->src;
     // Products of bfloat16s on a Target with vdpbf16ps: both factors copied as bfloat16 pairs
     // (a in row panels always), which the tile reads one vector a step.
-    // a's copies (row panels, pairs) have a's shape: sizes in numbers only.
-    const bool a_numeric =
-        std::all_of(outs.begin(), outs.end(), [&](const UOpPtr& r) { return !c->uses(a_src, r) || trip(r); });
+    const bool a_numeric = numeric_sizes(*c, a_src);  // a's copies: row panels, pairs
     const bool pairs = a_numeric && pairs_fit(*c, ctx, a_src);
     const auto packed = [&](const UOpPtr& side, auto&& copy) {
       return pairs ? UOp::make(Op::CAST, side->dtype, {copy(side->src[0])}) : copy(side);

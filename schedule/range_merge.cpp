@@ -9,12 +9,6 @@ namespace loom {
 
 namespace {
 
-size_t count_divmod(const UOpPtr& u) {
-  size_t n = 0;
-  for (const auto& x : toposort(u)) n += x->op == Op::IDIV || x->op == Op::MOD;
-  return n;
-}
-
 // Are r0 and r1 in the same REDUCE scopes below `u`: is every REDUCE's result
 // either dependent on both or on neither?
 bool same_reduce_scopes(const UOpPtr& u, const UOpPtr& r0, const UOpPtr& r1) {
@@ -43,7 +37,7 @@ UOpPtr try_merge(const UOpPtr& u, const UOpPtr& r0, const UOpPtr& r1, size_t div
   const UOpPtr merged =
       make_range(r0->src[0]->const_int() * n1, r0->get<AxisArg>().id, r0->get<AxisArg>().kind);
   const UOpPtr out = graph_rewrite(substitute(u, {{r0, merged / n1}, {r1, merged % n1}}), check_rules());
-  return count_divmod(out) <= divmods ? out : nullptr;
+  return divmod_count(out) <= divmods ? out : nullptr;
 }
 
 // A loop two ENDs share (a kernel of several outputs) stays as it is in both.
@@ -54,7 +48,7 @@ UOpPtr merge_ranges(const Match& m) {
   bool merged_any = false;
   for (bool again = true; again;) {
     again = false;
-    const size_t divmods = count_divmod(u), n = u->src.size();
+    const size_t divmods = divmod_count(u), n = u->src.size();
     for (size_t i = 1; i < n && !again; ++i)
       for (size_t j = i + 1; j < n && !again; ++j) {
         if (u->op == Op::END && j != i + 1) break;  // END: adjacent loops only
