@@ -11,6 +11,7 @@
 #include "src/in_place.hpp"
 #include "src/random.hpp"
 #include "src/step_recording.hpp"
+#include "src/tensor_views.hpp"
 #include "src/unbind.hpp"
 
 #include <loom/autocast.hpp>
@@ -651,7 +652,7 @@ void copy_if_shared(TensorNode& node, const Program::State& s) {
   std::memcpy(detail::buffer_data(copy), detail::buffer_data(b),
               static_cast<size_t>(s.size) * s.dtype.itemsize());
   static_cast<Buffer*>(b->storage().get())->retire();
-  node.uop = like(s.recorded, copy);
+  detail::point_at(node, like(s.recorded, copy));
 }
 
 // Per fresh slot, the view a replay writes: a tensor's own buffer when only
@@ -770,7 +771,8 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
     const Program::State& s = p.states[i];
     if (s.out_slot == p.inputs + i) continue;  // in place
     const size_t f = s.out_slot - p.first_fresh();
-    p.fresh[f].spare = std::exchange(nodes[i]->uop, like(s.recorded, fresh[f]));
+    p.fresh[f].spare = nodes[i]->uop;
+    detail::point_at(*nodes[i], like(s.recorded, fresh[f]));
   }
   for (const auto& c : p.computed) {
     const auto node = c.node.lock();
@@ -778,7 +780,7 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
     if (const auto leaf = c.grad_of.lock(); leaf && (!node || leaf->grad.node() != node))
       leaf->grad = Tensor(std::make_shared<TensorNode>(std::move(view)));
     else if (node)
-      node->uop = std::move(view);
+      detail::point_at(*node, std::move(view));
   }
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {

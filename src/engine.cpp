@@ -26,6 +26,7 @@
 #include "src/schedule_cache.hpp"
 #include "src/stage_observers.hpp"
 #include "src/step_recording.hpp"
+#include "src/tensor_views.hpp"
 #include "src/unbind.hpp"
 
 #include <loom/debug.hpp>
@@ -229,7 +230,7 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table, const RunValue
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i, values);
     retire_if_written_past(pending[i]->uop, result);
-    pending[i]->uop = std::move(result);
+    point_at(*pending[i], std::move(result));
   }
 }
 
@@ -557,6 +558,7 @@ void realize_nodes(const std::vector<std::shared_ptr<TensorNode>>& requested) {
     pending.push_back(std::move(holder));
   }
   if (targets.size() != asked) sig.key = sig.key_of(targets);  // same nodes: the assigns were in the graph
+  const ViewsSetAside views(pending);
   const std::vector<UOpPtr> into = in_place_buffers(targets, sig);
   realize_targets(pending, targets, sig, into);
   keep_graphs(kept);

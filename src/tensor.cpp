@@ -8,6 +8,7 @@
 #include "schedule/schedule.hpp"
 #include "src/autograd.hpp"
 #include "src/in_place.hpp"
+#include "src/tensor_views.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -53,6 +54,7 @@ Tensor Tensor::clone() const {
 
 // Lazy, like every op: the tensor now holds ASSIGN(its buffer, value), and the
 // engine writes into that buffer at realize when no other graph can observe it.
+// A view writes through to its base (src/tensor_views.hpp).
 Tensor& Tensor::assign(const Tensor& value) {
   const UOpPtr& cur = uop(*this, "assign");
   const UOpPtr& v = uop(value, "assign");
@@ -62,16 +64,20 @@ Tensor& Tensor::assign(const Tensor& value) {
         "dtype {} (expected the same shape and dtype)",
         str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()), scalar_name(cur->dtype.scalar)));
   if (v == cur) return *this;
+  if (node_->view) {
+    detail::assign_through_view(*node_, v);
+    return *this;
+  }
   detail::forget_graph_behind(cur);  // the buffer's value changes: its old graph no longer describes it
   node_->backward_done = false;
   const UOpPtr target = cur->op == Op::ASSIGN ? cur->src[0] : cur;
   if (!is_buffer_view(target)) {  // nothing realized yet: the tensor simply becomes the value
-    node_->uop = v;
+    detail::point_at(*node_, v);
     return *this;
   }
   // A view of another buffer is copied, never aliased.
   UOpPtr copy = is_buffer_view(v) ? UOp::make(Op::CONTIGUOUS, v->dtype, {v}) : v;
-  node_->uop = UOp::make(Op::ASSIGN, v->dtype, {target, copy});
+  detail::point_at(*node_, UOp::make(Op::ASSIGN, v->dtype, {target, copy}));
   detail::note_assign(node_);
   return *this;
 }

@@ -3,6 +3,7 @@
 // movement ops, IOTA and compares only, so each fuses into its consumer's kernel.
 #include "src/composites.hpp"
 #include "src/tensor_ops.hpp"
+#include "src/tensor_views.hpp"
 
 #include <cmath>
 #include <optional>
@@ -87,7 +88,7 @@ Tensor Tensor::reshape(Shape shape) const {
   if (count(shape) != n)
     throw Error(fmt::format("reshape: cannot reshape a tensor of shape {} ({} elements) to {} ({} elements)",
                             str(*x->shape()), n, str(shape), count(shape)));
-  return make_tensor(reshape_uop(x, shape));
+  return view_tensor(*this, {Op::RESHAPE, shape}, reshape_uop(x, shape));
 }
 
 Tensor Tensor::permute(std::vector<int> order) const {
@@ -108,7 +109,8 @@ Tensor Tensor::permute(std::vector<int> order) const {
   }
   bool identity = true;
   for (size_t i = 0; i < ord.size(); ++i) identity &= ord[i] == static_cast<int64_t>(i);
-  return identity ? *this : make_tensor(UOp::make(Op::PERMUTE, x->dtype, {x}, ord));
+  return identity ? *this
+                  : view_tensor(*this, {Op::PERMUTE, ord}, UOp::make(Op::PERMUTE, x->dtype, {x}, ord));
 }
 
 Tensor Tensor::expand(Shape shape) const {
@@ -125,7 +127,7 @@ Tensor Tensor::expand(Shape shape) const {
                               str(in), str(shape), i, from, shape[i]));
   }
   check_shape(shape, "expand", x->dtype);
-  return make_tensor(expand_uop(x, shape));
+  return view_tensor(*this, {Op::EXPAND, shape}, expand_uop(x, shape));
 }
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> padding, double value) const {
@@ -180,7 +182,8 @@ Tensor Tensor::shrink(std::vector<std::pair<Dim, Dim>> bounds) const {
     flat.push_back(lo);
     flat.push_back(hi);
   }
-  return identity ? *this : make_tensor(UOp::make(Op::SHRINK, x->dtype, {x}, flat));
+  return identity ? *this
+                  : view_tensor(*this, {Op::SHRINK, flat}, UOp::make(Op::SHRINK, x->dtype, {x}, flat));
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
@@ -216,13 +219,13 @@ Tensor Tensor::squeeze(int axis) const {
   if (in.empty() || in[a] != 1) return *this;
   Shape out = in;
   out.erase(out.begin() + a);
-  return make_tensor(reshape_uop(x, out));
+  return view_tensor(*this, {Op::RESHAPE, out}, reshape_uop(x, out));
 }
 
 Tensor Tensor::unsqueeze(int axis) const {
   const UOpPtr& x = uop(*this, "unsqueeze");
-  const Shape& in = *x->shape();
-  return make_tensor(reshape_uop(x, inserted(in, norm_insert_axis(axis, in.size(), "unsqueeze"), 1)));
+  const Shape out = inserted(*x->shape(), norm_insert_axis(axis, x->shape()->size(), "unsqueeze"), 1);
+  return view_tensor(*this, {Op::RESHAPE, out}, reshape_uop(x, out));
 }
 
 // PyTorch's repeat: each axis of size d becomes [r, d] by a broadcast, then one axis of r*d. A
@@ -260,11 +263,14 @@ Tensor Tensor::flatten(int start, int end) const {
     throw Error(
         fmt::format("flatten: start axis {} comes after end axis {} (normalised {} > {}) for shape {}", start,
                     end, s, e, str(in)));
-  if (in.empty()) return make_tensor(reshape_uop(x, {1}));  // PyTorch: a 0-d tensor flattens to [1]
   Shape out(in.begin(), in.begin() + s);
-  out.push_back(std::accumulate(in.begin() + s, in.begin() + e + 1, int64_t{1}, std::multiplies<>()));
-  out.insert(out.end(), in.begin() + e + 1, in.end());
-  return make_tensor(reshape_uop(x, out));
+  if (in.empty())
+    out = {1};  // PyTorch: a 0-d tensor flattens to [1]
+  else {
+    out.push_back(std::accumulate(in.begin() + s, in.begin() + e + 1, Dim{1}, std::multiplies<>()));
+    out.insert(out.end(), in.begin() + e + 1, in.end());
+  }
+  return view_tensor(*this, {Op::RESHAPE, out}, reshape_uop(x, out));
 }
 
 // Every step-th element of [start, stop): shrink to the range, pad it to len*step, view it as
@@ -307,7 +313,12 @@ Tensor Tensor::slice(int axis, Dim start, Dim stop, int64_t step) const {
   bounds.insert(bounds.begin() + a + 1, std::pair<Dim, Dim>{0, 1});
   Shape out = in;
   out[a] = len;
-  return range.pad(padding).reshape(grouped).shrink(bounds).reshape(out);
+  // The padding is part of the view (never read, never written through), not a copy as pad() is.
+  Shape flat;
+  for (const auto& [lo_pad, hi_pad] : padding) flat.insert(flat.end(), {lo_pad, hi_pad});
+  const UOpPtr& r = uop(range, "slice");
+  const Tensor padded = view_tensor(range, {Op::PAD, flat}, UOp::make(Op::PAD, r->dtype, {r}, flat));
+  return padded.reshape(grouped).shrink(bounds).reshape(out);
 }
 
 // Every piece padded to the full length, selected by where its own rows are: one kernel, and

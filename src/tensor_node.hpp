@@ -6,10 +6,25 @@
 #include <loom/tensor.hpp>
 
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 namespace loom::detail {
 
 struct GradientBuckets;  // src/data_parallel.hpp
+struct TensorNode;
+
+// One movement step from a view's base towards the view (src/tensor_views.hpp).
+struct ViewStep {
+  Op op;  // RESHAPE, EXPAND, PERMUTE, SHRINK, PAD (a stepped slice's) or DETACH
+  Arg arg;
+};
+// What a view tensor views: its base and the steps from the base's value to its own.
+struct ViewOf {
+  std::shared_ptr<TensorNode> base;
+  std::vector<ViewStep> steps;
+};
 
 struct TensorNode {
   explicit TensorNode(UOpPtr u) : uop(std::move(u)) {}
@@ -22,6 +37,13 @@ struct TensorNode {
   Tensor grad;
   // The DataParallel whose buckets average this leaf's gradients across ranks (expired: none).
   std::weak_ptr<const GradientBuckets> data_parallel;
+  // Made by a view op (reshape, permute, slice, ...): an assign writes through
+  // to the base, and the view follows the base's value (src/tensor_views.hpp).
+  std::optional<ViewOf> view;
+  // A base: its live views, rebuilt whenever its value changes. Guarded by
+  // views_mutex, since views of one tensor (a parameter) may be made on several threads.
+  std::vector<std::weak_ptr<TensorNode>> views;
+  std::mutex views_mutex;
 };
 
 // NoGrad guards alive on this thread (src/autograd.cpp).
