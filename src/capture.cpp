@@ -652,7 +652,7 @@ void copy_if_shared(TensorNode& node, const Program::State& s) {
   std::memcpy(detail::buffer_data(copy), detail::buffer_data(b),
               static_cast<size_t>(s.size) * s.dtype.itemsize());
   static_cast<Buffer*>(b->storage().get())->retire();
-  detail::point_at(node, like(s.recorded, copy));
+  detail::point_at(node, like(s.recorded, copy), detail::NewUOp::realized);
 }
 
 // Per fresh slot, the view a replay writes: a tensor's own buffer when only
@@ -769,10 +769,13 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
   // Each copied state's old buffer is its out slot's spare: the next replay writes there.
   for (size_t i = 0; i < p.states.size(); ++i) {
     const Program::State& s = p.states[i];
-    if (s.out_slot == p.inputs + i) continue;  // in place
+    if (s.out_slot == p.inputs + i) {  // in place: the same buffer holds a new value
+      detail::point_at(*nodes[i], nodes[i]->uop, detail::NewUOp::value);
+      continue;
+    }
     const size_t f = s.out_slot - p.first_fresh();
     p.fresh[f].spare = nodes[i]->uop;
-    detail::point_at(*nodes[i], like(s.recorded, fresh[f]));
+    detail::point_at(*nodes[i], like(s.recorded, fresh[f]), detail::NewUOp::value);
   }
   for (const auto& c : p.computed) {
     const auto node = c.node.lock();
@@ -780,7 +783,7 @@ std::optional<std::vector<Tensor>> Capture::Impl::replay(const std::vector<Tenso
     if (const auto leaf = c.grad_of.lock(); leaf && (!node || leaf->grad.node() != node))
       leaf->grad = Tensor(std::make_shared<TensorNode>(std::move(view)));
     else if (node)
-      detail::point_at(*node, std::move(view));
+      detail::point_at(*node, std::move(view), detail::NewUOp::value);
   }
   std::vector<Tensor> out;
   for (const auto& o : p.outputs) {

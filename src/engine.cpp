@@ -230,7 +230,7 @@ void run_plan(const Plan& plan, const std::vector<UOpPtr>& table, const RunValue
   for (size_t i = 0; i < pending.size(); ++i) {
     UOpPtr result = plan_result(plan, table, i, values);
     retire_if_written_past(pending[i]->uop, result);
-    point_at(*pending[i], std::move(result));
+    point_at(*pending[i], std::move(result), NewUOp::realized);
   }
 }
 

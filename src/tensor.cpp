@@ -72,12 +72,12 @@ Tensor& Tensor::assign(const Tensor& value) {
   node_->backward_done = false;
   const UOpPtr target = cur->op == Op::ASSIGN ? cur->src[0] : cur;
   if (!is_buffer_view(target)) {  // nothing realized yet: the tensor simply becomes the value
-    detail::point_at(*node_, v);
+    detail::point_at(*node_, v, detail::NewUOp::value);
     return *this;
   }
   // A view of another buffer is copied, never aliased.
   UOpPtr copy = is_buffer_view(v) ? UOp::make(Op::CONTIGUOUS, v->dtype, {v}) : v;
-  detail::point_at(*node_, UOp::make(Op::ASSIGN, v->dtype, {target, copy}));
+  detail::point_at(*node_, UOp::make(Op::ASSIGN, v->dtype, {target, copy}), detail::NewUOp::value);
   detail::note_assign(node_);
   return *this;
 }

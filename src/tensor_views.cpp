@@ -1,5 +1,6 @@
 #include "src/tensor_views.hpp"
 
+#include "schedule/schedule.hpp"
 #include "src/tensor_ops.hpp"
 
 #include <algorithm>
@@ -125,12 +126,14 @@ void assign_through_view(TensorNode& node, const UOpPtr& value) {
   base.assign(make_tensor(loom::where(mask, scattered, link.base->uop)));
 }
 
-void point_at(TensorNode& node, UOpPtr uop) {
+void point_at(TensorNode& node, UOpPtr uop, NewUOp what) {
   node.uop = std::move(uop);
   // A view whose base nobody else holds can never see the base change: it stands alone,
   // and the base's graph is released with it.
   if (node.view && node.view->base.use_count() == 1) node.view.reset();
-  for (const auto& v : live_views(node)) v->uop = replay(v->view->steps, node.uop);
+  for (const auto& v : live_views(node))
+    if (what == NewUOp::value || !v->uop || !is_buffer_view(v->uop))
+      v->uop = replay(v->view->steps, node.uop);
 }
 
 ViewsSetAside::ViewsSetAside(const std::vector<std::shared_ptr<TensorNode>>& pending) {

@@ -25,8 +25,11 @@ Tensor view_tensor(const Tensor& source, ViewStep step, UOpPtr result);
 // Assigns `value` (checked: the view's shape and dtype) through the view `node` into its base.
 void assign_through_view(TensorNode& node, const UOpPtr& value);
 
-// Points `node` at `uop` (a new value, or the same value realized) and rebuilds its views.
-void point_at(TensorNode& node, UOpPtr uop);
+// Points `node` at `uop` and rebuilds its views from it: all of them for a new value
+// (an assign, a Capture replay), and for the same value realized only those not already
+// realized themselves (a realized tensor stays a view of its own buffer).
+enum class NewUOp { value, realized };
+void point_at(TensorNode& node, UOpPtr uop, NewUOp what);
 
 // For one realize: the views of the tensors being realized (and not realized themselves)
 // hold no UOp, so they do not count as later readers of a buffer assigned in place

@@ -13,9 +13,11 @@
 #include <loom/module.hpp>
 #include <loom/nn_functional.hpp>
 #include <loom/tensor.hpp>
+#include <loom/variable.hpp>
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loom::nn {
@@ -199,6 +201,35 @@ struct AvgPool2d : Module {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask = {}, std::optional<double> scale = std::nullopt,
                                     bool is_causal = false, bool enable_gqa = false);
+
+// A key/value cache for decoding one token at a time. Keys and values live in
+// preallocated [B, H, max_len, D] buffers; update() writes the new tokens through a
+// slice of each (an assign into a view, docs/semantics.md 20) and returns the keys
+// and values cached so far as [B, H, T, D] slices. One token at a time, T is the
+// variable ("T", 1, max_len) bound to the count, so every length runs the kernels
+// compiled for the first; a prompt of n > 1 tokens is written at numeric positions.
+class KVCache {
+ public:
+  KVCache(int64_t batch, int64_t heads, int64_t max_len, int64_t head_dim, DType dtype = DType::Float32);
+  // Appends k and v ([B, H, n, D], the cache's dtype) after the tokens cached; returns
+  // (keys, values) of every token cached, [B, H, T, D]. Lazy, like every op: the write
+  // happens at the next realize that reads the cache. Error past max_len, or on a shape
+  // or dtype that does not match the cache.
+  std::pair<Tensor, Tensor> update(const Tensor& k, const Tensor& v);
+  int64_t size() const { return size_; }  // tokens cached
+  int64_t max_len() const { return max_len_; }
+  // Keeps the first `length` tokens (an error past size()): the next update writes after them.
+  void crop(int64_t length);
+  void reset() { crop(0); }
+  // The whole buffers, [B, H, max_len, D]; rows at and past size() hold stale or zero values.
+  const Tensor& key_buffer() const { return keys_; }
+  const Tensor& value_buffer() const { return values_; }
+
+ private:
+  Tensor keys_, values_;
+  int64_t max_len_, size_ = 0;
+  Variable length_;
+};
 
 // Mean over N of -log softmax(logits)[i, labels[i]]; logits [N, C] float,
 // labels [N] Int32 or Int64. A realized label outside [0, C) is an error naming
