@@ -4,6 +4,7 @@
 #include "check.hpp"
 
 #include <loom/debug.hpp>
+#include <loom/optim.hpp>
 #include <loom/variable.hpp>
 
 using namespace loom;
@@ -118,4 +119,21 @@ TEST_CASE("a realized view follows a base that a Capture replay updates in place
   CHECK(counters().capture_replays - replays == 1);
   check_values(w * 1, {4, 5, 6, 7});
   check_values(wt * 1, {4, 6, 5, 7});
+}
+
+TEST_CASE("a view of a parameter kept across optimizer steps trains as one made every step") {
+  const auto train = [](bool kept) {
+    Tensor w = make(DType::Float32, {0.5, -1, 0.25, 2, -0.75, 1}, {3, 2}).requires_grad_();
+    const Tensor x = make(DType::Float32, {1, 2, -1, 0.5, 0, 3, 2, -2}, {4, 2});
+    const Tensor wt = w.transpose();  // held by the model, as a tied or pre-transposed weight
+    optim::SGD opt({w}, 0.1);
+    for (int step = 0; step < 4; ++step) {
+      opt.zero_grad();
+      const Tensor loss = x.matmul(kept ? wt : w.transpose()).tanh().square().mean();
+      loss.backward();  // the kept view reads the weight the last step wrote, and differentiates to it
+      opt.step();
+    }
+    return w.to_vector<float>();
+  };
+  CHECK(train(true) == train(false));
 }
