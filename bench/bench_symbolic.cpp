@@ -7,6 +7,10 @@
 // decode_attention: one decoding step's attention over the first T of 256 cached rows
 // ([1, 8, 256, 64]): in numbers (a schedule per T), over T.bind(n), and that step under a
 // loom::Capture (one recording for every T).
+// cache_row_write: one token's row written into a [1, 8, 2048, 64] cache at a bound position
+// (cache.slice(2, P, P + 1).assign(row), a write through a view) and realized.
+// column_write: one column of a [4096, 4096] matrix written the same way. Beside
+// LOOM_DISABLE=guard_narrowing, which loops over every row to test the guard.
 #include "fashion_mnist.hpp"
 
 #include <benchmark/benchmark.h>
@@ -65,6 +69,30 @@ void decode_attention(benchmark::State& state, Sizes sizes) {
   }
 }
 
+void cache_row_write(benchmark::State& state) {
+  const int64_t heads = 8, rows = 2048, d = 64;
+  Tensor cache = Tensor::zeros({1, heads, rows, d}).realize();
+  const Tensor row = Tensor::ones({1, heads, 1, d}).realize();
+  const loom::Variable position("P", 0, rows - 1);
+  int64_t p = 0;
+  for (auto _ : state) {
+    const loom::Dim at = position.bind(p);
+    cache.slice(2, at, at + 1).assign(row);
+    cache.realize();
+    p = (p + 1) % rows;
+  }
+}
+
+void column_write(benchmark::State& state) {
+  const int64_t n = 4096;
+  Tensor matrix = Tensor::zeros({n, n}).realize();
+  const Tensor column = Tensor::ones({n, 1}).realize();
+  for (auto _ : state) {
+    matrix.slice(1, 100, 101).assign(column);
+    matrix.realize();
+  }
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(cnn_step, numeric, false)->Arg(64)->Arg(40)->Unit(benchmark::kMillisecond);
@@ -72,4 +100,6 @@ BENCHMARK_CAPTURE(cnn_step, symbolic_batch, true)->Arg(64)->Arg(40)->Unit(benchm
 BENCHMARK_CAPTURE(decode_attention, numeric, Sizes::Numeric)->Arg(16)->Arg(128)->Arg(255);
 BENCHMARK_CAPTURE(decode_attention, symbolic, Sizes::Symbolic)->Arg(16)->Arg(128)->Arg(255);
 BENCHMARK_CAPTURE(decode_attention, captured_symbolic, Sizes::Captured)->Arg(16)->Arg(128)->Arg(255);
+BENCHMARK(cache_row_write)->Unit(benchmark::kMicrosecond);
+BENCHMARK(column_write)->Unit(benchmark::kMicrosecond);
 BENCHMARK_MAIN();

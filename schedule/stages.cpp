@@ -4,6 +4,7 @@
 #include "schedule/buffer_removal.hpp"
 #include "schedule/dead_axis.hpp"
 #include "schedule/elementwise_outputs.hpp"
+#include "schedule/guard_narrowing.hpp"
 #include "schedule/load_collapse.hpp"
 #include "schedule/multi_output.hpp"
 #include "schedule/narrow_buffers.hpp"
@@ -58,6 +59,7 @@ const Stage kMultiOutput{"multi_output", multi_output};
 const Stage kElementwiseOutputs{"elementwise_outputs", elementwise_outputs};
 const Stage kScatterReduce{"scatter_reduce", scatter_reduce};
 const Stage kLoadCollapse{"load_collapse", load_collapse};
+const Stage kGuardNarrowing{"guard_narrowing", guard_narrowing};
 const Stage kValidIndex{"valid_index", valid_index};
 const Stage kRangeSplit{"range_split", range_split};
 const Stage kRangeFlatten{"range_flatten", range_flatten};
@@ -66,10 +68,10 @@ const Stage kRangeMerge{"range_merge", range_merge};
 // Every stage LOOM_DISABLE or LOOM_ENABLE may name, in pipeline order.
 const std::vector<const Stage*>& named_stages() {
   static const std::vector<const Stage*> stages{
-      &kSplitReduceop, &kReduceCollapse,     &kReduceUnparented, &kDeadAxis,
-      &kNarrowBuffers, &kOnlineSoftmax,      &kBufferRemoval,    &kPanelPacking,
-      &kMultiOutput,   &kElementwiseOutputs, &kScatterReduce,    &kLoadCollapse,
-      &kValidIndex,    &kRangeSplit,         &kRangeFlatten,     &kRangeMerge};
+      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,    &kNarrowBuffers,
+      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput, &kElementwiseOutputs,
+      &kScatterReduce, &kLoadCollapse,   &kGuardNarrowing,   &kValidIndex,  &kRangeSplit,
+      &kRangeFlatten,  &kRangeMerge};
   return stages;
 }
 
@@ -138,6 +140,8 @@ UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<Kerne
   // scatter_reduce first: range_merge would fold the selected row into a merged range.
   UOpPtr k = run_stages("scatter_reduce", {kScatterReduce}, kernel, ctx, record);
   k = run_stages("load_collapse", {kLoadCollapse}, k, ctx, record);
+  // Before valid_index and range_split: they see the loop's narrowed extent.
+  k = run_stages("guard_narrowing", {kGuardNarrowing}, k, ctx, record);
   // Before range_split: the addresses it finds strides in are the ones simplified under their guards.
   k = run_stages("valid_index", {kValidIndex}, k, ctx, record);
   k = run_stages("range_split", {kRangeSplit, kRangeFlatten}, k, ctx, record);

@@ -634,22 +634,34 @@ class Generator {
     return make_value(t.gather(axis, input(chance(0.5) ? DType::Int32 : DType::Int64, is, 0, n - 1)));
   }
 
-  // target.assign(value) on an input buffer of the value's shape, or an in-place update
-  // of some of its elements (target.assign(where(mask, value, target)), a KV cache's
-  // write); the target becomes an output, and later steps may read it.
+  // target.assign(value) on an input buffer of the value's shape, an in-place update of
+  // some of its elements (target.assign(where(mask, value, target))), or a write through
+  // a slice of it (target.slice(a, lo, hi).assign(value's slice), a KV cache's write);
+  // the target becomes an output, and later steps may read it.
   Value assign_step(const Value& x) {
     for (size_t i = 0; i < inputs_.size(); ++i) {  // by index: input() below appends to inputs_
       if (inputs_[i].shape() != x.t.shape() || assigned_ >= 2) continue;
       if (!x.exact && !inputs_[i].dtype().is_float()) continue;
       Tensor value = x.t.cast(inputs_[i].dtype());
+      const Shape& shape = x.t.shape();
+      const int axis =
+          shape.empty() ? 0 : static_cast<int>(between(0, static_cast<int64_t>(shape.size()) - 1));
       if (chance(0.5)) {
         note("masked assign");
         const Tensor mask = input(DType::Bool, x.t.shape());
         value = chance(0.5) ? where(mask, value, inputs_[i]) : where(mask, inputs_[i], value);
+      } else if (!shape.empty() && !shape[axis].is_symbolic() && shape[axis].value() > 1 && chance(0.5)) {
+        note("slice assign");
+        Tensor& target = inputs_[i];
+        const int64_t lo = between(0, shape[axis].value() - 1), hi = between(lo + 1, shape[axis].value());
+        target.slice(axis, lo, hi).assign(value.slice(axis, lo, hi));
+        ++assigned_;
+        assigned_targets_.push_back(target);
+        return make_value(target);
       } else {
         note("assign");
       }
-      Tensor& target = inputs_[i];
+      Tensor& target = inputs_[i];  // after input() above, which may move inputs_
       target.assign(value);
       ++assigned_;
       assigned_targets_.push_back(target);

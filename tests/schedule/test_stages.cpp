@@ -63,8 +63,8 @@ TEST_CASE("kernel_stages reports each of its groups, in order, with what each ma
   CHECK(kernel_stages(kernel, Flags{}, ran) == kernel);
   std::vector<std::string> groups;
   for (const auto& r : ran) groups.push_back(r.pass);
-  CHECK(groups == std::vector<std::string>{"scatter_reduce", "load_collapse", "valid_index", "range_split",
-                                           "range_simplify", "range_merge"});
+  CHECK(groups == std::vector<std::string>{"scatter_reduce", "load_collapse", "guard_narrowing",
+                                           "valid_index", "range_split", "range_simplify", "range_merge"});
   CHECK(ran.front().before == kernel);
   CHECK(ran.back().after == kernel);
 }

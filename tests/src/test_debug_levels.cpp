@@ -182,28 +182,29 @@ TEST_CASE("LOOM_DUMP_DIR writes every kernel at every stage, named after the ker
                                  "r_64_32.00.simplify.uop",
                                  "r_64_32.01.scatter_reduce.uop",
                                  "r_64_32.02.load_collapse.uop",
-                                 "r_64_32.03.valid_index.uop",
-                                 "r_64_32.04.range_split.uop",
-                                 "r_64_32.05.range_simplify.uop",
-                                 "r_64_32.06.range_merge.uop",
-                                 "r_64_32.07.kernel.uop",
-                                 "r_64_32.08.half_widening.uop",
-                                 "r_64_32.09.optimizer.uop",
-                                 "r_64_32.10.gated_select.uop",
-                                 "r_64_32.11.transcendental.uop",
-                                 "r_64_32.12.expander.uop",
-                                 "r_64_32.13.lower_reduce.uop",
-                                 "r_64_32.14.split_vectors.uop",
-                                 "r_64_32.15.numeric_lowering.uop",
-                                 "r_64_32.16.opts.txt",
-                                 "r_64_32.17.linear.txt",
-                                 "r_64_32.18.llvm.ll",
-                                 "r_64_32.19.asm.s"})
+                                 "r_64_32.03.guard_narrowing.uop",
+                                 "r_64_32.04.valid_index.uop",
+                                 "r_64_32.05.range_split.uop",
+                                 "r_64_32.06.range_simplify.uop",
+                                 "r_64_32.07.range_merge.uop",
+                                 "r_64_32.08.kernel.uop",
+                                 "r_64_32.09.half_widening.uop",
+                                 "r_64_32.10.optimizer.uop",
+                                 "r_64_32.11.gated_select.uop",
+                                 "r_64_32.12.transcendental.uop",
+                                 "r_64_32.13.expander.uop",
+                                 "r_64_32.14.lower_reduce.uop",
+                                 "r_64_32.15.split_vectors.uop",
+                                 "r_64_32.16.numeric_lowering.uop",
+                                 "r_64_32.17.opts.txt",
+                                 "r_64_32.18.linear.txt",
+                                 "r_64_32.19.llvm.ll",
+                                 "r_64_32.20.asm.s"})
     CHECK_MESSAGE(files.count(want), want);
-  std::ifstream llvm(dir / "r_64_32.18.llvm.ll");
+  std::ifstream llvm(dir / "r_64_32.19.llvm.ll");
   const std::string text((std::istreambuf_iterator<char>(llvm)), std::istreambuf_iterator<char>());
   CHECK(has(text, "define void @r_64_32("));
-  std::ifstream opts(dir / "r_64_32.16.opts.txt");
+  std::ifstream opts(dir / "r_64_32.17.opts.txt");
   const std::string list((std::istreambuf_iterator<char>(opts)), std::istreambuf_iterator<char>());
   CHECK(list.starts_with("[upcast(1, "));
   CHECK(has(list, "parallel(0)]"));

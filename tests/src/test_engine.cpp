@@ -256,7 +256,9 @@ TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; 
       "LOOM_DISABLE names 'simplfy', which is no stage or pass; ignored. The stages are "
       "split_reduceop, reduce_collapse, reduce_unparented, dead_axis, narrow_buffers, online_softmax, "
       "buffer_removal, "
-      "panel_packing, multi_output, elementwise_outputs, scatter_reduce, load_collapse, valid_index, range_split, "
+      "panel_packing, multi_output, elementwise_outputs, scatter_reduce, load_collapse, guard_narrowing, "
+      "valid_index, "
+      "range_split, "
       "range_flatten, range_merge; the kernel passes are optimizer";
   CHECK(text.find(warning) != std::string::npos);
   CHECK(text.find("simplfy") == text.rfind("simplfy"));  // once
