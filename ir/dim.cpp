@@ -75,17 +75,21 @@ class DimCache {
     static auto* cache = new DimCache();  // never destroyed: sizes may be combined at exit
     return *cache;
   }
+  // Keyed by the operands as they are, and on a miss by the operands without their
+  // bindings, so a size combined at every token of a decode (T=17, then T=18, ...) is
+  // simplified once: the simplifier takes a binding for its variable (its bounds, not its
+  // value), and the result gets the bindings back.
   Dim combine(Op op, const UOpPtr& a, const UOpPtr& b) {
-    const Key key{op, a.get(), b.get()};
-    {
-      const std::lock_guard lock(mu_);
-      if (const auto it = entries_.find(key); it != entries_.end()) return it->second.result;
-    }
-    Dim result(simplify(UOp::make(op, DType::Int64, {a, b})));
-    const std::lock_guard lock(mu_);
-    if (entries_.size() >= kMaxEntries) entries_.clear();
-    entries_.emplace(key, Entry{a, b, result});
-    return result;
+    if (auto hit = find(op, a, b)) return *hit;
+    std::vector<std::pair<UOpPtr, UOpPtr>> bound;  // BIND -> its DEFINE_VAR
+    if (!bindings(a, bound) || !bindings(b, bound)) return Dim(simplify(UOp::make(op, DType::Int64, {a, b})));
+    if (bound.empty()) return keep(a, b, Dim(simplify(UOp::make(op, DType::Int64, {a, b}))), op);
+    const UOpPtr free_a = replaced(a, bound), free_b = replaced(b, bound);
+    std::optional<Dim> free = find(op, free_a, free_b);
+    if (!free) free = keep(free_a, free_b, Dim(simplify(UOp::make(op, DType::Int64, {free_a, free_b}))), op);
+    std::vector<std::pair<UOpPtr, UOpPtr>> rebind;
+    for (const auto& [bind, var] : bound) rebind.emplace_back(var, bind);
+    return keep(a, b, free->is_symbolic() ? Dim(replaced(free->expr(), rebind)) : *free, op);
   }
   void clear() {
     std::unordered_map<Key, Entry, KeyHash> dropped;
@@ -96,6 +100,43 @@ class DimCache {
   }
 
  private:
+  // The BIND nodes of `e` added to `bound`; false when one binds a variable `bound` has
+  // bound to another value (the operands disagree: simplified as they are, uncached).
+  static bool bindings(const UOpPtr& e, std::vector<std::pair<UOpPtr, UOpPtr>>& bound) {
+    if (e->op == Op::BIND) {
+      for (const auto& [bind, var] : bound)
+        if (var == e->src[0]) return bind == e;
+      bound.emplace_back(e, e->src[0]);
+      return true;
+    }
+    return std::all_of(e->src.begin(), e->src.end(), [&](const UOpPtr& s) { return bindings(s, bound); });
+  }
+  // `e` with each `from` node replaced by its `to`: a size's few nodes, rebuilt directly.
+  static UOpPtr replaced(const UOpPtr& e, const std::vector<std::pair<UOpPtr, UOpPtr>>& map) {
+    for (const auto& [from, to] : map)
+      if (e == from) return to;
+    if (e->src.empty()) return e;
+    std::vector<UOpPtr> src;
+    bool changed = false;
+    for (const auto& x : e->src) {
+      src.push_back(replaced(x, map));
+      changed |= src.back() != x;
+    }
+    return changed ? e->with_src(std::move(src)) : e;
+  }
+  std::optional<Dim> find(Op op, const UOpPtr& a, const UOpPtr& b) {
+    const std::lock_guard lock(mu_);
+    if (const auto it = entries_.find(Key{op, a.get(), b.get()}); it != entries_.end())
+      return it->second.result;
+    return std::nullopt;
+  }
+  Dim keep(const UOpPtr& a, const UOpPtr& b, Dim result, Op op) {
+    const std::lock_guard lock(mu_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.emplace(Key{op, a.get(), b.get()}, Entry{a, b, result});
+    return result;
+  }
+
   static constexpr size_t kMaxEntries = 4096;
   struct Key {
     Op op;

@@ -10,6 +10,7 @@
 #include <loom/memory.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <sstream>
 
@@ -78,6 +79,22 @@ TEST_CASE("Dim: combined sizes are kept (the same node again), and empty_cache f
   CHECK(counters().live_uops > before);  // the cache holds the sizes it combined
   empty_cache();
   CHECK(counters().live_uops <= before);
+}
+
+TEST_CASE("Dim: a size combined at a new binding is the cached one with that binding, never another's") {
+  const Variable t("T_rebind", 1, 999);
+  for (const int64_t v : {17, 18, 999, 1, 18}) {
+    CAPTURE(v);
+    const Dim n = t.bind(v);
+    const Dim a = (n * 3 + 5) / 3;  // simplified to n + 1 once, then rebound to each value
+    CHECK(a.value() == v + 1);
+    CHECK(a.str() == fmt::format("T_rebind+1={}", v + 1));
+    CHECK(a == n + 1);
+    CHECK((n - n) == 0);
+  }
+  // One variable bound to two values in one expression: combined as written, uncached.
+  const Dim mixed = t.bind(3) + t.bind(4);
+  CHECK(mixed.value() == 7);
 }
 
 TEST_CASE("symbolic sizes flow through shape inference: slice, reshape, expand, elementwise, reduce") {
