@@ -196,6 +196,19 @@ const PatternMatcher& comparison_folding() {
   return pm;
 }
 
+std::vector<UOpPtr> conjuncts(const UOpPtr& guard) {
+  std::vector<UOpPtr> out, stack{guard};
+  while (!stack.empty()) {
+    const UOpPtr u = stack.back();
+    stack.pop_back();
+    if (u->op == Op::AND && u->dtype.is_bool())
+      stack.insert(stack.end(), u->src.begin(), u->src.end());
+    else
+      out.push_back(u);
+  }
+  return out;
+}
+
 std::vector<ConjunctBound> conjunct_bounds(const UOpPtr& guard) {
   std::vector<ConjunctBound> out;
   const auto narrow = [&](const UOpPtr& x, Wide lo, Wide hi) {
@@ -204,14 +217,7 @@ std::vector<ConjunctBound> conjunct_bounds(const UOpPtr& guard) {
     it->lo = std::max(it->lo, lo), it->hi = std::min(it->hi, hi);
   };
   const Wide far = Wide{1} << 80;
-  std::vector<UOpPtr> stack{guard};
-  while (!stack.empty()) {
-    const UOpPtr u = stack.back();
-    stack.pop_back();
-    if (u->op == Op::AND) {
-      stack.insert(stack.end(), u->src.begin(), u->src.end());
-      continue;
-    }
+  for (const UOpPtr& u : conjuncts(guard)) {
     if (u->op != Op::CMPLT || !is_int_scalar(u->src[0]->dtype)) continue;
     const UOpPtr &a = u->src[0], &b = u->src[1];
     if (b->op == Op::CONST && a->op != Op::CONST) narrow(a, -far, Wide{const_of(b)} - 1);

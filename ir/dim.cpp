@@ -111,7 +111,8 @@ class DimCache {
     }
     return std::all_of(e->src.begin(), e->src.end(), [&](const UOpPtr& s) { return bindings(s, bound); });
   }
-  // `e` with each `from` node replaced by its `to`: a size's few nodes, rebuilt directly.
+  // `e` with each `from` node replaced by its `to`: a size's few nodes, rebuilt directly
+  // (substitute's general rewrite cost more than the simplifier it saves, at every token).
   static UOpPtr replaced(const UOpPtr& e, const std::vector<std::pair<UOpPtr, UOpPtr>>& map) {
     for (const auto& [from, to] : map)
       if (e == from) return to;

@@ -41,6 +41,8 @@ const PatternMatcher& divmod_folding();
 // terms that cannot move the sum past the next multiple of g drop out beside the
 // multiples of g (64h + 16q + l < 256 -> h < 4 for q < 4, l < 16).
 const PatternMatcher& comparison_folding();
+// The conjuncts of a Bool AND tree (the guard itself when it is no AND).
+std::vector<UOpPtr> conjuncts(const UOpPtr& guard);
 // What the conjuncts `x < c` and `c < x` of an AND tree say of each integer node x they
 // compare with a constant: x's own [vmin, vmax] narrowed by them (empty when lo > hi).
 struct ConjunctBound {

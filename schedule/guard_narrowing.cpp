@@ -9,15 +9,6 @@ namespace loom {
 
 namespace {
 
-void conjuncts(const UOpPtr& guard, std::vector<UOpPtr>& out) {
-  if (guard->op == Op::AND && guard->dtype.is_bool()) {
-    conjuncts(guard->src[0], out);
-    conjuncts(guard->src[1], out);
-  } else {
-    out.push_back(guard);
-  }
-}
-
 bool reads_no_loop(const UOpPtr& e) { return e->ranges().empty() && e->dtype.lanes == 1; }
 
 // min and max, decided by the bounds where they can be (P + 1 against 16 for P <= 15).
@@ -69,8 +60,7 @@ UOpPtr narrow(const Match& m) {
   const UOpPtr& end = m["end"];
   const UOpPtr guard = write_back_guard(end->src[0]);
   if (!guard || guard->dtype.lanes != 1) return nullptr;
-  std::vector<UOpPtr> parts;
-  conjuncts(guard, parts);
+  const std::vector<UOpPtr> parts = conjuncts(guard);
   for (size_t k = 1; k < end->src.size(); ++k)
     if (UOpPtr narrowed = narrowed_loop(m.root(), end, k, parts))
       return UOp::make(Op::SINK, m.root()->dtype, {std::move(narrowed)});
