@@ -55,14 +55,26 @@ Tensor Tensor::clone() const {
 // Lazy, like every op: the tensor now holds ASSIGN(its buffer, value), and the
 // engine writes into that buffer at realize when no other graph can observe it.
 // A view writes through to its base (src/tensor_views.hpp).
+namespace {
+// `value` as PyTorch's copy_ writes it into a tensor of `shape` and `dtype`: broadcast to the
+// shape (never the other way) and cast to the dtype.
+UOpPtr copied_value(const Shape& shape, DType dtype, const UOpPtr& value) {
+  const Shape& from = *value->shape();
+  bool broadcasts = from.size() <= shape.size();
+  for (size_t i = 1; broadcasts && i <= from.size(); ++i)
+    broadcasts = from[from.size() - i] == 1 || from[from.size() - i] == shape[shape.size() - i];
+  if (!broadcasts)
+    throw Error(fmt::format(
+        "assign: a value of shape {} cannot be written into a tensor of shape {} (expected a shape "
+        "that broadcasts to it)",
+        str(from), str(shape)));
+  return cast_uop(expand_uop(value, shape), dtype);
+}
+}  // namespace
+
 Tensor& Tensor::assign(const Tensor& value) {
   const UOpPtr& cur = uop(*this, "assign");
-  const UOpPtr& v = uop(value, "assign");
-  if (*cur->shape() != *v->shape() || !(cur->dtype == v->dtype))
-    throw Error(fmt::format(
-        "assign: value of shape {} and dtype {} cannot be assigned to a tensor of shape {} and "
-        "dtype {} (expected the same shape and dtype)",
-        str(*v->shape()), scalar_name(v->dtype.scalar), str(*cur->shape()), scalar_name(cur->dtype.scalar)));
+  const UOpPtr v = copied_value(*cur->shape(), cur->dtype, uop(value, "assign"));
   if (v == cur) return *this;
   if (node_->view) {
     detail::assign_through_view(*node_, v);

@@ -52,9 +52,32 @@ class Tensor {
 
   // A copy of the data in a buffer of its own.
   Tensor clone() const;
-  // Writes `value` (same shape and dtype) into this tensor's own buffer. Graphs
-  // built from this tensor before the assign keep seeing the old value.
+  // Writes `value` into this tensor (through a view, into the tensor it was cut from), as
+  // PyTorch's copy_: the value broadcasts to this tensor's shape and is cast to its dtype.
+  // Graphs built from this tensor before the assign keep seeing the old value.
   Tensor& assign(const Tensor& value);
+  template <Number T>
+  Tensor& assign(T v) {  // every element becomes v (PyTorch's fill_)
+    return assign(like_scalar(v));
+  }
+  // In place, as PyTorch's `a += b`: `a.assign(a + b)`, so copies of the handle and the tensor
+  // a view was cut from see it. The result must keep this tensor's shape, and its dtype must
+  // cast to this tensor's by PyTorch's rule: no float result into an integer tensor, and only
+  // Bool into Bool.
+  Tensor& operator+=(const Tensor& other);
+  Tensor& operator-=(const Tensor& other);
+  Tensor& operator*=(const Tensor& other);
+  Tensor& operator/=(const Tensor& other);
+#define LOOM_COMPOUND_WITH_NUMBER(op) \
+  template <Number T>                 \
+  Tensor& operator op(T v) {          \
+    return *this op like_scalar(v);   \
+  }
+  LOOM_COMPOUND_WITH_NUMBER(+=)
+  LOOM_COMPOUND_WITH_NUMBER(-=)
+  LOOM_COMPOUND_WITH_NUMBER(*=)
+  LOOM_COMPOUND_WITH_NUMBER(/=)
+#undef LOOM_COMPOUND_WITH_NUMBER
 
   // ---- properties ----
   const Shape& shape() const;

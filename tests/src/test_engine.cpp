@@ -128,10 +128,23 @@ TEST_CASE("two assigns realized together each read the other's old value") {
   check_values(b * 1, {11, 22});
 }
 
-TEST_CASE("assign checks shape and dtype") {
+TEST_CASE("assign is PyTorch's copy_: the value broadcasts to the tensor's shape and casts to its dtype") {
   Tensor a = make(DType::Float32, {1, 2}, {2});
-  CHECK_THROWS_WITH_AS(a.assign(make(DType::Float32, {1, 2, 3}, {3})), doctest::Contains("assign"), Error);
-  CHECK_THROWS_WITH_AS(a.assign(make(DType::Int32, {1, 2}, {2})), doctest::Contains("Int32"), Error);
+  CHECK_THROWS_WITH_AS(
+      a.assign(make(DType::Float32, {1, 2, 3}, {3})),
+      doctest::Contains("assign: a value of shape [3] cannot be written into a tensor of shape [2]"), Error);
+  CHECK_THROWS_WITH_AS(a.assign(Tensor::zeros({2, 2})), doctest::Contains("shape [2, 2]"),
+                       Error);  // never a to b
+  a.assign(make(DType::Int32, {7, -3}, {2}));
+  CHECK(a.dtype() == DType::Float32);
+  check_values(a * 1, {7, -3});
+  Tensor m = Tensor::zeros({2, 3}, DType::Int32).realize();
+  m.assign(make(DType::Float32, {1.9, -2.9, 3.5}, {3}));  // a row broadcast over both rows, truncated
+  check_values(m * 1, {1, -2, 3, 1, -2, 3});
+  m.assign(5);  // a number fills, as fill_
+  check_values(m * 1, {5, 5, 5, 5, 5, 5});
+  m.slice(1, 1, 2).assign(make(DType::Float32, {-1}, {1}));
+  check_values(m * 1, {5, -1, 5, 5, -1, 5});
 }
 
 TEST_CASE("memory is returned when tensors die") {
