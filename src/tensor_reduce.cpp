@@ -120,6 +120,15 @@ Tensor Tensor::min(std::vector<int> axes, bool keepdim) const {
   return make_tensor(reverse_order(m.node()->uop));
 }
 
+// Counts of nonzero (zero) elements, so reducing nothing gives any = false and all = true, as
+// in PyTorch; NaN is nonzero.
+Tensor Tensor::any(std::vector<int> axes, bool keepdim) const {
+  return uop(*this, "any"), ne(0).sum(std::move(axes), keepdim).gt(0);
+}
+Tensor Tensor::all(std::vector<int> axes, bool keepdim) const {
+  return uop(*this, "all"), eq(0).sum(std::move(axes), keepdim).eq(0);
+}
+
 // sum / n in the float dtype; an empty axis gives 0 / 0 = NaN, as in PyTorch.
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   uop(*this, "mean");

@@ -102,6 +102,15 @@ class Tensor {
   Tensor sign() const;
   Tensor reciprocal() const;
   Tensor square() const;
+  // Rounding, as PyTorch's: integer tensors come back unchanged (Bool is an error). round
+  // rounds half to even, and with `decimals` rounds x * 10^decimals.
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor trunc() const;
+  Tensor round(int decimals = 0) const;
+  // log(1 + x) and e^x - 1, accurate where x is near 0 (integers compute in Float32).
+  Tensor log1p() const;
+  Tensor expm1() const;
   // Activations (PyTorch's torch.nn.functional forms; float tensors only but erf).
   Tensor erf() const;                                        // integers compute in Float32
   Tensor gelu(std::string_view approximate = "none") const;  // "none" (erf) or "tanh"
@@ -183,6 +192,14 @@ class Tensor {
   Tensor std(int dim, double correction = 1, bool keepdim = false) const {
     return std(std::vector<int>{dim}, correction, keepdim);
   }
+  // Whether any (every) element is nonzero, over `axes` (all when empty): Bool. Over no
+  // elements any is false and all true.
+  Tensor any() const { return any(std::vector<int>{}, false); }
+  Tensor any(int axis, bool keepdim = false) const { return any(std::vector<int>{axis}, keepdim); }
+  Tensor any(std::vector<int> axes, bool keepdim = false) const;
+  Tensor all() const { return all(std::vector<int>{}, false); }
+  Tensor all(int axis, bool keepdim = false) const { return all(std::vector<int>{axis}, keepdim); }
+  Tensor all(std::vector<int> axes, bool keepdim = false) const;
   // The running sum along `dim`, as PyTorch's cumsum: integers and Bool sum in Int64.
   Tensor cumsum(int dim) const;
   // The k largest (smallest) elements along `dim`, sorted, and their Int64 indices; NaN is
@@ -203,6 +220,8 @@ class Tensor {
   LOOM_NO_INT_KEEPDIM(min)
   LOOM_NO_INT_KEEPDIM(mean)
   LOOM_NO_INT_KEEPDIM(prod)
+  LOOM_NO_INT_KEEPDIM(any)
+  LOOM_NO_INT_KEEPDIM(all)
 #undef LOOM_NO_INT_KEEPDIM
 
   // ---- movement ----
@@ -224,6 +243,14 @@ class Tensor {
   Tensor unsqueeze(int axis) const;
   Tensor flatten(int start = 0, int end = -1) const;
   Tensor slice(int axis, Dim start, Dim stop, int64_t step = 1) const;
+  // Views of consecutive pieces along `axis`, as PyTorch's: split into pieces of `size` (the
+  // last one smaller), or of the given sizes (which must add up to the axis); chunk into at
+  // most `chunks` pieces of ceil(n / chunks); unbind into every index, the axis removed.
+  // Writes through a piece reach this tensor.
+  std::vector<Tensor> split(int64_t size, int axis = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int axis = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int axis = 0) const;
+  std::vector<Tensor> unbind(int axis = 0) const;
   Tensor gather(int axis, const Tensor& index) const;
   Tensor index_select(int axis, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;  // integer tensors; Int32 result

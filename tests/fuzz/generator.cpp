@@ -182,14 +182,16 @@ class Generator {
     const Tensor& t = x.t;
     const bool is_float = t.dtype().is_float();
     static const std::vector<std::string> float_ops{
-        "neg",   "exp",  "log",     "exp2",      "log2", "sqrt",     "rsqrt",     "sin",
-        "cos",   "tanh", "sigmoid", "relu",      "abs",  "sign",     "square",    "reciprocal",
-        "clamp", "erf",  "gelu",    "gelu_tanh", "silu", "softplus", "leaky_relu"};
-    static const std::vector<std::string> int_ops{"neg",  "abs",         "sign", "square",
-                                                  "relu", "bitwise_not", "exp",  "clamp"};
+        "neg",   "exp",   "log",     "exp2",      "log2", "sqrt",     "rsqrt",      "sin",
+        "cos",   "tanh",  "sigmoid", "relu",      "abs",  "sign",     "square",     "reciprocal",
+        "clamp", "erf",   "gelu",    "gelu_tanh", "silu", "softplus", "leaky_relu", "log1p",
+        "expm1", "floor", "ceil",    "round",     "trunc"};
+    static const std::vector<std::string> int_ops{"neg",         "abs", "sign",  "square", "relu",
+                                                  "bitwise_not", "exp", "clamp", "floor"};
     static const std::vector<std::string> bool_ops{"logical_not", "bitwise_not"};
     const std::string op = pick(is_float ? float_ops : t.dtype().is_bool() ? bool_ops : int_ops);
-    if (op == "sign" && !x.exact) throw Skip{};  // a discontinuity: exact inputs only
+    const bool step = op == "sign" || op == "floor" || op == "ceil" || op == "round" || op == "trunc";
+    if (step && !x.exact) throw Skip{};  // a discontinuity: exact inputs only
     note(op);
     if (op == "neg") return make_value(-t);
     if (op == "exp") return make_value(t.clamp(-30, 30).exp());
@@ -218,6 +220,12 @@ class Generator {
     if (op == "silu") return make_value(t.silu());
     if (op == "softplus") return make_value(t.softplus(pick(std::vector<double>{1, 2, 0.5}), 20));
     if (op == "leaky_relu") return make_value(t.leaky_relu(0.1));
+    if (op == "log1p") return make_value((t.abs() - 0.5).log1p());
+    if (op == "expm1") return make_value(t.clamp(-30, 30).expm1());
+    if (op == "floor") return make_value(t.floor());
+    if (op == "ceil") return make_value(t.ceil());
+    if (op == "round") return make_value(t.round());
+    if (op == "trunc") return make_value(t.trunc());
     if (op == "logical_not") return make_value(t.logical_not());
     return make_value(~t);
   }

@@ -4,6 +4,7 @@
 // The reference interpreter evaluates loom's own decomposition, so the long-double
 // comparison is what checks the decomposition itself.
 #include "check.hpp"
+#include "gradcheck.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -412,5 +413,51 @@ TEST_CASE("float pow: libm's special values, and PyTorch's shortcuts for 2, 3, 0
     check_values(v.pow(1.5), {kNaN, std::pow(0.5, 1.5), 8, kInf}, 1);
     // pow(-inf, 0.5) is +inf in libm but sqrt(-inf) = NaN: the shortcut follows PyTorch.
     check_values(make(dt, {-kInf}, {1}).pow(0.5), {kNaN});
+  }
+}
+
+TEST_CASE("log1p and expm1: accurate near 0 and over their whole range") {
+  for (DType dt : float_dtypes()) {
+    CAPTURE(to_string(dt));
+    const bool f32 = dt == DType::Float32;
+    // Tiny magnitudes of both signs, where log(1 + x) and exp(x) - 1 lose every digit, then
+    // wide ranges: log1p over (-1, 2^127], expm1 across the switch at |x| = 1.1 to overflow.
+    const auto tiny = sweep(600, f32 ? -140 : -1000, -1, dt, true);
+    const auto log_args =
+        joined(joined(tiny, negated(tiny)),
+               joined(sweep(1500, -0.999999, 3, dt), sweep(800, 1, f32 ? 127 : 1023, dt, true)));
+    const Tensor lx = make(dt, log_args, {static_cast<int64_t>(log_args.size())});
+    // Kahan's form: log's 2 ulps (log2 times ln2) and the quotient's rounding (2.1 seen).
+    CHECK(max_ulp_error(lx.log1p(), log_args, dt, [](long double v) { return std::log1p(v); }) <= 3);
+    const auto exp_args =
+        joined(joined(tiny, negated(tiny)), sweep(2000, f32 ? -104 : -745, f32 ? 88 : 709, dt));
+    const Tensor ex = make(dt, exp_args, {static_cast<int64_t>(exp_args.size())});
+    // The series (Horner, about 1 ulp) inside |x| <= 1.1; exp's 1.5 ulps plus the subtraction beyond.
+    CHECK(max_ulp_error(ex.expm1(), exp_args, dt, [](long double v) { return std::expm1(v); }) <= 2);
+  }
+  // Special values, as PyTorch's: log1p(-1) = -inf, below -1 NaN, inf stays inf; expm1(-inf) = -1.
+  check_values(make(DType::Float32, {-1, -2, kInf, kNaN, 0, -0.0}, {6}).log1p(),
+               {-kInf, kNaN, kInf, kNaN, 0, -0.0});
+  check_values(make(DType::Float32, {-kInf, kInf, kNaN, 0, 1000}, {5}).expm1(), {-1, kInf, kNaN, 0, kInf});
+  // Integers compute in Float32, half dtypes in Float32 rounded once.
+  CHECK(Tensor::from_vector<int32_t>({0, 1}, {2}).log1p().dtype() == DType::Float32);
+  CHECK(make(DType::BFloat16, {0.5}, {1}).expm1().dtype() == DType::BFloat16);
+}
+
+TEST_CASE("log1p and expm1: gradients 1 / (1 + x) and e^x, finite at the branch switches") {
+  test::gradcheck1([](const Tensor& x) { return x.log1p(); }, test::Input{{24}, -0.9, 3});
+  test::gradcheck1([](const Tensor& x) { return x.expm1(); }, test::Input{{24}, -3, 3});
+  // At and around the switches: u == 1 for log1p, |x| = 1.1 for expm1.
+  const std::vector<double> xs = {0, 1e-17, -1e-17, 1e-9, -1e-9, 1.1, -1.1, 2, 700};
+  Tensor x = make(DType::Float64, xs, {9}).requires_grad_();
+  x.expm1().sum().backward();
+  const std::vector<double> domain(xs.begin(), xs.begin() + 6);  // log1p's: above -1
+  Tensor y = make(DType::Float64, domain, {6}).requires_grad_();
+  y.log1p().sum().backward();
+  const std::vector<double> dx = values(x.grad()), dy = values(y.grad());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    CHECK(dx[i] == doctest::Approx(std::exp(xs[i])).epsilon(1e-12));
+    if (i < dy.size()) CHECK(dy[i] == doctest::Approx(1 / (1 + xs[i])).epsilon(1e-12));
   }
 }

@@ -1,6 +1,7 @@
 // sum and max over every axis subset, keepdim, odd sizes, every dtype.
 #include "check.hpp"
 
+#include <cmath>
 #include <limits>
 
 using namespace loom;
@@ -343,4 +344,20 @@ TEST_CASE("t.sum(1, 2) and friends do not compile; t.sum(1, true) does") {
   static_assert(!vector_int_keepdim<Tensor>);
   static_assert(bool_keepdim<Tensor>);
   CHECK(bool_keepdim<Tensor>);
+}
+
+TEST_CASE("any and all: Bool over axes, NaN nonzero, false and true over no elements") {
+  const Tensor x = make(DType::Float32, {0, 0, 1, 0, NAN, 2}, {2, 3});
+  check_values(x.any(), {1});
+  check_values(x.all(), {0});
+  check_values(x.any(1), {1, 1});
+  check_values(x.all(1), {0, 0});
+  check_values(x.any(0), {0, 1, 1});
+  check_values(x.all(0), {0, 0, 1});
+  CHECK(x.all(0, true).shape() == Shape{1, 3});
+  CHECK(x.any().dtype() == DType::Bool);
+  const Tensor empty = Tensor::zeros({2, 0}, DType::Int32);
+  check_values(empty.any(1), {0, 0});
+  check_values(empty.all(1), {1, 1});
+  check_values(make(DType::Bool, {1, 1, 0}, {3}).all(), {0});
 }
