@@ -16,6 +16,8 @@ UOpPtr sigmoid_of(const UOpPtr& x);  // float x
 UOpPtr cos_of(const UOpPtr& x);      // float x (Float32: the primitive COS)
 UOpPtr relu_of(const UOpPtr& x);     // float x
 UOpPtr erf_of(const UOpPtr& x);      // float x
+UOpPtr log1p_of(const UOpPtr& x);    // float x
+UOpPtr expm1_of(const UOpPtr& x);    // float x
 
 // gather's selection: along axis `axis` + 1 of `hit`, sum where(hit, source
 // broadcast over that axis, 0), the axis then dropped. `source` has hit's

@@ -251,6 +251,13 @@ const CompositeRule kComposites[] = {
   {Op::WHERE, {1, 0}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 1, Op::MUL) && is(y, 2, Op::WHERE); },
    erf_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) {
      return g * const_as(x, 2 / std::sqrt(std::numbers::pi)) * exp_of(-(x * x)); }},
+  // log1p' = 1 / (1 + x), as PyTorch's: the derivative of Kahan's correction loses it where
+  // the product under it overflows (x near the top of the range).
+  {Op::WHERE, {1}, [](const UOpPtr& y) { return is(y, 0, Op::CMPEQ) && is(y, 2, Op::MUL); },
+   log1p_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) { return g * alu(Op::RECIP, {x + const_as(x, 1)}); }},
+  // expm1' = e^x = y + 1, as PyTorch's, instead of the derivative of the series.
+  {Op::WHERE, {0, 1, 0}, [](const UOpPtr& y) { return is(y, 0, Op::CMPLT) && is(y, 1, Op::SUB) && is(y, 2, Op::ADD); },
+   expm1_of, [](const UOpPtr&, const UOpPtr& y, const UOpPtr& g) { return g * (y + const_as(y, 1)); }},
   // cos' = -sin: the form's sin(2x) / (2 sin x), masked off at 0 by a where, is 0/0 there.
   {Op::WHERE, {0, 0}, where_on_zero_test,
    cos_of, [](const UOpPtr& x, const UOpPtr&, const UOpPtr& g) { return -(g * alu(Op::SIN, {x})); }},

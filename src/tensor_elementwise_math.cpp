@@ -78,6 +78,25 @@ UOpPtr expm1_series(const UOpPtr& y) {
 }
 }  // namespace
 
+// log1p by Kahan's form: with u = 1 + x rounded, log(u) * x / (u - 1) recovers what the
+// rounding of u lost, so the result stays accurate as x goes to 0; where u == 1 the answer is
+// x itself. The divisor is 1 on the branch not taken (u == 1, u == inf), so that branch holds
+// no 0/0 or inf/inf; log(inf) * inf gives log1p(inf) = inf. Its gradient is the composite's
+// rule, 1 / (1 + x) (src/gradient.cpp).
+UOpPtr detail::log1p_of(const UOpPtr& x) {
+  const UOpPtr one = const_as(x, 1), u = x + one, exact = eq(u, one);
+  const UOpPtr divisor = where(alu(Op::OR, {exact, eq(u, const_as(x, INFINITY))}), one, u - one);
+  return where(exact, x, log_of(u) * (x / divisor));
+}
+
+// expm1 by its series where |x| <= 1.1 (full relative accuracy near 0) and e^x - 1 beyond,
+// where the subtraction loses nothing. Each branch sees 0 where it is not taken, so neither
+// overflows there. Its gradient is the composite's rule, e^x = y + 1 (src/gradient.cpp).
+UOpPtr detail::expm1_of(const UOpPtr& x) {
+  const UOpPtr far = const_as(x, 1.1) < umax(x, -x), zero = const_as(x, 0);
+  return where(far, exp_of(where(far, x, zero)) - const_as(x, 1), expm1_series(where(far, zero, x)));
+}
+
 // tanh(|x|) in two forms (musl's split at 0.55): near 0, -t/(t + 2) with t = expm1(-2|x|),
 // where (1 - u)/(1 + u) with u = exp(-2|x|) would cancel; beyond, 1 - 2u/(1 + u), whose small
 // term's error hardly reaches the result and which is exactly 1 once u rounds away (no NaN
@@ -189,27 +208,8 @@ Tensor Tensor::rsqrt() const {
 Tensor Tensor::reciprocal() const {
   return float_result(*this, alu(Op::RECIP, {as_float(*this, "reciprocal")}));
 }
-// log1p by Kahan's form: with u = 1 + x rounded, log(u) * x / (u - 1) recovers what the
-// rounding of u lost, so the result stays accurate as x goes to 0; where u == 1 the answer is
-// x itself. The divisor is kept finite and nonzero on the branch not taken (u == 1, u == inf),
-// so its gradient there is 0, not NaN; log(inf) * inf gives log1p(inf) = inf.
-Tensor Tensor::log1p() const {
-  const UOpPtr x = as_float(*this, "log1p");
-  const UOpPtr u = x + const_as(x, 1);
-  const UOpPtr one = const_as(x, 1), exact = loom::eq(u, one);
-  const UOpPtr divisor = loom::where(alu(Op::OR, {exact, loom::eq(u, const_as(x, INFINITY))}), one, u - one);
-  return float_result(*this, loom::where(exact, x, log_of(u) * (x / divisor)));
-}
-// expm1 by its series where |x| <= 1.1 (full relative accuracy near 0) and e^x - 1 beyond,
-// where the subtraction loses nothing. The series sees 0 where it is not taken, so a large x
-// gives no inf, and no NaN gradient, on the unused branch.
-Tensor Tensor::expm1() const {
-  const UOpPtr x = as_float(*this, "expm1");
-  const UOpPtr far = const_as(x, 1.1) < umax(x, -x);
-  const UOpPtr zero = const_as(x, 0);
-  return float_result(*this, loom::where(far, exp_of(loom::where(far, x, zero)) - const_as(x, 1),
-                                         expm1_series(loom::where(far, zero, x))));
-}
+Tensor Tensor::log1p() const { return float_result(*this, log1p_of(as_float(*this, "log1p"))); }
+Tensor Tensor::expm1() const { return float_result(*this, expm1_of(as_float(*this, "expm1"))); }
 
 Tensor Tensor::sin() const { return float_result(*this, alu(Op::SIN, {as_float(*this, "sin")})); }
 Tensor Tensor::cos() const { return float_result(*this, cos_of(as_float(*this, "cos"))); }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/data/ops_table.json: PyTorch's values (and Float64 gradients of sum(y)) for the
-activations, var/std, triu/tril and masked_fill that tests/src/test_tensor_activation.cpp
+activations, var/std, triu/tril, masked_fill, rounding, log1p/expm1 and any/all that tests/src/test_tensor_activation.cpp
 checks loom against. Run once with PyTorch installed (python3 tests/data/make_ops_table.py);
 the JSON is committed, so the tests never need torch. Non-finite numbers are the strings
 "nan", "inf" and "-inf"."""
@@ -86,6 +86,46 @@ for dt in ["float32", "float64", "int64", "bool"]:
         for value in [2.7, -1.0, 0.0] + ([math.inf] if dt.startswith("float") else []):
             add("masked_fill", x, {"value": enc(value)}, lambda t, mk: t.masked_fill(mk, value), mask)
     add("masked_fill", x[:1], {"value": 1.0}, lambda t, mk: t.masked_fill(mk, 1.0), torch.ones(2, 0, 3).bool())
+
+# Rounding (ties, -0, huge, inf, NaN; round with decimals), log1p and expm1 (tiny, near the
+# branch switches, large), any and all over axes and empty ones. Appended last: the cases above
+# keep their random draws.
+ties = [-3.5, -2.5, -1.5, -0.5, -0.49999, -0.0, 0.0, 0.49999, 0.5, 1.5, 2.5, 3.5, 1e15 + 0.5, 2.0 ** 52 + 1,
+        -(2.0 ** 23) - 0.5, 1e30, -1e30, math.inf, -math.inf, math.nan, 0.3, -0.7, 2.675, -1.35]
+for dt in ["float32", "float64"]:
+    d = DTYPES[dt]
+    x = torch.tensor(ties, dtype=d)
+    add("floor", x, {}, torch.floor)
+    add("ceil", x, {}, torch.ceil)
+    add("trunc", x, {}, torch.trunc)
+    add("round", x, {"decimals": 0}, torch.round)
+    for decimals in [1, 2, -1]:
+        add("round", x, {"decimals": decimals}, lambda t: torch.round(t, decimals=decimals))
+    small = [-1.0, -0.999, -0.5, -1e-3, -1e-8, -1e-20, -0.0, 0.0, 1e-20, 1e-8, 1e-3, 0.5, 1.0, 1.0999, 1.1,
+             1.1001, 2.0, 10.0, 100.0, 1e10, 1e30, math.inf, math.nan]
+    add("log1p", torch.tensor(small + [-2.0] + grid[600:], dtype=d), {}, torch.log1p)
+    add("expm1", torch.tensor(small + [-1.1001, -1.1, -1.0999, -30.0, -100.0, -math.inf, 80.0] + grid, dtype=d), {},
+        torch.expm1)
+for dt in ["float32", "int64", "bool"]:
+    d = DTYPES[dt]
+    m = torch.tensor([[0, 0, 1], [0, 0, 0], [2, 3, 4], [0, 5, 0]]).to(d)
+    for dims in [[], [0], [1], [0, 1]]:
+        for keepdim in [False, True]:
+            args = {"dims": dims, "keepdim": keepdim}
+            dim = tuple(dims) if dims else None
+            for op, fn in [("any", torch.any), ("all", torch.all)]:
+                if dim is None:
+                    add(op, m, args, lambda t: fn(t).reshape([1] * t.dim()) if keepdim else fn(t))
+                else:
+                    f = lambda t: t
+                    for a in sorted(dim, reverse=True):
+                        f = (lambda g, a: lambda t: fn(g(t), a, keepdim=keepdim))(f, a)
+                    add(op, m, args, f)
+    add("any", m[:0], {"dims": [0], "keepdim": False}, lambda t: torch.any(t, 0))
+    add("all", m[:0], {"dims": [0], "keepdim": False}, lambda t: torch.all(t, 0))
+nan_row = torch.tensor([[math.nan, 0.0], [0.0, 0.0]])
+add("any", nan_row, {"dims": [1], "keepdim": False}, lambda t: torch.any(t, 1))
+add("all", nan_row, {"dims": [0], "keepdim": False}, lambda t: torch.all(t, 0))
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops_table.json")
 with open(out, "w") as f:
