@@ -4,11 +4,25 @@
 
 #include <fmt/format.h>
 
+#include <unordered_set>
 #include <vector>
 
 namespace loom {
 
 namespace {
+
+// A load inside the address (a gather's index) runs whether or not the index's guard holds:
+// the guard only gates the outer access. Simplified under that guard, the load's own guard
+// could fold to true and let it read out of bounds, so a rewrite that changes a load is refused.
+bool weakens_a_load(const UOpPtr& address, const UOpPtr& simpler) {
+  std::unordered_set<const UOp*> loads;
+  for (const UOpPtr& u : toposort(address))
+    if (u->op == Op::LOAD) loads.insert(u.get());
+  if (loads.empty()) return false;
+  for (const UOpPtr& u : toposort(simpler))
+    if (u->op == Op::LOAD && !loads.contains(u.get())) return true;
+  return false;
+}
 
 UOpPtr address_under_guard(const Match& m) {
   const UOpPtr& index = m.root();
@@ -30,7 +44,7 @@ UOpPtr address_under_guard(const Match& m) {
   }
   if (to_var.empty()) return nullptr;
   const UOpPtr simpler = substitute(simplify(substitute(address, to_var)), back);
-  if (divmod_count(simpler) >= divisions) return nullptr;
+  if (divmod_count(simpler) >= divisions || weakens_a_load(address, simpler)) return nullptr;
   std::vector<UOpPtr> src = index->src;
   src[1] = simpler;
   return index->with_src(std::move(src));

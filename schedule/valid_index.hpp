@@ -12,7 +12,9 @@
 // A concatenation's piece read that way (the gradient of q, k and v's concatenation, the
 // piece of v transposed): unguarded, c - 512 may be negative, so no division folds and no
 // range of the address has a stride, and the kernel ran without lanes. The address is
-// kept only when it has fewer divisions and remainders than before.
+// kept only when it has fewer divisions and remainders than before, and only when no load
+// inside it changed: a gather's index is loaded whether or not the outer guard holds, so that
+// load's own guard must not fold away under it.
 #include "ir/pattern.hpp"
 
 namespace loom {
