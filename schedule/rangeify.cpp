@@ -243,7 +243,11 @@ class Rangeifier {
     if (!a.valid) return false;
     std::unordered_set<const UOp*> ranges;
     double covered = 1;
-    for (const auto& i : a.idx)
+    // The guard's ranges count too: a size-1 axis padded to n is read at index 0 under a
+    // guard on a range the index never names.
+    std::vector<UOpPtr> reads = a.idx;
+    reads.push_back(a.valid);
+    for (const auto& i : reads)
       for (const UOp* r : i->ranges()) {
         if (r->get<AxisArg>().kind != AxisKind::Loop || !ranges.insert(r).second) continue;
         if (r->src.at(0)->op != Op::CONST) return false;
