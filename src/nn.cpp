@@ -29,34 +29,6 @@ void check_last_axis(const Tensor& x, int64_t dim, const char* op) {
         fmt::format("{}: input of shape {} does not end in the normalized size {}", op, str(x.shape()), dim));
 }
 
-// Integer class indices that are already realized, as int64 (none if lazy).
-// Read straight from the buffer: reading must not realize anything else.
-std::optional<std::vector<int64_t>> realized_indices(const Tensor& t) {
-  const UOpPtr& view = t.node()->uop;
-  if (!is_buffer_view(view)) return std::nullopt;
-  const void* data = detail::buffer_data(view->op == Op::BUFFER ? view : view->src[0]);
-  const auto n = static_cast<size_t>(t.numel());
-  if (t.dtype() == DType::Int32) {
-    const auto* p = static_cast<const int32_t*>(data);
-    return std::vector<int64_t>(p, p + n);
-  }
-  const auto* p = static_cast<const int64_t*>(data);
-  return std::vector<int64_t>(p, p + n);
-}
-
-// Every realized index lies in [0, n); `what` names them in the error.
-void check_indices(const Tensor& idx, int64_t n, const char* op, const char* what) {
-  if (idx.dtype() != DType::Int32 && idx.dtype() != DType::Int64)
-    throw Error(fmt::format("{}: {} have dtype {}; expected Int32 or Int64", op, what,
-                            scalar_name(idx.dtype().scalar)));
-  const auto values = realized_indices(idx);
-  if (!values) return;
-  for (size_t i = 0; i < values->size(); ++i)
-    if ((*values)[i] < 0 || (*values)[i] >= n)
-      throw Error(
-          fmt::format("{}: {} value {} at position {} is outside [0, {})", op, what, (*values)[i], i, n));
-}
-
 // fan_in, fan_out of a [out, in, receptive...] weight.
 std::pair<double, double> fans(const Tensor& t, const char* op) {
   if (t.ndim() < 2)
@@ -75,6 +47,32 @@ Tensor& fill_(Tensor& t, const Tensor& values) {
 }
 
 }  // namespace
+
+std::optional<std::vector<int64_t>> detail_nn::realized_indices(const Tensor& t) {
+  const UOpPtr& view = t.node()->uop;
+  if (!is_buffer_view(view)) return std::nullopt;
+  const void* data = detail::buffer_data(view->op == Op::BUFFER ? view : view->src[0]);
+  const auto n = static_cast<size_t>(t.numel());
+  if (t.dtype() == DType::Int32) {
+    const auto* p = static_cast<const int32_t*>(data);
+    return std::vector<int64_t>(p, p + n);
+  }
+  const auto* p = static_cast<const int64_t*>(data);
+  return std::vector<int64_t>(p, p + n);
+}
+
+void detail_nn::check_indices(const Tensor& idx, int64_t n, const char* op, const char* what,
+                              std::optional<int64_t> ignored) {
+  if (idx.dtype() != DType::Int32 && idx.dtype() != DType::Int64)
+    throw Error(fmt::format("{}: {} have dtype {}; expected Int32 or Int64", op, what,
+                            scalar_name(idx.dtype().scalar)));
+  const auto values = realized_indices(idx);
+  if (!values) return;
+  for (size_t i = 0; i < values->size(); ++i)
+    if (((*values)[i] < 0 || (*values)[i] >= n) && (*values)[i] != ignored)
+      throw Error(
+          fmt::format("{}: {} value {} at position {} is outside [0, {})", op, what, (*values)[i], i, n));
+}
 
 // ---- layers --------------------------------------------------------------------------
 
@@ -270,34 +268,6 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k_in, const T
     scores = mask.dtype().is_bool() ? mask.where(scores, minus_inf) : scores + mask;
   }
   return scores.softmax(-1).matmul(v);
-}
-
-Tensor cross_entropy(const Tensor& input, const Tensor& labels) {
-  const char* op = "cross_entropy";
-  check_float(input, op);
-  const Tensor logits = loom::detail::autocast_float32(input);
-  if (!labels.defined()) throw Error("cross_entropy: the labels are undefined (default-constructed)");
-  if (logits.ndim() != 2 || labels.ndim() != 1 || labels.shape()[0] != logits.shape()[0])
-    throw Error(fmt::format("{}: expected logits [N, C] and labels [N], got logits {} and labels {}", op,
-                            str(logits.shape()), str(labels.shape())));
-  const int64_t classes = logits.shape()[1];
-  check_indices(labels, classes, op, "labels");
-  // A half input computes in Float32 and rounds the loss once (src/half_compute.hpp).
-  return loom::detail::rounded_once(logits, [&](const Tensor& z) {
-    const Tensor picked = (z.log_softmax(1) * labels.one_hot(classes).cast(z.dtype())).sum(1);
-    return -picked.mean();
-  });
-}
-
-Tensor mse(const Tensor& input, const Tensor& target_input) {
-  check_float(input, "mse");
-  if (!target_input.defined()) throw Error("mse: the target is undefined (default-constructed)");
-  const Tensor pred = loom::detail::autocast_float32(input),
-               target = loom::detail::autocast_float32(target_input);
-  check_same_dtype("mse", target, "target", pred, "pred");
-  // Halves: the differences and their mean in Float32, rounded once (src/half_compute.hpp).
-  const Tensor mean = (loom::detail::widened_half(pred) - loom::detail::widened_half(target)).square().mean();
-  return loom::detail::is_half(pred) ? mean.cast(pred.dtype()) : mean;
 }
 
 // ---- initialisers -----------------------------------------------------------------------

@@ -4,6 +4,9 @@
 
 #include <loom/tensor.hpp>
 
+#include <optional>
+#include <vector>
+
 namespace loom::nn::detail_nn {
 
 // A realized leaf that requires a gradient, holding `init`.
@@ -32,5 +35,13 @@ inline void check_same_dtype(const char* op, const Tensor& input, const char* in
                   op, input_name, scalar_name(input.dtype().scalar), other_name,
                   scalar_name(other.dtype().scalar), input_name, scalar_name(other.dtype().scalar)));
 }
+
+// Integer class indices that are already realized, as int64 (none if lazy). Read straight from
+// the buffer: reading must not realize anything else.
+std::optional<std::vector<int64_t>> realized_indices(const Tensor& t);
+// Every realized index lies in [0, n) or equals `ignored`; `what` names them in the error. Int32
+// or Int64 only.
+void check_indices(const Tensor& idx, int64_t n, const char* op, const char* what,
+                   std::optional<int64_t> ignored = std::nullopt);
 
 }  // namespace loom::nn::detail_nn

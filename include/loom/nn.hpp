@@ -231,12 +231,49 @@ class KVCache {
   Variable length_;
 };
 
+// ---- losses (src/nn_losses.cpp): torch.nn.functional's, with its formulas ----
+
+// How a loss combines its per-element values: their mean, their sum, or none (the
+// per-element losses themselves), as PyTorch's `reduction`.
+enum class Reduction { Mean, Sum, None };
+
 // Mean over N of -log softmax(logits)[i, labels[i]]; logits [N, C] float,
 // labels [N] Int32 or Int64. A realized label outside [0, C) is an error naming
 // it (a lazy one cannot be read without running the graph: it contributes 0).
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
+struct CrossEntropyOptions {
+  Tensor weight;                        // [C] per-class weights; undefined: all 1
+  std::optional<int64_t> ignore_index;  // labels equal to it add nothing (PyTorch's default -100
+                                        // is not assumed: a stray -100 is an error here)
+  double label_smoothing = 0;           // in [0, 1]: the target mixes in uniform 1/C
+  Reduction reduction = Reduction::Mean;
+};
+// PyTorch's cross_entropy with its options: logits [N, C] or [N, C, d1, ...] (also [C]) and
+// class indices [N] or [N, d1, ...] (also 0-d), or class probabilities of the logits' shape. A
+// mean of class indices divides by the summed weights of the labels not ignored (NaN when all
+// are); of probabilities, by the number of samples.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options);
+// PyTorch's nll_loss: cross_entropy's rules on log-probabilities (no softmax, no smoothing).
+Tensor nll_loss(const Tensor& log_probs, const Tensor& labels, const CrossEntropyOptions& options = {});
+// -w (t log(p) + (1 - t) log(1 - p)), each log clamped at -100 as PyTorch does; p in [0, 1].
+Tensor binary_cross_entropy(const Tensor& probs, const Tensor& target, Reduction reduction = Reduction::Mean,
+                            const Tensor& weight = {});
+// The same on logits, in PyTorch's stable form (1 - t) x + (1 + (pw - 1) t)(log1p(e^-|x|) + max(-x, 0));
+// `pos_weight` (broadcast along the last axis) weighs the positive term, `weight` each element.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction = Reduction::Mean, const Tensor& weight = {},
+                                        const Tensor& pos_weight = {});
 // Mean of (pred - target)^2; shapes broadcast as in PyTorch.
 Tensor mse(const Tensor& pred, const Tensor& target);
+Tensor mse_loss(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean);
+// |pred - target|.
+Tensor l1_loss(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean);
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta = 0: l1_loss).
+Tensor smooth_l1_loss(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean,
+                      double beta = 1);
+// 0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta).
+Tensor huber_loss(const Tensor& pred, const Tensor& target, Reduction reduction = Reduction::Mean,
+                  double delta = 1);
 
 // ---- initialisers: replace a float tensor's values now (it is realized), as
 // torch.nn.init does; they return the tensor. Fans are those of a [out, in, ...]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/nn_table.json: PyTorch's values and Float64 gradients for cumsum, repeat,
 topk and torch.nn.functional's pad, conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,
-adaptive_avg_pool2d, batch_norm and interpolate, which tests/src/test_nn_functional.cpp and
-test_tensor_scan.cpp check loom against. Each case holds its inputs, its outputs, a weight w per
+adaptive_avg_pool2d, batch_norm, interpolate and the losses, which tests/src/test_nn_functional.cpp and
+test_tensor_scan.cpp (and test_nn_losses.cpp) check loom against. Each case holds its inputs, its outputs, a weight w per
 output and the gradient of sum(y * w) for each Float64 input. Run once with PyTorch installed
 (python3 tests/data/make_nn_table.py); the JSON is committed, so the tests never need torch."""
 import json, math, os
@@ -181,6 +181,83 @@ for shape, mode, scale, size in [((1, 2, 3, 4), "nearest", 2.0, None), ((2, 1, 3
     kw = {"align_corners": False} if mode == "bilinear" else {}
     add("interpolate", args, [torch.randn(*shape, dtype=f64)],
         lambda t: F.interpolate(t, size=size, scale_factor=scale, mode=mode, **kw))
+
+# ---- losses (appended last: the cases above keep their random draws) ----
+RED = ["mean", "sum", "none"]
+for dt in [f64, f32]:
+    for red in RED:
+        # class indices: [N, C], [N, C, d1, d2], [C]; weights, an ignored label, label smoothing
+        for shape, lshape in [((6, 5), (6,)), ((2, 4, 3, 2), (2, 3, 2)), ((5,), ())]:
+            x = torch.randn(*shape, dtype=dt) * 2
+            classes = shape[0] if len(shape) == 1 else shape[1]
+            y = torch.randint(0, classes, lshape)
+            w = torch.rand(classes, dtype=dt) + 0.5
+            for weight, ignore, smooth in [(False, None, 0.0), (True, None, 0.0), (False, 1, 0.0), (True, 2, 0.0),
+                                           (False, None, 0.2), (True, 0, 0.1)]:
+                args = {"reduction": red, "weight": weight, "ignore_index": ignore if ignore is not None else "none",
+                        "label_smoothing": smooth}
+                kw = {"reduction": red, "label_smoothing": smooth}
+                if ignore is not None:
+                    kw["ignore_index"] = ignore
+                inputs = [x, y] + ([w] if weight else [])
+                # PyTorch does not differentiate class weights: detached, their gradient is 0 (the test
+                # detaches loom's too).
+                add("cross_entropy", args, inputs,
+                    lambda a, b, c=None: F.cross_entropy(a, b, weight=None if c is None else c.detach(), **kw))
+                if smooth == 0:
+                    kw2 = {k: v for k, v in kw.items() if k != "label_smoothing"}
+                    add("nll_loss", args, [torch.log_softmax(x, 1 if x.dim() > 1 else 0).detach(), y] + inputs[2:],
+                        lambda a, b, c=None: F.nll_loss(a, b, weight=None if c is None else c.detach(), **kw2))
+        # every label ignored: the mean is 0 / 0
+        y_all = torch.full((3,), 4, dtype=torch.int64)
+        add("cross_entropy", {"reduction": red, "weight": False, "ignore_index": 4, "label_smoothing": 0.0},
+            [torch.randn(3, 5, dtype=dt), y_all], lambda a, b: F.cross_entropy(a, b, ignore_index=4, reduction=red))
+        # class probabilities, with and without smoothing and weights
+        for shape in [(4, 3), (2, 3, 4)]:
+            x = torch.randn(*shape, dtype=dt)
+            p = torch.softmax(torch.randn(*shape, dtype=dt), 1)
+            for weight, smooth in [(False, 0.0), (True, 0.0), (False, 0.3)]:
+                args = {"reduction": red, "weight": weight, "ignore_index": "none", "label_smoothing": smooth}
+                inputs = [x, p] + ([torch.rand(3, dtype=dt) + 0.5] if weight else [])
+                add("cross_entropy", args, inputs,
+                    lambda a, b, c=None: F.cross_entropy(a, b, weight=None if c is None else c.detach(),
+                                                         reduction=red, label_smoothing=smooth))
+        # binary cross-entropies
+        z = torch.tensor([[-30.0, -2.0, -0.5, 0.0], [0.0, 0.5, 3.0, 40.0]], dtype=dt)
+        t = torch.tensor([[0.0, 1.0, 0.3, 1.0], [0.0, 0.5, 1.0, 0.0]], dtype=dt)
+        bw = torch.rand(2, 4, dtype=dt) + 0.5
+        pw = torch.tensor([0.5, 1.0, 2.0, 3.0], dtype=dt)
+        for weight, pos in [(False, False), (True, False), (False, True), (True, True)]:
+            args = {"reduction": red, "weight": weight, "pos_weight": pos}
+            inputs = [z, t] + ([bw] if weight else []) + ([pw] if pos else [])
+            def bce_logits(a, b, *rest, weight=weight, pos=pos):
+                rest = list(rest)
+                wt = rest.pop(0).detach() if weight else None  # not differentiated by PyTorch
+                pwt = rest.pop(0).detach() if pos else None
+                return F.binary_cross_entropy_with_logits(a, b, weight=wt, pos_weight=pwt, reduction=red)
+            add("binary_cross_entropy_with_logits", args, inputs, bce_logits)
+        probs = torch.tensor([[0.0, 1e-30, 0.1, 0.5], [0.9, 1.0 - 1e-7, 1.0, 0.3]], dtype=dt)
+        add("binary_cross_entropy", {"reduction": red, "weight": False}, [probs, t],
+            lambda a, b: F.binary_cross_entropy(a, b, reduction=red), grad=False)
+        inner = torch.tensor([[0.01, 0.2, 0.5, 0.7], [0.9, 0.4, 0.6, 0.3]], dtype=dt)
+        add("binary_cross_entropy", {"reduction": red, "weight": True}, [inner, t, bw],
+            lambda a, b, c: F.binary_cross_entropy(a, b, weight=c.detach(), reduction=red))
+        # regression losses, kinks included (d = 0, |d| = beta)
+        pred = torch.tensor([[0.0, 0.5, -1.5, 2.0], [3.0, -0.25, 1.0, 0.1]], dtype=dt)
+        target = torch.tensor([[0.0, 0.0, 0.0, 0.5], [-1.0, 0.0, 0.0, 0.1]], dtype=dt)
+        add("mse_loss", {"reduction": red}, [pred, target], lambda a, b: F.mse_loss(a, b, reduction=red))
+        add("l1_loss", {"reduction": red}, [pred, target], lambda a, b: F.l1_loss(a, b, reduction=red))
+        # beta = 0 is l1_loss; PyTorch 1.13's gradient there at d = 0 is -1 for both the input and
+        # the target (not even opposite), so only its values are kept.
+        for beta in [1.0, 0.5, 0.0]:
+            add("smooth_l1_loss", {"reduction": red, "beta": beta}, [pred, target],
+                lambda a, b: F.smooth_l1_loss(a, b, reduction=red, beta=beta), grad=beta != 0)
+        for delta in [1.0, 0.5, 2.0]:
+            add("huber_loss", {"reduction": red, "delta": delta}, [pred, target],
+                lambda a, b: F.huber_loss(a, b, reduction=red, delta=delta))
+        # the target broadcast to the input's shape
+        add("mse_loss", {"reduction": red}, [pred, torch.tensor([1.0, -1.0, 0.0, 2.0], dtype=dt)],
+            lambda a, b: F.mse_loss(a, b.expand_as(a), reduction=red))
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_table.json")
 with open(out, "w") as f:
