@@ -132,6 +132,21 @@ Tensor Tensor::clamp(double lo, double hi) const {
   return make_tensor(min_of(umax(x, const_as(x, lo)), const_as(x, hi)));
 }
 
+// One bound of clamp, as torch.clamp_min and clamp_max (clamp(min=...) in PyTorch): the same
+// selects, rules and derivative, without the other bound's compare.
+Tensor Tensor::clamp_min(double lo) const {
+  const UOpPtr& x = uop(*this, "clamp_min");
+  if (!x->dtype.is_float() || std::isnan(lo)) return clamp(lo, std::numeric_limits<double>::infinity());
+  const UOpPtr l = const_as(x, lo);
+  return make_tensor(loom::where(x < l, l, x));
+}
+Tensor Tensor::clamp_max(double hi) const {
+  const UOpPtr& x = uop(*this, "clamp_max");
+  if (!x->dtype.is_float() || std::isnan(hi)) return clamp(-std::numeric_limits<double>::infinity(), hi);
+  const UOpPtr h = const_as(x, hi);
+  return make_tensor(loom::where(h < x, h, x));
+}
+
 // ---- comparisons --------------------------------------------------------------------------------
 Tensor Tensor::lt(const Tensor& o) const {
   return binary(Op::CMPLT, *this, o, promoted(*this, o, "lt"), "lt");

@@ -129,6 +129,33 @@ Tensor Tensor::all(std::vector<int> axes, bool keepdim) const {
   return uop(*this, "all"), eq(0).sum(std::move(axes), keepdim).eq(0);
 }
 
+// torch.linalg.vector_norm's orders: inf (max |x|), -inf (min |x|), 0 (the nonzero count), 1,
+// 2, and any p as (sum |x|^p)^(1/p). The gradient is 0 where the norm is 0, and for p < 1 at
+// the zero elements too, as PyTorch's, not the 0 * inf of a root's derivative at 0: the roots
+// are taken of 1 there.
+Tensor Tensor::norm(double p, std::vector<int> dims, bool keepdim) const {
+  const UOpPtr& x = uop(*this, "norm");
+  if (!x->dtype.is_float())
+    throw Error(
+        fmt::format("norm: expected a float tensor, got {} (as in PyTorch)", scalar_name(x->dtype.scalar)));
+  if (std::isnan(p)) throw Error("norm: the order p is NaN");
+  const Tensor a = abs();
+  if (p == std::numeric_limits<double>::infinity()) return a.max(std::move(dims), keepdim);
+  if (p == -std::numeric_limits<double>::infinity()) return a.min(std::move(dims), keepdim);
+  if (p == 0) return a.ne(0).cast(dtype()).sum(std::move(dims), keepdim);
+  if (p == 1) return a.sum(std::move(dims), keepdim);
+  // x^q taken of 1 where x is 0, so no inf derivative meets the zero that selects it away.
+  const auto power = [](const Tensor& v, double q) {
+    const Tensor nonzero = v.gt(0);
+    return loom::where(nonzero, loom::where(nonzero, v, 1).pow(q), 0);
+  };
+  if (p == 2) {
+    const Tensor s = square().sum(std::move(dims), keepdim), some = s.gt(0);
+    return loom::where(some, loom::where(some, s, 1).sqrt(), 0);
+  }
+  return power(power(a, p).sum(std::move(dims), keepdim), 1 / p);
+}
+
 // sum / n in the float dtype; an empty axis gives 0 / 0 = NaN, as in PyTorch.
 Tensor Tensor::mean(std::vector<int> axes, bool keepdim) const {
   uop(*this, "mean");

@@ -46,4 +46,18 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int dim, bool largest) const {
   return {values.transpose(a, -1), index.transpose(a, -1)};
 }
 
+// A full stable sort is topk of the whole axis: NaN last ascending and first descending, equal
+// values in their order, as torch.sort(stable=True). Bool sorts as UInt8.
+std::pair<Tensor, Tensor> Tensor::sort(int dim, bool descending) const {
+  const UOpPtr& x = uop(*this, "sort");
+  if (x->dtype.is_bool()) {
+    auto [values, indices] = cast(DType::UInt8).sort(dim, descending);
+    return {values.cast(DType::Bool), indices};
+  }
+  if (x->shape()->empty()) return topk(1, dim, descending);
+  const int a = norm_axis(dim, x->shape()->size(), "sort");
+  return topk((*x->shape())[a].concrete("sort"), a, descending);
+}
+Tensor Tensor::argsort(int dim, bool descending) const { return sort(dim, descending).second; }
+
 }  // namespace loom

@@ -122,6 +122,8 @@ class Tensor {
   Tensor maximum(const Tensor& other) const;
   Tensor minimum(const Tensor& other) const;
   Tensor clamp(double lo, double hi) const;
+  Tensor clamp_min(double lo) const;  // clamp with one bound (PyTorch's clamp(min=lo))
+  Tensor clamp_max(double hi) const;
   Tensor floor_div(const Tensor& other) const;  // floors like Python
   Tensor lt(const Tensor& other) const;
   Tensor le(const Tensor& other) const;
@@ -206,6 +208,14 @@ class Tensor {
   // the largest, as in PyTorch. Among equal values the lower index comes first
   // (docs/semantics.md: PyTorch's CPU order at ties is that of std::nth_element).
   std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
+  // The values sorted along `dim` and their Int64 indices, stable (equal values keep their
+  // order), NaN last ascending and first descending, as torch.sort(stable=True). O(n^2) along
+  // the axis, as topk.
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;
+  Tensor argsort(int dim = -1, bool descending = false) const;
+  // torch.linalg.vector_norm: (sum |x|^p)^(1/p) over `dims` (all when empty); p = inf, -inf, 0,
+  // 1 and 2 as PyTorch computes them. Float tensors only.
+  Tensor norm(double p = 2, std::vector<int> dims = {}, bool keepdim = false) const;
   Tensor argmax(int axis) const;  // Int32, first index on ties
   Tensor argmin(int axis) const;
   Tensor softmax(int axis = -1) const;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/ops_table.json: PyTorch's values (and Float64 gradients of sum(y)) for the
-activations, var/std, triu/tril, masked_fill, rounding, log1p/expm1 and any/all that tests/src/test_tensor_activation.cpp
+activations, var/std, triu/tril, masked_fill, rounding, log1p/expm1, any/all, sort/argsort, norm and
+clamp_min/clamp_max that tests/src/test_tensor_activation.cpp
 checks loom against. Run once with PyTorch installed (python3 tests/data/make_ops_table.py);
 the JSON is committed, so the tests never need torch. Non-finite numbers are the strings
 "nan", "inf" and "-inf"."""
@@ -126,6 +127,39 @@ for dt in ["float32", "int64", "bool"]:
 nan_row = torch.tensor([[math.nan, 0.0], [0.0, 0.0]])
 add("any", nan_row, {"dims": [1], "keepdim": False}, lambda t: torch.any(t, 1))
 add("all", nan_row, {"dims": [0], "keepdim": False}, lambda t: torch.all(t, 0))
+
+# sort and argsort (stable, NaN last ascending and first descending, ties in order), the vector
+# norms (a zero vector's 2-norm gradient is 0), one-sided clamps.
+for dt in ["float32", "float64", "int64"]:
+    d = DTYPES[dt]
+    if dt == "int64":
+        rows = torch.tensor([[3, 1, 2, 1, 0], [5, 5, -1, 2, 5]], dtype=d)
+    else:
+        rows = torch.tensor([[0.5, -1.0, math.nan, 0.5, 2.0], [math.inf, -0.0, 0.0, -math.inf, 1.0]], dtype=d)
+    for dim in [1, 0, -1]:
+        for descending in [False, True]:
+            args = {"dim": dim, "descending": descending}
+            add("sort", rows, args, lambda t: torch.sort(t, dim=dim, descending=descending, stable=True)[0])
+            add("argsort", rows, args, lambda t: torch.sort(t, dim=dim, descending=descending, stable=True)[1])
+add("sort", torch.tensor([True, False, True]), {"dim": 0, "descending": False},
+    lambda t: torch.sort(t, stable=True)[0])
+for dt in ["float32", "float64"]:
+    d = DTYPES[dt]
+    m = torch.randn(3, 4, dtype=d) * 2
+    m[1] = 0.0
+    for p in [2.0, 1.0, math.inf, -math.inf, 0.0, 3.0, 0.5]:
+        for dims, keepdim in [([], False), ([1], False), ([0], True), ([0, 1], False)]:
+            add("norm", m, {"p": enc(p), "dims": dims, "keepdim": keepdim},
+                lambda t: torch.linalg.vector_norm(t, ord=p, dim=dims if dims else None, keepdim=keepdim))
+    # NaN only in Float32 (values, no gradient): loom's clamp'(NaN) is 1, PyTorch's 0 (semantics 35).
+    c = torch.tensor([-2.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, math.inf, -math.inf] + ([math.nan] if dt == "float32" else []),
+                     dtype=d)
+    for bound in [-0.5, 0.0, 1.0]:
+        add("clamp_min", c, {"bound": bound}, lambda t: torch.clamp(t, min=bound))
+        add("clamp_max", c, {"bound": bound}, lambda t: torch.clamp(t, max=bound))
+ci = torch.tensor([-5, 0, 3, 7], dtype=torch.int64)
+add("clamp_min", ci, {"bound": 2.5}, lambda t: torch.clamp(t, min=3))
+add("clamp_max", ci, {"bound": 2.5}, lambda t: torch.clamp(t, max=2))
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops_table.json")
 with open(out, "w") as f:

@@ -46,6 +46,12 @@ Tensor run_op(const json& c, const Tensor& x) {
   if (op == "log1p") return x.log1p();
   if (op == "expm1") return x.expm1();
   if (op == "any") return x.any(a["dims"].get<std::vector<int>>(), a["keepdim"].get<bool>());
+  if (op == "sort") return x.sort(a["dim"], a["descending"].get<bool>()).first;
+  if (op == "argsort") return x.argsort(a["dim"], a["descending"].get<bool>());
+  if (op == "norm")
+    return x.norm(table_number(a["p"]), a["dims"].get<std::vector<int>>(), a["keepdim"].get<bool>());
+  if (op == "clamp_min") return x.clamp_min(a["bound"]);
+  if (op == "clamp_max") return x.clamp_max(a["bound"]);
   if (op == "all") return x.all(a["dims"].get<std::vector<int>>(), a["keepdim"].get<bool>());
   FAIL("unknown op " << op);
   return x;
@@ -64,6 +70,7 @@ Tolerance tolerance(const std::string& op, const std::string& dt) {
   if (exact.contains(op)) return {0, 0};
   const bool f32 = dt == "float32";
   if (op == "log1p" || op == "expm1") return f32 ? Tolerance{5e-7, 0} : Tolerance{9e-16, 0};
+  if (op == "norm") return f32 ? Tolerance{2e-6, 0} : Tolerance{1e-14, 0};
   if (op == "var" || op == "std") return f32 ? Tolerance{2e-6, 0} : Tolerance{1e-14, 0};
   return f32 ? Tolerance{3e-7, 1.2e-7} : Tolerance{4e-16, 4.5e-16};
 }
@@ -146,8 +153,9 @@ TEST_CASE("triu, tril and masked_fill match PyTorch on every dtype, broadcasting
   check_table("masked_fill");
 }
 
-TEST_CASE("rounding, log1p, expm1, any and all match PyTorch: ties, -0, inf, NaN, empty axes") {
-  for (const char* op : {"floor", "ceil", "trunc", "round", "log1p", "expm1", "any", "all"}) {
+TEST_CASE("rounding, log1p, expm1, any, all, sort, norm and one-sided clamps match PyTorch") {
+  for (const char* op : {"floor", "ceil", "trunc", "round", "log1p", "expm1", "any", "all", "sort", "argsort",
+                         "norm", "clamp_min", "clamp_max"}) {
     CAPTURE(op);
     check_table(op);
   }
