@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -154,6 +155,10 @@ class Emitter {
   Value* masked_load(const Access& a, const UOp& index);
   void masked_store(Value* v, const Access& a, const UOp& index);
   void masked_pieces(Value* v, const Access& a, const UOp& index);
+  std::vector<std::pair<unsigned, unsigned>> lane_pieces(unsigned lanes) const;
+  Value* gather(const Access& a, Value* mask, const UOp& index);
+  void scatter(Value* v, const Access& a, Value* mask, const UOp& index);
+  Value* joined(Value* a, Value* b);
   template <class F>
   Value* guarded(Value* valid, F access, Value* otherwise);
 };
@@ -788,8 +793,8 @@ Value* Emitter::load(const UOp& u) {
     check_bounds(*u.src[0], a);
     llvm::Instruction* loaded = nullptr;
     if (a.kind == Access::Lanes) {
-      Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(u.dtype.lanes));
-      loaded = b_.CreateMaskedGather(a.type, a.ptr, a.align, mask, zero_value);
+      return gather(a, a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(u.dtype.lanes)),
+                    *u.src[0]);
     } else if (a.mask) {
       return masked_load(a, *u.src[0]);
     } else {
@@ -813,8 +818,9 @@ void Emitter::store(const UOp& u) {
         check_bounds(*u.src[0], a);
         llvm::Instruction* stored = nullptr;
         if (a.kind == Access::Lanes) {
-          Value* mask = a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(dt.lanes));
-          stored = b_.CreateMaskedScatter(v, a.ptr, a.align, mask);
+          scatter(v, a, a.mask ? a.mask : b_.getAllOnesMask(llvm::ElementCount::getFixed(dt.lanes)),
+                  *u.src[0]);
+          return nullptr;
         } else if (a.mask) {
           masked_store(v, a, *u.src[0]);
           return nullptr;
@@ -951,6 +957,65 @@ void Emitter::masked_pieces(Value* v, const Access& a, const UOp& index) {
     Value* value = n == lanes ? v : b_.CreateShuffleVector(v, part);
     Value* mask = piece_mask(a.mask, first, n, lanes);
     tag_access(b_.CreateMaskedStore(value, ptr, a.align, mask), index);
+  }
+}
+
+// LLVM 19's x86 legalizer widens a gather or scatter whose lane count is no power of two
+// with lanes of undefined address, and its register allocator may then give such a gather
+// its destination's register as index: an invalid instruction, SIGILL at run time (a
+// <40 x float> gather, tests/fuzz/regressions/gather-of-forty-lanes.loom). So loom emits
+// one as pieces of power-of-two lanes, at most a register of pointers each, which LLVM
+// takes as they are; a power-of-two access stays whole.
+std::vector<std::pair<unsigned, unsigned>> Emitter::lane_pieces(unsigned lanes) const {
+  if (std::has_single_bit(lanes)) return {{0, lanes}};
+  const unsigned pointers = std::max(1u, static_cast<unsigned>(register_bytes_) / 8);
+  std::vector<std::pair<unsigned, unsigned>> pieces;
+  for (unsigned first = 0; first < lanes;) {
+    const unsigned n = std::min(pointers, std::bit_floor(lanes - first));
+    pieces.emplace_back(first, n);
+    first += n;
+  }
+  return pieces;
+}
+
+// Two vectors of one element type end to end.
+Value* Emitter::joined(Value* a, Value* b) {
+  const unsigned na = llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements();
+  const unsigned nb = llvm::cast<llvm::FixedVectorType>(b->getType())->getNumElements();
+  const unsigned wide = std::max(na, nb);
+  auto widened = [&](Value* v, unsigned n) {
+    return n == wide ? v : b_.CreateShuffleVector(v, llvm::createSequentialMask(0, n, wide - n));
+  };
+  llvm::SmallVector<int, 64> order = llvm::createSequentialMask(0, na, 0);
+  for (unsigned i = 0; i < nb; ++i) order.push_back(static_cast<int>(wide + i));
+  return b_.CreateShuffleVector(widened(a, na), widened(b, nb), order);
+}
+
+Value* Emitter::gather(const Access& a, Value* mask, const UOp& index) {
+  auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
+  const unsigned lanes = vector->getNumElements();
+  Value* result = nullptr;
+  for (const auto [first, n] : lane_pieces(lanes)) {
+    auto* type = llvm::FixedVectorType::get(vector->getElementType(), n);
+    const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
+    Value* ptrs = n == lanes ? a.ptr : b_.CreateShuffleVector(a.ptr, part);
+    Value* piece_of_mask = n == lanes ? mask : piece_mask(mask, first, n, lanes);
+    llvm::Instruction* piece =
+        b_.CreateMaskedGather(type, ptrs, a.align, piece_of_mask, llvm::Constant::getNullValue(type));
+    tag_access(piece, index);
+    result = result ? joined(result, piece) : piece;
+  }
+  return result;
+}
+
+void Emitter::scatter(Value* v, const Access& a, Value* mask, const UOp& index) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(a.type)->getNumElements();
+  for (const auto [first, n] : lane_pieces(lanes)) {  // in lane order: a later lane's write wins
+    const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
+    Value* ptrs = n == lanes ? a.ptr : b_.CreateShuffleVector(a.ptr, part);
+    Value* value = n == lanes ? v : b_.CreateShuffleVector(v, part);
+    Value* piece_of_mask = n == lanes ? mask : piece_mask(mask, first, n, lanes);
+    tag_access(b_.CreateMaskedScatter(value, ptrs, a.align, piece_of_mask), index);
   }
 }
 
