@@ -659,10 +659,20 @@ class Generator {
         const Tensor mask = input(DType::Bool, x.t.shape());
         value = chance(0.5) ? where(mask, value, inputs_[i]) : where(mask, inputs_[i], value);
       } else if (!shape.empty() && !shape[axis].is_symbolic() && shape[axis].value() > 1 && chance(0.5)) {
-        note("slice assign");
         Tensor& target = inputs_[i];
         const int64_t lo = between(0, shape[axis].value() - 1), hi = between(lo + 1, shape[axis].value());
-        target.slice(axis, lo, hi).assign(value.slice(axis, lo, hi));
+        Tensor piece = target.slice(axis, lo, hi);
+        const int64_t kind = between(0, 2);
+        if (kind == 1 && !target.dtype().is_bool() && !target.requires_grad()) {
+          note("slice add");  // piece += value: in place through the view
+          piece += value.slice(axis, lo, hi);
+        } else if (kind == 2) {
+          note("slice broadcast assign");  // one row of the value written over every row of the piece
+          piece.assign(value.slice(axis, lo, lo + 1));
+        } else {
+          note("slice assign");
+          piece.assign(value.slice(axis, lo, hi));
+        }
         ++assigned_;
         assigned_targets_.push_back(target);
         return make_value(target);
