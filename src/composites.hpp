@@ -11,6 +11,7 @@ namespace loom::detail {
 
 UOpPtr exp_of(const UOpPtr& x);      // float x
 UOpPtr log_of(const UOpPtr& x);      // float x
+UOpPtr floor_of(const UOpPtr& x);    // float x: TRUNC, one lower where it went up
 UOpPtr tanh_of(const UOpPtr& x);     // float x
 UOpPtr sigmoid_of(const UOpPtr& x);  // float x
 UOpPtr cos_of(const UOpPtr& x);      // float x (Float32: the primitive COS)

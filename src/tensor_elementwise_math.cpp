@@ -18,11 +18,15 @@ using namespace detail;
 namespace {
 bool is_f32(const UOpPtr& x) { return x->dtype == DType::Float32; }
 
+}  // namespace
+
 // Float floor from TRUNC: one lower where truncation went up (negative non-integers).
-UOpPtr floor_of(const UOpPtr& x) {
+UOpPtr detail::floor_of(const UOpPtr& x) {
   const UOpPtr t = alu(Op::TRUNC, {x});
   return where(x < t, t - const_as(x, 1), t);
 }
+
+namespace {
 
 // max(lo, min(x, hi)) keeping NaN (llvm.maximum propagates it).
 UOpPtr clamp_of(const UOpPtr& x, double lo, double hi) {

@@ -149,10 +149,7 @@ Tensor Tensor::norm(double p, std::vector<int> dims, bool keepdim) const {
     const Tensor nonzero = v.gt(0);
     return loom::where(nonzero, loom::where(nonzero, v, 1).pow(q), 0);
   };
-  if (p == 2) {
-    const Tensor s = square().sum(std::move(dims), keepdim), some = s.gt(0);
-    return loom::where(some, loom::where(some, s, 1).sqrt(), 0);
-  }
+  if (p == 2) return power(square().sum(std::move(dims), keepdim), 0.5);
   return power(power(a, p).sum(std::move(dims), keepdim), 1 / p);
 }
 

@@ -3,6 +3,7 @@
 // are selected by comparisons). Integer tensors come back unchanged, in a tensor of their own;
 // Bool is an error, as in PyTorch. BFloat16 and Float16 round in Float32 and narrow back, which
 // is exact: a half value's integer neighbours are half values too.
+#include "src/composites.hpp"
 #include "src/half_compute.hpp"
 #include "src/tensor_ops.hpp"
 
@@ -13,11 +14,6 @@ namespace loom {
 using namespace detail;
 
 namespace {
-
-UOpPtr floor_f(const UOpPtr& x) {
-  const UOpPtr t = alu(Op::TRUNC, {x});
-  return where(x < t, t - const_as(x, 1), t);
-}
 
 UOpPtr ceil_f(const UOpPtr& x) {
   const UOpPtr t = alu(Op::TRUNC, {x});
@@ -46,7 +42,7 @@ Tensor rounded(const Tensor& t, const char* op, Rounding&& rounding) {
 
 }  // namespace
 
-Tensor Tensor::floor() const { return rounded(*this, "floor", floor_f); }
+Tensor Tensor::floor() const { return rounded(*this, "floor", floor_of); }
 Tensor Tensor::ceil() const { return rounded(*this, "ceil", ceil_f); }
 Tensor Tensor::trunc() const {
   return rounded(*this, "trunc", [](const UOpPtr& x) { return alu(Op::TRUNC, {x}); });
