@@ -110,18 +110,27 @@ UOpPtr to_accumulator(ReduceLowering& ctx, const UOpPtr& red) {
   return n == 1 ? results[0] : UOp::make(Op::VECTORIZE, red->dtype, std::move(results));
 }
 
-// The sum folded with its max in one loop (online softmax): a running max m, and at each
-// step m' = max(m, x), the sum so far rescaled by exp(m - m') and the value added at m'.
-// The value is computed at m' = 0 while the row holds only -inf (so exp(-inf - 0) = 0,
-// not exp(-inf + inf) = NaN), and the rescale is 1 while m does not grow: a row of -inf
-// sums to 0, as exp(s - max) summed does once the max is finite.
-UOpPtr to_online_accumulator(ReduceLowering& ctx, const UOpPtr& red, const UOpPtr& max) {
-  const std::vector<UOpPtr> ranges(red->src.begin() + 1, red->src.end());
-  const DType mt = max->dtype, st = red->dtype;
-  if (mt.lanes != 1 && mt.lanes != st.lanes)
-    throw Error(
-        fmt::format("lower_reduce: a running max of {} in a sum of {}", to_string(mt), to_string(st)));
-  const std::vector<UOpPtr> live = live_loops(ctx, red);
+// The sums of one running max folded with it in one loop (online softmax: attention's
+// weighted sum and its row's sum): a running max m, and at each step m' = max(m, x), each
+// sum so far rescaled by exp(m - m') and its value added at m'. The values are computed
+// at m' = 0 while the row holds only -inf (so exp(-inf - 0) = 0, not exp(-inf + inf) =
+// NaN), and the rescale is 1 while m does not grow: a row of -inf sums to 0, as
+// exp(s - max) summed does once the max is finite. The loop lives in every loop one of
+// the sums lives in.
+std::vector<UOpPtr> to_online_accumulators(ReduceLowering& ctx, const std::vector<UOpPtr>& sums,
+                                           const UOpPtr& max) {
+  const std::vector<UOpPtr> ranges(sums[0]->src.begin() + 1, sums[0]->src.end());
+  const DType mt = max->dtype;
+  for (const auto& red : sums)
+    if (mt.lanes != 1 && mt.lanes != red->dtype.lanes)
+      throw Error(fmt::format("lower_reduce: a running max of {} in a sum of {}", to_string(mt),
+                              to_string(red->dtype)));
+  std::vector<UOpPtr> live;
+  for (const auto& red : sums)
+    for (const auto& r : live_loops(ctx, red))
+      if (std::find(live.begin(), live.end(), r) == live.end()) live.push_back(r);
+  std::sort(live.begin(), live.end(),
+            [](const UOpPtr& a, const UOpPtr& b) { return a->get<AxisArg>().id < b->get<AxisArg>().id; });
   const auto reg = [&](DType dt) {
     return UOp::make(Op::DEFINE_REG, dt.ptr_to(), {}, std::vector<int64_t>{ctx.next_reg++, 1});
   };
@@ -130,28 +139,46 @@ UOpPtr to_online_accumulator(ReduceLowering& ctx, const UOpPtr& red, const UOpPt
     deps.insert(deps.end(), ranges.begin(), ranges.end());
     return load(at(after(r, deps)));
   };
-  const UOpPtr max_reg = reg(mt), sum_reg = reg(st);
-  const UOpPtr m = start(max_reg, reduce_identity(Op::MAX, mt)), sum = start(sum_reg, vconst(st, 0));
+  const UOpPtr max_reg = reg(mt);
+  const UOpPtr m = start(max_reg, reduce_identity(Op::MAX, mt));
   const UOpPtr grown = alu(Op::MAX, {m, max->src[0]});
   const UOpPtr shift =
       where(eq(grown, vconst(mt, -std::numeric_limits<double>::infinity())), vconst(mt, 0), grown);
-  UOpPtr rescale = where(eq(m, grown), vconst(mt, 1), lower_transcendental(alu(Op::EXP, {m - grown})));
-  if (rescale->dtype.lanes != st.lanes) rescale = broadcast(rescale, static_cast<int>(st.lanes));
-  const UOpPtr next = fold(Op::ADD, sum * rescale, substitute(red->src[0], {{max, shift}}));
-  std::vector<UOpPtr> loop{
-      UOp::make(Op::SINK, DType::Bool, {store(at(sum_reg), next), store(at(max_reg), grown)})};
+  const UOpPtr rescale =
+      where(eq(m, grown), vconst(mt, 1), lower_transcendental(alu(Op::EXP, {m - grown})));
+  std::vector<UOpPtr> stores, sum_regs;
+  for (const auto& red : sums) {
+    const DType st = red->dtype;
+    const UOpPtr sum_reg = reg(st), sum = start(sum_reg, vconst(st, 0));
+    const UOpPtr scaled = rescale->dtype.lanes == st.lanes ? rescale : broadcast(rescale, static_cast<int>(st.lanes));
+    stores.push_back(store(at(sum_reg), fold(Op::ADD, sum * scaled, substitute(red->src[0], {{max, shift}}))));
+    sum_regs.push_back(sum_reg);
+  }
+  stores.push_back(store(at(max_reg), grown));  // last: the sums' steps read the max before it grows
+  std::vector<UOpPtr> loop{UOp::make(Op::SINK, DType::Bool, std::move(stores))};
   loop.insert(loop.end(), ranges.begin(), ranges.end());
-  return load(at(after(sum_reg, {UOp::make(Op::END, st, std::move(loop))})));
+  const UOpPtr folded = UOp::make(Op::END, sums[0]->dtype, std::move(loop));
+  std::vector<UOpPtr> results;
+  for (size_t i = 0; i < sums.size(); ++i) results.push_back(load(at(after(sum_regs[i], {folded}))));
+  return results;
 }
 
-// Every sum with a running max, folded with it (before the other reduces are lowered, which
-// would give the max a loop of its own inside the sum's).
+// Every sum with a running max, folded with it and the other sums of that max (before the
+// other reduces are lowered, which would give the max a loop of its own inside the sum's).
 UOpPtr fold_running_maxes(ReduceLowering& ctx, const UOpPtr& kernel) {
-  std::vector<std::pair<UOpPtr, UOpPtr>> folded;
+  std::vector<std::pair<UOpPtr, std::vector<UOpPtr>>> by_max;  // in the order the sums come
+  UOpPtr last_sum;
   for (const auto& [sum, max] : kopt::running_max_sums(kernel)) {
-    if (!folded.empty() && folded.back().first == sum)
-      throw Error("lower_reduce: a sum with several running maxes; expected one");
-    folded.emplace_back(sum, to_online_accumulator(ctx, sum, max));
+    if (sum == last_sum) throw Error("lower_reduce: a sum with several running maxes; expected one");
+    last_sum = sum;
+    auto it = std::find_if(by_max.begin(), by_max.end(), [&](const auto& g) { return g.first == max; });
+    if (it == by_max.end()) it = by_max.insert(by_max.end(), {max, {}});
+    it->second.push_back(sum);
+  }
+  std::vector<std::pair<UOpPtr, UOpPtr>> folded;
+  for (const auto& [max, sums] : by_max) {
+    const std::vector<UOpPtr> results = to_online_accumulators(ctx, sums, max);
+    for (size_t i = 0; i < sums.size(); ++i) folded.emplace_back(sums[i], results[i]);
   }
   return folded.empty() ? kernel : substitute(kernel, folded);
 }

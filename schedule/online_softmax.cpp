@@ -127,9 +127,11 @@ UOpPtr sum_weighted_by_softmax(const Match& m) {
       const UOpPtr running = max->with_src({substitute_ranges(max->src[0], {{max->src[1], axis}}), axis});
       return inline_rows(substitute(inline_rows(u), {{max_read, running}}));
     };
-    const UOpPtr& j2 = row->sum->src[1];
-    const UOpPtr weighted = red->with_src({computed(row->x, j) * value->src[1 - side], j});
-    const UOpPtr sum = row->sum->with_src({computed(row->sum->src[0], j2), j2});
+    // The row's sum runs over the weighted sum's own range: one loop of k and v computes each
+    // score once for both (lower_reduce folds every sum of one running max together).
+    const UOpPtr x = computed(row->x, j);
+    const UOpPtr weighted = red->with_src({x * value->src[1 - side], j});
+    const UOpPtr sum = row->sum->with_src({x, j});
     return weighted * alu(Op::RECIP, {sum});
   }
   return nullptr;

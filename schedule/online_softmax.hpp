@@ -6,15 +6,15 @@
 //            p  = BUFFERIZE(CONTIGUOUS(x(i, j1) * RECIP(REDUCE[ADD](x(i, j2), j2))), i, j1)
 //                 x(i, j) = EXP(LOAD(s, i, j) - REDUCE[MAX](LOAD(s, i, j3), j3))
 //            o  = REDUCE[ADD](LOAD(p, i, j) * v(j, d), j)
-//   After:   o  = REDUCE[ADD](x'(i, j) * v(j, d), j) * RECIP(REDUCE[ADD](x'(i, j2), j2))
+//   After:   o  = REDUCE[ADD](x'(i, j) * v(j, d), j) * RECIP(REDUCE[ADD](x'(i, j), j))
 //                 x'(i, j) = EXP(s'(i, j) - REDUCE[MAX](s'(i, j), j)), s' the scores' value
 //
 // No buffer of [.., L, S] elements is left to write: the scores, the exponentials
-// and the weights are computed where the sums read them. Each sum's value is
-// exp(s - max) times a weight, its max a REDUCE over the sum's very own range: the
-// max of the whole row (docs/kernel-ir.md), which codegen/lower_reduce.cpp folds
-// into the sum's loop as a running max that rescales the sum whenever it grows
-// (online softmax: one pass over k and v per sum, the scores never stored).
+// and the weights are computed where the sums read them. Both sums run over the one
+// range j; each value is exp(s - max) times a weight, the max a REDUCE over that very
+// range: the max of the whole row (docs/kernel-ir.md), which codegen/lower_reduce.cpp
+// folds into the sums' one loop as a running max that rescales them whenever it grows
+// (online softmax: one pass over k and v, each score computed once, never stored).
 // A read of a buffer indexed by the row and the softmax's axis only (the scores, a
 // mask computed as [L, S]) is inlined; others (q, k, v, a projection) stay reads.
 #include "ir/pattern.hpp"
