@@ -144,14 +144,15 @@ std::vector<UOpPtr> to_online_accumulators(ReduceLowering& ctx, const std::vecto
   const UOpPtr grown = alu(Op::MAX, {m, max->src[0]});
   const UOpPtr shift =
       where(eq(grown, vconst(mt, -std::numeric_limits<double>::infinity())), vconst(mt, 0), grown);
-  const UOpPtr rescale =
-      where(eq(m, grown), vconst(mt, 1), lower_transcendental(alu(Op::EXP, {m - grown})));
+  const UOpPtr rescale = where(eq(m, grown), vconst(mt, 1), lower_transcendental(alu(Op::EXP, {m - grown})));
   std::vector<UOpPtr> stores, sum_regs;
   for (const auto& red : sums) {
     const DType st = red->dtype;
     const UOpPtr sum_reg = reg(st), sum = start(sum_reg, vconst(st, 0));
-    const UOpPtr scaled = rescale->dtype.lanes == st.lanes ? rescale : broadcast(rescale, static_cast<int>(st.lanes));
-    stores.push_back(store(at(sum_reg), fold(Op::ADD, sum * scaled, substitute(red->src[0], {{max, shift}}))));
+    const UOpPtr scaled =
+        rescale->dtype.lanes == st.lanes ? rescale : broadcast(rescale, static_cast<int>(st.lanes));
+    stores.push_back(
+        store(at(sum_reg), fold(Op::ADD, sum * scaled, substitute(red->src[0], {{max, shift}}))));
     sum_regs.push_back(sum_reg);
   }
   stores.push_back(store(at(max_reg), grown));  // last: the sums' steps read the max before it grows

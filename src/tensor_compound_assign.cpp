@@ -19,8 +19,7 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-Tensor& in_place(Tensor& self, const Tensor& result, const char* op) {
-  const UOpPtr &a = uop(self, op), &r = uop(result, op);
+void check_not_recorded_leaf(const Tensor& self, const char* op) {
   const TensorNode& n = *self.node();
   const bool leaf = n.requires_grad || (n.view && n.view->base->requires_grad);
   if (leaf && grad_enabled())
@@ -28,6 +27,11 @@ Tensor& in_place(Tensor& self, const Tensor& result, const char* op) {
         "{}: a leaf that requires grad (or a view of one) is changed in place while gradients are recorded "
         "(expected the update inside a loom::NoGrad scope, as PyTorch's torch.no_grad())",
         op));
+}
+
+Tensor& in_place(Tensor& self, const Tensor& result, const char* op) {
+  const UOpPtr &a = uop(self, op), &r = uop(result, op);
+  check_not_recorded_leaf(self, op);
   if (*r->shape() != *a->shape())
     throw Error(
         fmt::format("{}: the result's shape {} differs from the tensor's {} (an in-place result "
@@ -47,5 +51,35 @@ Tensor& Tensor::operator+=(const Tensor& other) { return in_place(*this, *this +
 Tensor& Tensor::operator-=(const Tensor& other) { return in_place(*this, *this - other, "operator-="); }
 Tensor& Tensor::operator*=(const Tensor& other) { return in_place(*this, *this * other, "operator*="); }
 Tensor& Tensor::operator/=(const Tensor& other) { return in_place(*this, *this / other, "operator/="); }
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  return in_place(*this, alpha == 1 ? *this + other : *this + other * alpha, "add_");
+}
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  return in_place(*this, alpha == 1 ? *this - other : *this - other * alpha, "sub_");
+}
+Tensor& Tensor::mul_(const Tensor& other) { return in_place(*this, *this * other, "mul_"); }
+Tensor& Tensor::div_(const Tensor& other) { return in_place(*this, *this / other, "div_"); }
+Tensor& Tensor::clamp_(double lo, double hi) { return in_place(*this, clamp(lo, hi), "clamp_"); }
+Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
+  return in_place(*this, masked_fill(mask, value), "masked_fill_");
+}
+
+// copy_ and fill_ cast whatever they are given, as PyTorch's do (assign's rules).
+Tensor& Tensor::copy_(const Tensor& src) {
+  uop(*this, "copy_");
+  check_not_recorded_leaf(*this, "copy_");
+  return assign(src);
+}
+Tensor& Tensor::fill_(double value) {
+  uop(*this, "fill_");
+  check_not_recorded_leaf(*this, "fill_");
+  return assign(value);
+}
+Tensor& Tensor::zero_() {
+  uop(*this, "zero_");
+  check_not_recorded_leaf(*this, "zero_");
+  return assign(0.0);
+}
 
 }  // namespace loom

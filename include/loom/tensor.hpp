@@ -78,6 +78,33 @@ class Tensor {
   LOOM_COMPOUND_WITH_NUMBER(*=)
   LOOM_COMPOUND_WITH_NUMBER(/=)
 #undef LOOM_COMPOUND_WITH_NUMBER
+  // PyTorch's in-place methods, by the rules above (src/tensor_compound_assign.cpp):
+  // add_ and sub_ scale `other` by alpha; copy_ and fill_ are assign; zero_ is fill_(0).
+  Tensor& add_(const Tensor& other, double alpha = 1);
+  Tensor& sub_(const Tensor& other, double alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  template <Number T>
+  Tensor& add_(T v) {
+    return add_(like_scalar(v));
+  }
+  template <Number T>
+  Tensor& sub_(T v) {
+    return sub_(like_scalar(v));
+  }
+  template <Number T>
+  Tensor& mul_(T v) {
+    return mul_(like_scalar(v));
+  }
+  template <Number T>
+  Tensor& div_(T v) {
+    return div_(like_scalar(v));
+  }
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(double value);
+  Tensor& zero_();
+  Tensor& clamp_(double lo, double hi);
+  Tensor& masked_fill_(const Tensor& mask, double value);
 
   // ---- properties ----
   const Shape& shape() const;

@@ -84,3 +84,48 @@ TEST_CASE("in place and gradients: recorded on a computed tensor, refused on a l
   (w * w).sum().backward();
   check_values(w.grad(), {-106, -16, -22});
 }
+
+TEST_CASE(
+    "PyTorch's in-place methods: add_ and sub_ with alpha, mul_, div_, clamp_, masked_fill_, copy_, fill_, "
+    "zero_") {
+  Tensor x = make(DType::Float32, {1, 2, 3, 4}, {2, 2}).realize();
+  const Tensor same_tensor = x;
+  const void* memory = buffer_address(x);
+  x.add_(make(DType::Float32, {1, 10}, {2}), 2);  // x + 2 * [1, 10], the row broadcast
+  x.sub_(1).mul_(make(DType::Float32, {1, -1}, {2, 1})).div_(2);
+  check_values(same_tensor * 1, {1, 10.5, -2, -11.5});
+  x.clamp_(-3, 3);
+  check_values(same_tensor * 1, {1, 3, -2, -3});
+  x.masked_fill_(make(DType::Bool, {1, 0}, {2}), 7);
+  check_values(same_tensor * 1, {7, 3, 7, -3});
+  x.sub_(make(DType::Float32, {1, 1, 1, 1}, {2, 2}), -0.5);
+  check_values(same_tensor * 1, {7.5, 3.5, 7.5, -2.5});
+  x.realize();
+  CHECK(buffer_address(x) == memory);
+  Tensor i = make(DType::Int32, {5, 6}, {2});
+  i.copy_(make(DType::Float64, {2.75, -1.5}, {2}));  // copy_ casts whatever it is given
+  check_values(i * 1, {2, -1});
+  i.fill_(9);
+  check_values(i * 1, {9, 9});
+  Tensor rows = Tensor::ones({2, 3});
+  rows.slice(0, 1, 2).zero_();  // through a view
+  check_values(rows * 1, {1, 1, 1, 0, 0, 0});
+  CHECK_THROWS_WITH_AS(i.mul_(0.5), doctest::Contains("mul_: the result's dtype Float32 cannot be written"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tensor::zeros({2}).add_(Tensor::ones({3, 2})),
+                       doctest::Contains("add_: the result's shape [3, 2] differs from the tensor's [2]"),
+                       Error);
+}
+
+TEST_CASE("an in-place method on a leaf that requires grad is refused while recording, as PyTorch") {
+  Tensor w = Tensor::ones({2}).requires_grad_();
+  CHECK_THROWS_WITH_AS(w.zero_(), doctest::Contains("zero_: a leaf that requires grad"), Error);
+  CHECK_THROWS_WITH_AS(w.copy_(Tensor::zeros({2})), doctest::Contains("copy_: a leaf that requires grad"),
+                       Error);
+  CHECK_THROWS_WITH_AS(w.add_(1), doctest::Contains("add_: a leaf that requires grad"), Error);
+  {
+    const NoGrad no_grad;
+    w.sub_(make(DType::Float32, {0.5, 0.25}, {2}), 2);  // an SGD step by hand
+  }
+  check_values(w * 1, {0, 0.5});
+}
