@@ -390,6 +390,10 @@ Tensor log(const Tensor& t);
 Tensor sqrt(const Tensor& t);
 Tensor relu(const Tensor& t);
 Tensor matmul(const Tensor& a, const Tensor& b);
+// torch.einsum: "bij,bjk->bik", an implicit output ("ij,jk" sums j and keeps i, k in
+// alphabetical order), "..." for broadcast leading axes, a letter repeated in one operand for
+// its diagonal ("ii->i"; "ii" alone is the trace). Contractions run as matmuls, left to right.
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 Tensor cat(const std::vector<Tensor>& tensors, int axis = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int axis = 0);
 Tensor zeros_like(const Tensor& t);

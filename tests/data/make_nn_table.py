@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes tests/data/nn_table.json: PyTorch's values and Float64 gradients for cumsum, repeat,
 topk and torch.nn.functional's pad, conv1d, conv2d, conv_transpose2d, max_pool2d, avg_pool2d,
-adaptive_avg_pool2d, batch_norm, interpolate and the losses, which tests/src/test_nn_functional.cpp and
-test_tensor_scan.cpp (and test_nn_losses.cpp) check loom against. Each case holds its inputs, its outputs, a weight w per
+adaptive_avg_pool2d, batch_norm, interpolate, the losses and einsum, which tests/src/test_nn_functional.cpp,
+test_tensor_scan.cpp, test_nn_losses.cpp and test_tensor_einsum.cpp check loom against. Each case holds its inputs, its outputs, a weight w per
 output and the gradient of sum(y * w) for each Float64 input. Run once with PyTorch installed
-(python3 tests/data/make_nn_table.py); the JSON is committed, so the tests never need torch."""
+(python3 tests/data/make_nn_table.py); the JSON is committed, so the tests never need torch. New cases
+are appended last, and the committed JSON keeps the earlier ones as first written: rerun on another
+machine, oneDNN's convolutions can differ in their last bits."""
 import json, math, os
 import torch
 import torch.nn.functional as F
@@ -258,6 +260,40 @@ for dt in [f64, f32]:
         # the target broadcast to the input's shape
         add("mse_loss", {"reduction": red}, [pred, torch.tensor([1.0, -1.0, 0.0, 2.0], dtype=dt)],
             lambda a, b: F.mse_loss(a, b.expand_as(a), reduction=red))
+
+# ---- einsum (appended after the losses: every case above keeps its draws) ----
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(2, 3), (3, 2)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (4, 2)]),
+    ("...ij,...jk", [(2, 1, 3, 4), (3, 4, 2)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("ii", [(4, 4)]),
+    ("ii->i", [(4, 4)]),
+    ("bii->bi", [(2, 3, 3)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("i,i->", [(5,)] * 2),
+    ("ij,ij->ij", [(3, 4)] * 2),
+    ("ij,kj->ik", [(3, 4), (5, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("abc,cd,bd->ad", [(2, 3, 4), (4, 5), (3, 5)]),
+    ("ik,jk->", [(2, 3), (4, 3)]),
+    ("ij,j->i", [(3, 4), (4,)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("ij,jk->ik", [(0, 3), (3, 2)]),
+    ("ij,jk->ik", [(2, 0), (0, 3)]),
+    ("i,j->ij", [(1,), (3,)]),
+    ("ij,jk->ik", [(1, 3), (3, 1)]),
+    ("ij,jk->ik", [(2, 3), (1, 4)]),
+    ("bij,jk->bik", [(1, 2, 3), (3, 2)]),
+]
+for dt in [f64, f32]:
+    for eq, shapes in EINSUM:
+        add("einsum", {"equation": eq}, [torch.randn(*s, dtype=dt) for s in shapes],
+            lambda *ts: torch.einsum(eq, *ts))
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_table.json")
 with open(out, "w") as f:
