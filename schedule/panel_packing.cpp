@@ -272,7 +272,7 @@ UOpPtr pack(const Match& m) {
     if (!i || copy_outgrows_source(*c, b_src, panels * width)) continue;
     if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < min_rows(ctx.target))) continue;
     if (!in_l1 && trip_bound(i) < min_rows(ctx.target)) continue;
-    int64_t next_id = next_axis_id(buf);
+    int64_t& next_id = m.ctx<StageContext>().next_axis;  // graph-wide: see schedule/stages.cpp
     const UOpPtr& j = outs.back();
     const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
     std::vector<UOpPtr> product = red->src[0]->src;

@@ -44,6 +44,7 @@ struct StageContext {
   int64_t panel_bytes = 0;  // panel_packing: the register tile's width in bytes (0: no packing)
   int64_t panel_rows = 0;   // panel_packing: the register tile's rows (0: a is not packed)
   int64_t panel_depth = 0;  // panel_packing: the rows of k a tile sums per block of its panel (kc)
+  int64_t next_axis = 0;    // panel_packing: the next axis id no range of the graph has
   // buffer_removal: the place of each BUFFERIZE's ranges (`held` keeps the keys alive).
   std::unordered_map<const UOp*, RangePlace> range_places = {};
   std::vector<UOpPtr> held = {};

@@ -1,5 +1,6 @@
 #include "schedule/stages.hpp"
 
+#include "ir/range_split.hpp"
 #include "ir/symbolic.hpp"
 #include "schedule/buffer_removal.hpp"
 #include "schedule/dead_axis.hpp"
@@ -123,6 +124,9 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
       {kIndexSimplifier, kReduceCollapse, kReduceUnparented, kDeadAxis, kNarrowBuffers, kBufferRemoval},
       online, ctx, notify_graph_stage);
   // Apart: its copies are realization points no other stage of the group may undo.
+  // Its copies' new ranges take ids no range of the whole graph has: two products' copies made
+  // with the same ids and extents would be one RANGE node, and kernel_split one kernel of both.
+  ctx.next_axis = next_axis_id(out);
   const UOpPtr packed = run_stages("panel_packing", {kPanelPacking}, out, ctx, notify_graph_stage);
   // After packing: the product's value is final, and its reads are what the sum must share.
   const UOpPtr fused = run_stages("multi_output", {kMultiOutput}, packed, ctx, notify_graph_stage);

@@ -296,3 +296,23 @@ TEST_CASE("rows of a symbolic count (a batch of B rows) still get b's panels, pl
               .kernels.size() == 1);
   }
 }
+
+TEST_CASE("products that each copy their a into row panels keep their copies' ranges apart") {
+  // The MLA example's shape with k = 1024: q = x wq, c = x wd, k = c wu, then q k^T. Each a
+  // with rows 4 KiB apart crowds one set of L1 and gets row panels. The copies' new ranges
+  // take ids from the whole graph: ids counted from each product alone made one RANGE node
+  // of two kernels' ranges, and kernel_split found a cycle (on a host with an 8-way L1d).
+  FakeBuffers fb;
+  const UOpPtr x = input(1, {64, 1024}), wq = input(2, {1024, 64}), wd = input(3, {1024, 1024}),
+               wu = input(4, {1024, 64});
+  const UOpPtr q = matmul(x, wq, {}, 64, 1024, 64), c = matmul(x, wd, {}, 64, 1024, 1024);
+  const UOpPtr k = matmul(c, wu, {}, 64, 1024, 64);
+  const UOpPtr out = matmul(q, movement(Op::PERMUTE, k, {1, 0}), {}, 64, 64, 64);
+  const Schedule s =
+      create_schedule({out}, fb.factory(), {}, ScheduleOptions{kPanelBytes, 6, kPanelDepth, l1_32k_8way()});
+  int a_copies = 0;
+  for (const ScheduledKernel& kernel : s.kernels)
+    a_copies += buffer_elements(kernel.buffers[0]) == 11 * 6 * 1024;  // [11 panels, k, 6 rows]
+  CHECK(a_copies == 3);                                               // x for each of its two products, and c
+  CHECK(s.kernels.size() == 4 + 3 + 4);  // the products, the copies of a, the copies of b
+}
