@@ -995,7 +995,7 @@ Value* Emitter::gather(const Access& a, Value* mask, const UOp& index) {
   auto* vector = llvm::cast<llvm::FixedVectorType>(a.type);
   const unsigned lanes = vector->getNumElements();
   Value* result = nullptr;
-  for (const auto [first, n] : lane_pieces(lanes)) {
+  for (const auto& [first, n] : lane_pieces(lanes)) {
     auto* type = llvm::FixedVectorType::get(vector->getElementType(), n);
     const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
     Value* ptrs = n == lanes ? a.ptr : b_.CreateShuffleVector(a.ptr, part);
@@ -1010,7 +1010,7 @@ Value* Emitter::gather(const Access& a, Value* mask, const UOp& index) {
 
 void Emitter::scatter(Value* v, const Access& a, Value* mask, const UOp& index) {
   const unsigned lanes = llvm::cast<llvm::FixedVectorType>(a.type)->getNumElements();
-  for (const auto [first, n] : lane_pieces(lanes)) {  // in lane order: a later lane's write wins
+  for (const auto& [first, n] : lane_pieces(lanes)) {  // in lane order: a later lane's write wins
     const llvm::SmallVector<int, 16> part = llvm::createSequentialMask(first, n, 0);
     Value* ptrs = n == lanes ? a.ptr : b_.CreateShuffleVector(a.ptr, part);
     Value* value = n == lanes ? v : b_.CreateShuffleVector(v, part);
