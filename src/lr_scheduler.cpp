@@ -20,13 +20,19 @@ int64_t py_mod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
 Tensor i64(int64_t v) { return Tensor::from_vector<int64_t>({v}, {}); }
 Tensor f64(double v) { return Tensor::from_vector<double>({v}, {}); }
 
-const Tensor& entry(const std::map<std::string, Tensor>& state, const std::string& key, const char* name) {
+const Tensor& entry(const std::map<std::string, Tensor>& state, const std::string& key, const char* name,
+                    int64_t values = 1) {
   const auto it = state.find(key);
   if (it == state.end()) throw Error(fmt::format("{}.load_state_dict: missing key '{}'", name, key));
-  if (it->second.numel() != 1)
-    throw Error(fmt::format("{}.load_state_dict: '{}' must hold one value, got {} values", name, key,
-                            it->second.numel()));
+  if (it->second.numel() != values)
+    throw Error(fmt::format("{}.load_state_dict: '{}' must hold {} value{} (one per param group), got {}",
+                            name, key, values, values == 1 ? "" : "s", it->second.numel()));
   return it->second;
+}
+
+// One rate per param group: 0-d for one group (the format before groups), else a vector.
+Tensor f64s(const std::vector<double>& v) {
+  return v.size() == 1 ? f64(v[0]) : Tensor::from_vector<double>(v, {static_cast<int64_t>(v.size())});
 }
 
 std::map<std::string, Tensor> with_prefix_removed(const std::map<std::string, Tensor>& state,
@@ -41,39 +47,49 @@ std::map<std::string, Tensor> with_prefix_removed(const std::map<std::string, Te
 // ---- the base ---------------------------------------------------------------------------------
 
 LRScheduler::LRScheduler(Optimizer& opt, const char* name) : opt_(&opt), name_(name) {
-  if (!opt.initial_lr) opt.initial_lr = opt.lr();
-  base_lr_ = *opt.initial_lr;
-  last_lr_ = opt.lr();
+  for (size_t g = 0; g < opt.group_count(); ++g) {
+    if (!opt.initial_lr(g)) opt.set_initial_lr(g, opt.lr(g));
+    base_lrs_.push_back(*opt.initial_lr(g));
+    last_lrs_.push_back(opt.lr(g));
+  }
 }
 
-void LRScheduler::set(double lr) {
-  opt_->set_lr(lr);
-  last_lr_ = lr;
+void LRScheduler::set(const std::vector<double>& lrs) {
+  for (size_t g = 0; g < lrs.size(); ++g) opt_->set_lr(g, lrs[g]);
+  last_lrs_ = lrs;
 }
 
 void LRScheduler::initial_step() { step(); }
 
 void LRScheduler::step() {
   ++last_epoch_;
-  set(get_lr());
+  std::vector<double> next;
+  for (size_t g = 0; g < base_lrs_.size(); ++g) next.push_back(get_lr(opt_->lr(g), base_lrs_[g]));
+  set(next);
 }
 
 void LRScheduler::step_to(int64_t epoch) {
   last_epoch_ = epoch;
-  set(closed_form_lr().value_or(get_lr()));
+  std::vector<double> next;
+  for (size_t g = 0; g < base_lrs_.size(); ++g)
+    next.push_back(closed_form_lr(base_lrs_[g]).value_or(get_lr(opt_->lr(g), base_lrs_[g])));
+  set(next);
 }
 
 NamedTensors LRScheduler::state_dict() const {
-  return {{"last_epoch", i64(last_epoch_)}, {"base_lr", f64(base_lr_)}, {"last_lr", f64(last_lr_)}};
+  return {{"last_epoch", i64(last_epoch_)}, {"base_lr", f64s(base_lrs_)}, {"last_lr", f64s(last_lrs_)}};
 }
 
 void LRScheduler::load_state_dict(const std::map<std::string, Tensor>& state) {
+  const int64_t groups = static_cast<int64_t>(base_lrs_.size());
   const int64_t epoch = entry(state, "last_epoch", name_).cast(DType::Int64).item<int64_t>();
-  const double base = entry(state, "base_lr", name_).cast(DType::Float64).item<double>();
-  const double last = entry(state, "last_lr", name_).cast(DType::Float64).item<double>();
+  const std::vector<double> base =
+      entry(state, "base_lr", name_, groups).cast(DType::Float64).to_vector<double>();
+  const std::vector<double> last =
+      entry(state, "last_lr", name_, groups).cast(DType::Float64).to_vector<double>();
   last_epoch_ = epoch;
-  base_lr_ = base;
-  last_lr_ = last;
+  base_lrs_ = base;
+  last_lrs_ = last;
 }
 
 // ---- StepLR -----------------------------------------------------------------------------------
@@ -83,12 +99,12 @@ StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)
   if (step_size <= 0) throw Error(fmt::format("StepLR: step_size must be positive, got {}", step_size));
   initial_step();
 }
-double StepLR::get_lr() const {
-  if (last_epoch_ == 0 || last_epoch_ % step_size_ != 0) return opt_->lr();
-  return opt_->lr() * gamma_;
+double StepLR::get_lr(double lr, double) const {
+  if (last_epoch_ == 0 || last_epoch_ % step_size_ != 0) return lr;
+  return lr * gamma_;
 }
-std::optional<double> StepLR::closed_form_lr() const {
-  return base_lr_ * std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_));
+std::optional<double> StepLR::closed_form_lr(double base) const {
+  return base * std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_));
 }
 
 // ---- LinearLR ---------------------------------------------------------------------------------
@@ -103,16 +119,15 @@ LinearLR::LinearLR(Optimizer& opt, double start_factor, double end_factor, int64
     throw Error(fmt::format("LinearLR: total_iters must be positive, got {}", total_iters));
   initial_step();
 }
-double LinearLR::get_lr() const {
-  const double lr = opt_->lr();
+double LinearLR::get_lr(double lr, double) const {
   if (last_epoch_ == 0) return lr * start_;
   if (last_epoch_ > total_) return lr;
   return lr * (1.0 + (end_ - start_) / (static_cast<double>(total_) * start_ +
                                         static_cast<double>(last_epoch_ - 1) * (end_ - start_)));
 }
-std::optional<double> LinearLR::closed_form_lr() const {
-  return base_lr_ * (start_ + (end_ - start_) * static_cast<double>(std::min(total_, last_epoch_)) /
-                                  static_cast<double>(total_));
+std::optional<double> LinearLR::closed_form_lr(double base) const {
+  return base * (start_ + (end_ - start_) * static_cast<double>(std::min(total_, last_epoch_)) /
+                              static_cast<double>(total_));
 }
 
 // ---- CosineAnnealingLR ------------------------------------------------------------------------
@@ -122,15 +137,15 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_m
   if (T_max <= 0) throw Error(fmt::format("CosineAnnealingLR: T_max must be positive, got {}", T_max));
   initial_step();
 }
-double CosineAnnealingLR::get_lr() const {
-  const double lr = opt_->lr(), t = static_cast<double>(t_max_), e = static_cast<double>(last_epoch_);
+double CosineAnnealingLR::get_lr(double lr, double base) const {
+  const double t = static_cast<double>(t_max_), e = static_cast<double>(last_epoch_);
   if (last_epoch_ == 0) return lr;
   if (py_mod(last_epoch_ - 1 - t_max_, 2 * t_max_) == 0)
-    return lr + (base_lr_ - eta_min_) * (1 - std::cos(pi / t)) / 2;
+    return lr + (base - eta_min_) * (1 - std::cos(pi / t)) / 2;
   return (1 + std::cos(pi * e / t)) / (1 + std::cos(pi * (e - 1) / t)) * (lr - eta_min_) + eta_min_;
 }
-std::optional<double> CosineAnnealingLR::closed_form_lr() const {
-  return eta_min_ + (base_lr_ - eta_min_) *
+std::optional<double> CosineAnnealingLR::closed_form_lr(double base) const {
+  return eta_min_ + (base - eta_min_) *
                         (1 + std::cos(pi * static_cast<double>(last_epoch_) / static_cast<double>(t_max_))) /
                         2;
 }
@@ -139,7 +154,8 @@ std::optional<double> CosineAnnealingLR::closed_form_lr() const {
 
 namespace {
 Optimizer& with_initial_lr(Optimizer& opt, double initial) {
-  opt.initial_lr = initial;  // PyTorch's OneCycleLR sets it unconditionally
+  for (size_t g = 0; g < opt.group_count(); ++g)
+    opt.set_initial_lr(g, initial);  // PyTorch's OneCycleLR sets it unconditionally
   return opt;
 }
 }  // namespace
@@ -167,7 +183,7 @@ OneCycleLR::OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, doubl
   initial_step();
 }
 
-double OneCycleLR::get_lr() const {
+double OneCycleLR::get_lr(double lr, double) const {
   if (last_epoch_ > total_steps_)
     throw Error(fmt::format("OneCycleLR: tried to step {} times; the schedule has total_steps {}",
                             last_epoch_, total_steps_));
@@ -182,7 +198,7 @@ double OneCycleLR::get_lr() const {
     }
     start_step = p.end_step;
   }
-  return opt_->lr();
+  return lr;
 }
 
 // ---- SequentialLR and ChainedScheduler --------------------------------------------------------
@@ -219,11 +235,13 @@ SequentialLR::SequentialLR(Optimizer& opt, std::vector<std::shared_ptr<LRSchedul
   if (!std::is_sorted(milestones_.begin(), milestones_.end()))
     throw Error(fmt::format("SequentialLR: milestones [{}] must be sorted", fmt::join(milestones_, ", ")));
   // As PyTorch: back to the initial rate, undo the schedulers' initial steps, start the first.
-  set(*opt.initial_lr);
+  std::vector<double> initial;
+  for (size_t g = 0; g < opt.group_count(); ++g) initial.push_back(*opt.initial_lr(g));
+  set(initial);
   for (auto& s : schedulers_) --s->last_epoch_;
   schedulers_[0]->initial_step();
   last_epoch_ = 0;
-  last_lr_ = schedulers_[0]->get_last_lr();
+  last_lrs_ = schedulers_[0]->last_lrs_;
 }
 
 void SequentialLR::step() {
@@ -235,7 +253,7 @@ void SequentialLR::step() {
     s.step_to(0);
   else
     s.step();
-  last_lr_ = s.get_last_lr();
+  last_lrs_ = s.last_lrs_;
 }
 
 NamedTensors SequentialLR::state_dict() const {
@@ -250,13 +268,13 @@ void SequentialLR::load_state_dict(const std::map<std::string, Tensor>& state) {
 ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers)
     : LRScheduler(optimizer_of(schedulers, "ChainedScheduler"), "ChainedScheduler"),
       schedulers_(std::move(schedulers)) {
-  last_lr_ = schedulers_.back()->get_last_lr();
+  last_lrs_ = schedulers_.back()->last_lrs_;
 }
 
 void ChainedScheduler::step() {
   for (auto& s : schedulers_) s->step();
   ++last_epoch_;
-  last_lr_ = schedulers_.back()->get_last_lr();
+  last_lrs_ = schedulers_.back()->last_lrs_;
 }
 
 NamedTensors ChainedScheduler::state_dict() const {

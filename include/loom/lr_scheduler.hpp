@@ -26,33 +26,34 @@ class LRScheduler {
   // One epoch (or iteration) on: computes and sets the next rate.
   virtual void step();
   int64_t last_epoch() const { return last_epoch_; }
-  double get_last_lr() const { return last_lr_; }
-  double base_lr() const { return base_lr_; }
+  // Group `group`'s rate set last and its base rate (each param group is scheduled from its own).
+  double get_last_lr(size_t group = 0) const { return last_lrs_.at(group); }
+  double base_lr(size_t group = 0) const { return base_lrs_.at(group); }
   Optimizer& optimizer() const { return *opt_; }
-  // "last_epoch" (Int64), "base_lr" and "last_lr" (Float64), 0-d; containers
-  // add their schedulers' under "schedulers.i.". load_state_dict restores them
-  // (the optimizer's rate comes from its own state dict).
+  // "last_epoch" (Int64), "base_lr" and "last_lr" (Float64: 0-d for one param group,
+  // one value per group for several); containers add their schedulers' under "schedulers.i.". load_state_dict
+  // restores them (the optimizer's rate comes from its own state dict).
   virtual NamedTensors state_dict() const;
   virtual void load_state_dict(const std::map<std::string, Tensor>& state);
 
  protected:
-  // Sets the optimizer's initial_lr if no scheduler has (PyTorch's setdefault).
+  // Sets each group's initial_lr if no scheduler has (PyTorch's setdefault).
   LRScheduler(Optimizer& opt, const char* name);
   // PyTorch's _initial_step: each concrete constructor ends with it (epoch 0).
   void initial_step();
-  // The next rate from the current one (PyTorch's get_lr, chainable form).
-  virtual double get_lr() const = 0;
-  // The rate at last_epoch from base_lr alone, where PyTorch has one
+  // A group's next rate from its current one and its base (PyTorch's get_lr, chainable form).
+  virtual double get_lr(double lr, double base) const = 0;
+  // A group's rate at last_epoch from its base alone, where PyTorch has one
   // (_get_closed_form_lr); SequentialLR uses it when it switches schedulers.
-  virtual std::optional<double> closed_form_lr() const { return std::nullopt; }
+  virtual std::optional<double> closed_form_lr(double /*base*/) const { return std::nullopt; }
   // PyTorch's deprecated step(epoch): jumps to `epoch`.
   void step_to(int64_t epoch);
-  void set(double lr);
+  void set(const std::vector<double>& lrs);
 
   Optimizer* opt_;
   const char* name_;
   int64_t last_epoch_ = -1;
-  double base_lr_ = 0, last_lr_ = 0;
+  std::vector<double> base_lrs_, last_lrs_;  // per param group
 
   friend class SequentialLR;
   friend class ChainedScheduler;
@@ -64,8 +65,8 @@ class StepLR : public LRScheduler {
   StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1);
 
  protected:
-  double get_lr() const override;
-  std::optional<double> closed_form_lr() const override;
+  double get_lr(double lr, double base) const override;
+  std::optional<double> closed_form_lr(double base) const override;
 
  private:
   int64_t step_size_;
@@ -79,8 +80,8 @@ class LinearLR : public LRScheduler {
   LinearLR(Optimizer& opt, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
 
  protected:
-  double get_lr() const override;
-  std::optional<double> closed_form_lr() const override;
+  double get_lr(double lr, double base) const override;
+  std::optional<double> closed_form_lr(double base) const override;
 
  private:
   double start_, end_;
@@ -94,8 +95,8 @@ class CosineAnnealingLR : public LRScheduler {
   CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_min = 0);
 
  protected:
-  double get_lr() const override;
-  std::optional<double> closed_form_lr() const override;
+  double get_lr(double lr, double base) const override;
+  std::optional<double> closed_form_lr(double base) const override;
 
  private:
   int64_t t_max_;
@@ -113,7 +114,7 @@ class OneCycleLR : public LRScheduler {
              bool three_phase = false);
 
  protected:
-  double get_lr() const override;
+  double get_lr(double lr, double base) const override;
 
  private:
   struct Phase {
@@ -135,7 +136,7 @@ class SequentialLR : public LRScheduler {
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  protected:
-  double get_lr() const override { return opt_->lr(); }
+  double get_lr(double lr, double) const override { return lr; }
 
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
@@ -151,7 +152,7 @@ class ChainedScheduler : public LRScheduler {
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  protected:
-  double get_lr() const override { return opt_->lr(); }
+  double get_lr(double lr, double) const override { return lr; }
 
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;

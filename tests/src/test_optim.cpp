@@ -208,7 +208,7 @@ TEST_CASE("optimizers reject bad hyper-parameters and parameters that are not le
   check_message(error_of([&] { optim::SGD({p}, 0.1, -0.5); }), {"SGD", "momentum"});
   check_message(error_of([&] { optim::Adam({p}, 1e-3, 1.0); }), {"Adam", "beta1", "1"});
   check_message(error_of([&] { optim::AdamW({p}, 1e-3, 0.9, -0.1); }), {"AdamW", "beta2"});
-  check_message(error_of([&] { optim::SGD({}, 0.1); }), {"SGD", "empty"});
+  check_message(error_of([&] { optim::SGD(std::vector<Tensor>{}, 0.1); }), {"SGD", "empty"});
   check_message(error_of([&] { optim::SGD({Tensor::ones({3})}, 0.1); }), {"SGD", "[3]", "requires_grad_"});
   check_message(error_of([&] { optim::SGD({p, p}, 0.1); }), {"SGD", "twice"});
   optim::SGD opt({p}, 0.1);
