@@ -137,19 +137,18 @@ std::unique_ptr<loom::optim::LRScheduler> warmup_cosine(loom::optim::Optimizer& 
                                         std::vector<int64_t>{warmup});
 }
 
-// The model, its two optimizers and their schedules: everything a checkpoint holds.
+// The model, its optimizer (two parameter groups: weight decay on the matrices only) and
+// its schedule: everything a checkpoint holds.
 class Trainer {
  public:
   explicit Trainer(Options o, gpt::Corpus c)
       : options(std::move(o)),
         corpus(std::move(c)),
         model(make_model(options, corpus)),
-        decay(model.decay_groups().first, options.lr, 0.9, 0.99, 1e-8, options.weight_decay),
-        no_decay(model.decay_groups().second, options.lr, 0.9, 0.99, 1e-8, 0.0),
-        decay_schedule(
-            warmup_cosine(decay, *options.warmup, options.steps, options.lr * options.min_lr_factor)),
-        no_decay_schedule(
-            warmup_cosine(no_decay, *options.warmup, options.steps, options.lr * options.min_lr_factor)),
+        opt({{.params = model.decay_groups().first, .weight_decay = options.weight_decay},
+             {.params = model.decay_groups().second, .weight_decay = 0.0}},
+            options.lr, 0.9, 0.99, 1e-8),
+        schedule(warmup_cosine(opt, *options.warmup, options.steps, options.lr * options.min_lr_factor)),
         params(model.parameters()) {
     const int64_t t = options.model.block_size;
     if (static_cast<int64_t>(corpus.train.size()) <= t + 1 ||
@@ -168,21 +167,12 @@ class Trainer {
       offsets.push_back(static_cast<int64_t>(rng.uniform() * span));
     const auto [x, y] = windows(corpus.train, offsets);
 
-    decay.zero_grad();
-    no_decay.zero_grad();
+    opt.zero_grad();
     Tensor loss = loss_of(x, y);
     loss.backward();
     loom::optim::clip_grad_norm_(params, 1.0);
-    // The loss and every gradient in one schedule before either optimizer steps:
-    // each step() realizes the gradients of its own parameters only, so the second
-    // would otherwise run the backward pass again for the gradients it needs.
-    std::vector<Tensor> computed{loss};
-    for (const Tensor& p : params) computed.push_back(p.grad());
-    loom::realize(computed);
-    decay.step();
-    no_decay.step();
-    decay_schedule->step();
-    no_decay_schedule->step();
+    opt.step();  // the forward, the backward, the clipping and the update: one schedule
+    schedule->step();
     ++steps_done;
     return loss.item<float>();
   }
@@ -257,17 +247,14 @@ class Trainer {
     return corpus.decode(drawn);
   }
 
-  // Model, both optimizers and schedules, the steps done, loom's generator (the
+  // Model, optimizer and schedule, the steps done, loom's generator (the
   // dropout masks), the vocabulary and the options the run depends on, in one
   // safetensors file (loom::save replaces it only once complete).
   void save(const std::filesystem::path& path) const {
     loom::NamedTensors all;
     for (const auto& [name, t] : model.state_dict("model")) all.emplace_back(name, t);
-    for (const auto& [name, t] : decay.state_dict()) all.emplace_back("decay." + name, t);
-    for (const auto& [name, t] : no_decay.state_dict()) all.emplace_back("no_decay." + name, t);
-    for (const auto& [name, t] : decay_schedule->state_dict()) all.emplace_back("decay_schedule." + name, t);
-    for (const auto& [name, t] : no_decay_schedule->state_dict())
-      all.emplace_back("no_decay_schedule." + name, t);
+    for (const auto& [name, t] : opt.state_dict()) all.emplace_back("opt." + name, t);
+    for (const auto& [name, t] : schedule->state_dict()) all.emplace_back("schedule." + name, t);
     all.emplace_back("steps_done", Tensor::from_vector<int64_t>({steps_done}, {}));
     all.emplace_back("rng_state", loom::get_rng_state());
     all.emplace_back("vocab", Tensor::from_vector(corpus.vocab, {corpus.vocab_size()}));
@@ -292,10 +279,8 @@ class Trainer {
       if (const auto dot = name.find('.'); dot != std::string::npos)
         parts[name.substr(0, dot)].emplace(name.substr(dot + 1), t);
     model.load_state_dict(parts["model"]);
-    decay.load_state_dict(parts["decay"]);
-    no_decay.load_state_dict(parts["no_decay"]);
-    decay_schedule->load_state_dict(parts["decay_schedule"]);
-    no_decay_schedule->load_state_dict(parts["no_decay_schedule"]);
+    opt.load_state_dict(parts["opt"]);
+    schedule->load_state_dict(parts["schedule"]);
     loom::set_rng_state(at("rng_state"));
     steps_done = at("steps_done").item<int64_t>();
   }
@@ -303,8 +288,8 @@ class Trainer {
   Options options;
   gpt::Corpus corpus;
   gpt::Model model;
-  loom::optim::AdamW decay, no_decay;
-  std::unique_ptr<loom::optim::LRScheduler> decay_schedule, no_decay_schedule;
+  loom::optim::AdamW opt;
+  std::unique_ptr<loom::optim::LRScheduler> schedule;
   std::vector<Tensor> params;
   int64_t steps_done = 0;
 
@@ -434,7 +419,7 @@ int run(const Options& o) {
   uint64_t made_at_2 = kernels_made(), made_by_evaluation = 0;
   while (trainer.steps_done < last) {
     const auto t0 = Clock::now();
-    const double lr = trainer.decay.lr();
+    const double lr = trainer.opt.lr();
     const float loss = trainer.step(trainer.steps_done + 1);
     const int64_t s = trainer.steps_done;
     (s == first ? first_seconds : steady_seconds) += std::chrono::duration<double>(Clock::now() - t0).count();

@@ -26,14 +26,15 @@ struct CharGpt {
   std::vector<Block> blocks;
   loom::nn::LayerNorm ln_f{dim};
   loom::Tensor positions = loom::Tensor::arange(seq).realize();
-  std::optional<loom::optim::AdamW> decay, no_decay;
+  std::optional<loom::optim::AdamW> opt;
 
   explicit CharGpt(Layout layout) : c(layout), blocks(layers) {
     init_parameters(named_parameters());
     std::vector<loom::Tensor> matrices, rest;
     for (const auto& [name, p] : named_parameters()) (p.ndim() >= 2 ? matrices : rest).push_back(p);
-    decay.emplace(matrices, 1e-3, 0.9, 0.99, 1e-8, 0.1);
-    no_decay.emplace(rest, 1e-3, 0.9, 0.99, 1e-8, 0.0);
+    opt.emplace(std::vector<loom::optim::ParamGroup>{{.params = matrices, .weight_decay = 0.1},
+                                                     {.params = rest, .weight_decay = 0.0}},
+                1e-3, 0.9, 0.99, 1e-8);
   }
 
   // The head has no parameter of its own: it is wte.weight.
@@ -65,19 +66,11 @@ struct CharGpt {
   // bench_models' Session runs this instead of its own zero_grad, backward and
   // step when a model defines it.
   loom::Tensor train_step(const std::vector<loom::Tensor>& b) {
-    decay->zero_grad();
-    no_decay->zero_grad();
+    opt->zero_grad();
     loom::Tensor l = loss(b);
     l.backward();
-    const std::vector<loom::Tensor> params = tensors(named_parameters());
-    loom::optim::clip_grad_norm_(params, max_grad_norm);
-    // The loss and every gradient in one schedule: each optimizer's step realizes
-    // only its own parameters' gradients, so the second would run the backward again.
-    std::vector<loom::Tensor> computed{l};
-    for (const loom::Tensor& p : params) computed.push_back(p.grad());
-    loom::realize(computed);
-    decay->step();
-    no_decay->step();
+    loom::optim::clip_grad_norm_(tensors(named_parameters()), max_grad_norm);
+    opt->step();  // decay on the matrices only: two parameter groups, one schedule
     return l;
   }
 };
