@@ -84,22 +84,16 @@ class Tensor {
   Tensor& sub_(const Tensor& other, double alpha = 1);
   Tensor& mul_(const Tensor& other);
   Tensor& div_(const Tensor& other);
-  template <Number T>
-  Tensor& add_(T v) {
-    return add_(like_scalar(v));
+#define LOOM_IN_PLACE_WITH_NUMBER(name) \
+  template <Number T>                   \
+  Tensor& name(T v) {                   \
+    return name(like_scalar(v));        \
   }
-  template <Number T>
-  Tensor& sub_(T v) {
-    return sub_(like_scalar(v));
-  }
-  template <Number T>
-  Tensor& mul_(T v) {
-    return mul_(like_scalar(v));
-  }
-  template <Number T>
-  Tensor& div_(T v) {
-    return div_(like_scalar(v));
-  }
+  LOOM_IN_PLACE_WITH_NUMBER(add_)
+  LOOM_IN_PLACE_WITH_NUMBER(sub_)
+  LOOM_IN_PLACE_WITH_NUMBER(mul_)
+  LOOM_IN_PLACE_WITH_NUMBER(div_)
+#undef LOOM_IN_PLACE_WITH_NUMBER
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(double value);
   Tensor& zero_();
