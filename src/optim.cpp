@@ -6,6 +6,7 @@
 #include <loom/gradient.hpp>
 #include <loom/optim.hpp>
 
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -16,25 +17,24 @@ using detail::str;
 namespace {
 Tensor scalar_buffer(double v) { return Tensor::from_vector<double>({v}, {}); }
 
-// A group's own value of the hyper-parameter `name`, if it sets one.
-std::optional<double> group_option(const ParamGroup& g, std::string_view name) {
-  if (name == "momentum") return g.momentum;
-  if (name == "weight_decay") return g.weight_decay;
-  if (name == "betas.0") return g.beta1;
-  if (name == "betas.1") return g.beta2;
-  if (name == "eps") return g.eps;
-  return std::nullopt;
-}
+// ParamGroup's options: the field, its name in ParamGroup, its state-dict key.
+struct GroupOption {
+  std::optional<double> ParamGroup::*field;
+  const char* name;
+  std::string_view key;
+};
+constexpr std::array<GroupOption, 5> kGroupOptions{
+    {{&ParamGroup::momentum, "momentum", "momentum"},
+     {&ParamGroup::weight_decay, "weight_decay", "weight_decay"},
+     {&ParamGroup::beta1, "beta1", "betas.0"},
+     {&ParamGroup::beta2, "beta2", "betas.1"},
+     {&ParamGroup::eps, "eps", "eps"}}};
 
-// The options a group sets, by the names ParamGroup gives them.
-std::vector<std::pair<const char*, std::string_view>> options_set(const ParamGroup& g) {
-  std::vector<std::pair<const char*, std::string_view>> out;
-  if (g.momentum) out.emplace_back("momentum", "momentum");
-  if (g.weight_decay) out.emplace_back("weight_decay", "weight_decay");
-  if (g.beta1) out.emplace_back("beta1", "betas.0");
-  if (g.beta2) out.emplace_back("beta2", "betas.1");
-  if (g.eps) out.emplace_back("eps", "eps");
-  return out;
+// A group's own value of the hyper-parameter with state-dict key `key`, if it sets one.
+std::optional<double> group_option(const ParamGroup& g, std::string_view key) {
+  for (const GroupOption& o : kGroupOptions)
+    if (o.key == key) return g.*o.field;
+  return std::nullopt;
 }
 
 std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
@@ -54,9 +54,9 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr,
     if (pg.params.empty())
       throw Error(groups.size() == 1 ? fmt::format("{}: the parameter list is empty", name)
                                      : fmt::format("{}: param group {} has no parameters", name, g));
-    for (const auto& [option, key] : options_set(pg))
-      if (std::find(hyper_names_.begin(), hyper_names_.end(), key) == hyper_names_.end())
-        throw Error(fmt::format("{}: param group {} sets {}, which {} does not take", name, g, option, name));
+    for (const GroupOption& o : kGroupOptions)
+      if (pg.*o.field && std::find(hyper_names_.begin(), hyper_names_.end(), o.key) == hyper_names_.end())
+        throw Error(fmt::format("{}: param group {} sets {}, which {} does not take", name, g, o.name, name));
     Group group;
     group.begin = params_.size();
     params_.insert(params_.end(), pg.params.begin(), pg.params.end());
