@@ -70,13 +70,13 @@ std::optional<double> lowered_form_ops(Op op) {
   return it == ops.end() ? std::nullopt : std::optional<double>(it->second);
 }
 
-double ops_per_iteration(const UOp& u) {
+}  // namespace
+
+double op_cost(const UOp& u) {
   if (u.dtype.scalar == Scalar::Float32)
     if (const auto form = lowered_form_ops(u.op)) return *form * u.dtype.lanes;
   return emitted_ops(u);
 }
-
-}  // namespace
 
 double kernel_flops(const UOpPtr& kernel) {
   const std::vector<UOpPtr> nodes = toposort(kernel);
@@ -87,7 +87,7 @@ double kernel_flops(const UOpPtr& kernel) {
     RangeSet& mine = ranges[u.get()];
     for (const UOpPtr& s : u->src) mine = merge(mine, ranges.at(s.get()));
     if (u->op == Op::RANGE) mine = merge(mine, {u.get()});
-    const double ops = addressing.count(u.get()) ? 0 : ops_per_iteration(*u);
+    const double ops = addressing.count(u.get()) ? 0 : op_cost(*u);
     if (ops != 0) {
       double iterations = 1;
       for (const UOp* r : mine) iterations *= static_cast<double>(std::max<int64_t>(r->src.at(0)->vmax(), 0));
@@ -253,7 +253,7 @@ double kernel_arithmetic(const UOpPtr& kernel) {
       RangeSet folds = around;  // a reduce folds once per iteration of its own ranges too
       if (u->op == Op::REDUCE)
         for (size_t i = 1; i < u->src.size(); ++i) folds = merge(folds, nested({u->src[i].get()}));
-      ops += ops_per_iteration(*u) * trips(folds) * useful.at(u);
+      ops += op_cost(*u) * trips(folds) * useful.at(u);
     }
     std::vector<const UOp*> mine = above[u];
     if (u->op == Op::REDUCE) mine.push_back(u);

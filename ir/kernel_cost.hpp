@@ -26,4 +26,14 @@ double kernel_flops(const UOpPtr& kernel);
 // value.
 double kernel_arithmetic(const UOpPtr& kernel);
 
+// The operations one element of `u` costs as codegen emits it, with kernel_flops' weights (a
+// Float32 EXP, TANH, SIGMOID or ERF its lowered form's).
+double op_cost(const UOp& u);
+
+// What running a kernel costs beyond its work, in operations: the executor's dispatch, its
+// argument table and the call. A replayed kernel's launch takes the time of thousands of
+// SIMD-lane operations (docs/performance.md, "What a kernel's launch costs"); this is a
+// floor. A schedule that recomputes a little to save a kernel saves at least this.
+inline constexpr double kKernelLaunchOps = 1024;
+
 }  // namespace loom

@@ -62,6 +62,32 @@ Reads reads_of(const UOpPtr& value) {
   return out;
 }
 
+// Whether the buffer is read at more than one index and a transcendental op of its value,
+// outside its reduces, runs at every element of it (x + erf(y), read by its row's max and by
+// the subtraction of that max): inlined, the op would run once per read. (One that runs per
+// row, a normalisation's rsqrt, costs a fraction of the loads beside it.)
+bool transcendental_read_twice(const UOpPtr& buffer, const StageContext& ctx) {
+  std::vector<const UOp*> ranges;
+  for (size_t i = 1; i < buffer->src.size(); ++i)
+    if (buffer->src[i]->op == Op::RANGE) ranges.push_back(buffer->src[i].get());
+  if (ranges.empty()) return false;
+  const auto place = ctx.range_places.find(ranges[0]);
+  if (place == ctx.range_places.end() || place->second.reads < 2) return false;
+  std::unordered_set<const UOp*> seen;
+  std::vector<const UOp*> stack{buffer->src[0].get()};
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second || u->op == Op::BUFFER || u->op == Op::BUFFERIZE || u->op == Op::REDUCE)
+      continue;
+    if (is_transcendental(u->op) &&
+        std::all_of(ranges.begin(), ranges.end(), [&](const UOp* r) { return u->ranges().contains(r); }))
+      return true;
+    for (const auto& s : u->src) stack.push_back(s.get());
+  }
+  return false;
+}
+
 bool reads_in_reduce_loop(const UOpPtr& index) { return index->ranges().has_kind(AxisKind::Reduce); }
 
 // The iterations at which `index`'s reader computes an inlined value: one per combination
@@ -140,7 +166,7 @@ bool keep(const UOpPtr& buffer, const UOpPtr& index, const StageContext& ctx) {
   // element; once per iteration of a reduce's loop that reads it). NEG, TRUNC and
   // casts cost less than the load that would replace them, so argmin's negation
   // stays fused, unlike on a GPU.
-  if (is_transcendental(value->op)) return true;
+  if (is_transcendental(value->op) || transcendental_read_twice(buffer, ctx)) return true;
   // Read through a pad much larger than itself, it would run in the padding too: a select
   // keeps the value only where the pad's guard holds, but computes it everywhere.
   if (r.transcendental && visits(index) > kMaxVisitsPerElement * static_cast<double>(buffer_size(*buffer)))
@@ -202,7 +228,11 @@ UOpPtr read_constant(const Match& m) {
 }  // namespace
 
 void place_ranges(const UOpPtr& root, StageContext& ctx) {
-  for (const UOpPtr& u : toposort(root)) {
+  const std::vector<UOpPtr> nodes = toposort(root);
+  std::unordered_map<const UOp*, size_t> reads;
+  for (const UOpPtr& u : nodes)
+    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) ++reads[u->src[0].get()];
+  for (const UOpPtr& u : nodes) {
     if (u->op != Op::BUFFERIZE) continue;
     std::vector<UOpPtr> ranges;
     for (size_t i = 1; i < u->src.size(); ++i)
@@ -212,7 +242,7 @@ void place_ranges(const UOpPtr& root, StageContext& ctx) {
       for (size_t i = 0; i < ranges.size(); ++i)
         if (red->ranges().contains(ranges[i])) reach = std::max(reach, i + 1);
     for (size_t i = 0; i < ranges.size(); ++i)
-      ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach};
+      ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach, reads[u.get()]};
     ctx.held.push_back(u);
   }
 }

@@ -1,6 +1,7 @@
 #include "schedule/rangeify.hpp"
 
 #include "ir/contraction.hpp"
+#include "ir/kernel_cost.hpp"
 #include "schedule/movement_index.hpp"
 
 #include <algorithm>
@@ -43,6 +44,9 @@ struct NodeInfo {
   bool under_candidate_expand = false;  // or a candidate's does, which buffer_removal may inline
   bool shared_by_broadcast = false;     // a broadcast of it is read at several indices
   bool in_reduce = false;               // a consumer is computed inside a reduce's loop
+  // Fused, how many times each element would be computed: the broadcasts around it whose
+  // loops nest outside the innermost one it reads, which codegen cannot hoist it out of.
+  double repeats = 1;
   Placement placement = Placement::Unused;
   Access out;                 // where its value is computed
   std::vector<Access> needs;  // how it reads each source (by source slot)
@@ -171,11 +175,23 @@ class Rangeifier {
   // layernorm's rsqrt per row). A reduce read through a pad is a candidate too: fused,
   // its loop would run at the masked elements as well; so is a transcendental read
   // through a pad that masks more elements than it has (its polynomial runs at each).
+  // A transcendental computed again at each repeat of an outer broadcast (an erf of [7, 4, 4]
+  // read by [3, 7, 4, 4], its 7 x 4 x 4 loops inside the 3), whose repeats cost more than its
+  // buffer's store, load and kernel, is a candidate too.
   static bool costly_under_broadcast(const UOp& x, const NodeInfo& ni) {
     if (x.op == Op::REDUCE_AXIS) return ni.under_expand || padded_read(ni.requests[0], *x.shape(), 1);
     return is_transcendental(x.op) &&
            (((ni.under_expand || ni.under_candidate_expand) && computed_in_reduce(ni)) ||
-            padded_read(ni.requests[0], *x.shape(), kMostlyMasked));
+            padded_read(ni.requests[0], *x.shape(), kMostlyMasked) || repeats_cost_a_buffer(x, ni));
+  }
+  static bool repeats_cost_a_buffer(const UOp& x, const NodeInfo& ni) {
+    const double elements = max_elements(*x.shape());
+    return (ni.repeats - 1) * elements * op_cost(x) > 2 * elements + kKernelLaunchOps;
+  }
+  static double max_elements(const Shape& shape) {
+    double n = 1;  // a symbolic size at its upper bound
+    for (const Dim& d : shape) n *= static_cast<double>(d.max());
+    return n;
   }
   // Likewise a chain of more than kCheapFactorOps ALU ops (integer arithmetic, a
   // normalisation's (x - mean) * rstd * w + b inside a matmul): stored once and loaded
@@ -253,9 +269,7 @@ class Rangeifier {
         if (r->src.at(0)->op != Op::CONST) return false;
         covered *= static_cast<double>(r->src[0]->const_int());
       }
-    double elements = 1;  // a symbolic size at its upper bound
-    for (const Dim& d : shape) elements *= static_cast<double>(d.max());
-    return covered >= times * elements;
+    return covered >= times * max_elements(shape);
   }
 
   // A broadcast its consumers read at different indices (a matmul's operand, read by the
@@ -313,6 +327,8 @@ class Rangeifier {
         (fused || (ni.placement == Placement::Candidate && x->op != Op::REDUCE_AXIS)) &&
         (ni.under_expand || ni.under_candidate_expand);
     const bool in_reduce = ni.placement != Placement::Realized && computed_in_reduce(ni);
+    const double repeats =
+        (fused || view ? ni.repeats : 1) * (broadcasts(*x) ? outer_repeats(o, ni.needs[0]) : 1);
     for (size_t i = 0; i < x->src.size(); ++i) {
       if (x->op == Op::ASSIGN && i == 0) continue;
       NodeInfo& si = info_[x->src[i].get()];
@@ -320,7 +336,28 @@ class Rangeifier {
       si.under_expand |= expands;
       si.under_candidate_expand |= candidate_expands;
       si.in_reduce |= in_reduce;
+      si.repeats = std::max(si.repeats, repeats);
     }
+  }
+  // The iterations of a broadcast's loops that its source's computation sits inside: the
+  // ranges the broadcast adds (read in `out`, not in `in`) that nest outside the innermost
+  // range the source reads. Ranges nest in the order of their ids (a buffer's outermost
+  // first, a reduce's inside its reader's loops).
+  static double outer_repeats(const Access& out, const Access& in) {
+    int64_t innermost = -1;
+    std::unordered_set<const UOp*> read;
+    for (const UOpPtr& i : in.idx)
+      for (const UOp* r : i->ranges()) {
+        read.insert(r);
+        innermost = std::max(innermost, r->get<AxisArg>().id);
+      }
+    double n = 1;
+    std::unordered_set<const UOp*> added;
+    for (const UOpPtr& i : out.idx)
+      for (const UOp* r : i->ranges())
+        if (!read.contains(r) && r->get<AxisArg>().id < innermost && added.insert(r).second)
+          n *= static_cast<double>(std::max<int64_t>(r->src.at(0)->vmax(), 1));
+    return n;
   }
 
   UOpPtr source_value(const UOpPtr& s, const Access& a) {

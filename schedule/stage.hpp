@@ -36,6 +36,7 @@ bool stage_on(const Stage& stage, const Flags& flags);
 struct RangePlace {
   const UOp* buffer = nullptr;
   size_t position = 0, count = 0, reduce_reach = 0;
+  size_t reads = 0;  // the distinct indices (INDEX nodes) the buffer is read at
 };
 
 struct StageContext {

@@ -279,13 +279,6 @@ std::vector<UOpPtr> each_op_realized(const std::vector<UOpPtr>& targets) {
   return out;
 }
 
-// What running a kernel costs beyond its work, in operations: the executor's
-// dispatch, its argument table and the call. A replayed kernel's launch takes
-// the time of thousands of SIMD-lane operations (docs/performance.md, "What a
-// kernel's launch costs"); this is a floor. A schedule that recomputes a little
-// to save a kernel saves at least this.
-constexpr double kLaunchWork = 1024;
-
 // The plan's cost (kernel_work and launches) and its arithmetic alone.
 std::pair<double, double> cost_of(const Plan& plan, const GraphSignature& sig) {
   double work = 0, ops = 0;
@@ -301,7 +294,7 @@ std::pair<double, double> cost_of(const Plan& plan, const GraphSignature& sig) {
       }
     }
     const double arithmetic = kernel_arithmetic(k.ast);
-    work += kernel_work(arithmetic, bytes) + kLaunchWork;
+    work += kernel_work(arithmetic, bytes) + kKernelLaunchOps;
     ops += arithmetic;
   }
   return {work, ops};

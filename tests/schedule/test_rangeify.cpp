@@ -353,9 +353,19 @@ TEST_CASE("a transcendental or a costly chain broadcast into a reduce's loop is 
   SUBCASE("x * x + x, two ops, is cheaper recomputed than stored and loaded: one kernel") {
     CHECK(create_schedule({matvec_of(x * x + x)}, fb.factory()).kernels.size() == 1);
   }
-  SUBCASE("exp2(x) broadcast outside any reduce stays fused: codegen hoists it out of the row loop") {
+  SUBCASE("exp2(x) broadcast along inner loops stays fused: codegen hoists it out of them") {
+    const UOpPtr column = UOp::make(Op::RESHAPE, DType::Float32, {alu(Op::EXP2, {x})}, Shape{64, 1});
+    const UOpPtr y = UOp::make(Op::EXPAND, DType::Float32, {column}, Shape{64, 32}) + input(2, {64, 32});
+    CHECK(create_schedule({y}, fb.factory()).kernels.size() == 1);
+  }
+  SUBCASE("exp2(x) broadcast along an outer loop runs once per row unless stored: a buffer") {
     const UOpPtr row = UOp::make(Op::RESHAPE, DType::Float32, {alu(Op::EXP2, {x})}, Shape{1, 64});
     const UOpPtr y = UOp::make(Op::EXPAND, DType::Float32, {row}, Shape{32, 64}) + input(2, {32, 64});
-    CHECK(create_schedule({y}, fb.factory()).kernels.size() == 1);
+    const Schedule s = create_schedule({y}, fb.factory());
+    REQUIRE(s.kernels.size() == 2);
+    CHECK(count_op(s.kernels.back().ast, Op::EXP2) == 0);
+    // Two rows cost less than the buffer's store, load and kernel: fused.
+    const UOpPtr two = UOp::make(Op::EXPAND, DType::Float32, {row}, Shape{2, 64}) + input(3, {2, 64});
+    CHECK(create_schedule({two}, fb.factory()).kernels.size() == 1);
   }
 }
