@@ -54,7 +54,14 @@ class GradientCheck {
 
   std::vector<Probe> probes() const;
   double loss_at(const Overrides& overrides) const;
-  double finite_difference(const Probe& p, double step) const;
+  // `at` with the probe's elements moved by `step` along it (`at` empty: x).
+  Overrides moved(const Probe& p, double step, const Overrides& at) const;
+  double finite_difference(const Probe& p, double step, const Overrides& at) const;
+  // loom's gradient graphs evaluated by the reference interpreter at `at`.
+  std::vector<std::vector<double>> reference_gradients(const Overrides& at) const;
+  // Whether loom's gradient graph agrees with central differences at a point near x
+  // (every element moved by up to kNearby); nullopt: not smooth there either.
+  std::optional<bool> agrees_nearby(const Probe& p, double step) const;
   // The backward and forward difference quotients at x: (f(x) - f(x - h)) / h, (f(x + h) - f(x)) / h.
   std::pair<double, double> one_sided(const Probe& p, double step) const;
   double step_for(const Probe& p) const;
