@@ -430,18 +430,32 @@ class RegionSizes {
   // often as it is broadcast (a matmul's operand, expanded over the product's iteration
   // space). The region ends below it instead, where the values are (its sources outside
   // the broadcast), and the broadcast and the ops on it stay in the region.
+  // The largest sources end first: one buffer then takes the most off the region, and the
+  // largest is the value later ones share (the residual stream a block adds to, not the
+  // block's branch). Ended in the order they come, a source that happened to pass the cap
+  // was cut instead, and the sizes kept growing until pieces of relu's form, which reads its
+  // input four times, became kernels of their own.
   void add(const UOpPtr& n) {
+    std::vector<const UOp*> sources;
+    for (const auto& src : n->src)
+      if (!ends_region(*src) && std::find(sources.begin(), sources.end(), src.get()) == sources.end())
+        sources.push_back(src.get());
+    const auto uses = [&](const UOp* src) {
+      return std::count_if(n->src.begin(), n->src.end(), [&](const UOpPtr& x) { return x.get() == src; });
+    };
     int64_t s = own_cost(*n);
-    for (const auto& src : n->src) {
-      if (ends_region(*src)) continue;
-      if (s + size_[src.get()] > kMaxKernelOps) {
-        if (!broadcast_.contains(src.get())) {
-          points_.insert(src.get());  // too big to fuse in: its region ends at its own buffer
-          continue;
-        }
-        size_[src.get()] = end_below(*src);
+    for (const UOp* src : sources) s += uses(src) * size_[src];
+    std::stable_sort(sources.begin(), sources.end(),
+                     [&](const UOp* a, const UOp* b) { return size_[a] > size_[b]; });
+    for (const UOp* src : sources) {
+      if (s <= kMaxKernelOps) break;
+      s -= uses(src) * size_[src];
+      if (!broadcast_.contains(src)) {
+        points_.insert(src);  // too big to fuse in: its region ends at its own buffer
+        continue;
       }
-      s += size_[src.get()];
+      size_[src] = end_below(*src);
+      s += uses(src) * size_[src];
     }
     size_[n.get()] = std::min(s, kPastCap);
     if (broadcasts(*n) || of_broadcasts(*n)) broadcast_.insert(n.get());

@@ -203,6 +203,50 @@ TEST_CASE("residual blocks x + fc2(relu(fc1(LayerNorm(x)))): no buffer of a prod
 }
 
 TEST_CASE(
+    "residual blocks past the kernel-size cap: the cap ends a region at a shared value, not inside relu") {
+  // relu(x) is where(0 < x, x, where(x < 0, 0, x)): it reads x four times, so the cap's
+  // estimate of it is four times x's. Ending the region at the source that happened to
+  // pass the cap last made `where(x < 0, 0, x)` a kernel of its own from the third block
+  // on, and every reader of relu computed relu again from two buffers; the largest source
+  // ends first now (schedule/rangeify.cpp, RegionSizes).
+  const auto stores_relus_rest = [](const UOpPtr& ast) {
+    for (const UOpPtr& u : toposort(ast)) {
+      if (u->op != Op::STORE) continue;
+      const UOpPtr& v = u->src[1];
+      if (v->op == Op::WHERE && v->src[0]->op == Op::CMPLT && v->src[0]->src[0] == v->src[2] &&
+          v->src[2]->op == Op::LOAD && v->src[1]->op == Op::CONST && v->src[1]->const_value() == 0)
+        return true;
+    }
+    return false;
+  };
+  for (const int64_t blocks : {3, 6}) {
+    CAPTURE(blocks);
+    const int64_t batch = 8, dim = 16, hidden = 64;
+    manual_seed(5);
+    std::vector<nn::LayerNorm> norms;
+    std::vector<nn::Linear> fc1, fc2;
+    std::vector<Tensor> params;
+    for (int64_t i = 0; i < blocks; ++i) {
+      norms.emplace_back(dim);
+      fc1.emplace_back(dim, hidden);
+      fc2.emplace_back(hidden, dim);
+      for (const auto& layer : {norms.back().parameters(), fc1.back().parameters(), fc2.back().parameters()})
+        params.insert(params.end(), layer.begin(), layer.end());
+    }
+    Tensor h = Tensor::randn({batch, dim}).realize();
+    for (int64_t i = 0; i < blocks; ++i) h = h + fc2[i](fc1[i](norms[i](h)).relu());
+    std::vector<Tensor> all = gradient(h.square().mean(), params);
+    all.push_back(h);
+    const Schedule s = kernel_asts_of(all);
+    for (const auto& k : s.kernels) {
+      CAPTURE(k.name);
+      CHECK_FALSE(stores_relus_rest(k.ast));
+    }
+    check_against_reference(all, 1e-4);
+  }
+}
+
+TEST_CASE(
     "an RNN unrolled in a loop: the recurrent weight's gradient is a sum over the batch, no [B, H, H] "
     "buffer per step") {
   const int64_t batch = 16, hidden = 32, steps = 4;
