@@ -177,26 +177,37 @@ int64_t largest_buffer(const Schedule& s) {
   return most;
 }
 
+// `blocks` pre-norm residual blocks x + fc2(relu(fc1(LayerNorm(x)))) on x [batch, dim]: the
+// output and every parameter.
+struct ResidualStack {
+  Tensor out;
+  std::vector<Tensor> params;
+};
+ResidualStack residual_stack(int64_t blocks, int64_t batch, int64_t dim, int64_t hidden, uint64_t seed) {
+  manual_seed(seed);
+  std::vector<nn::LayerNorm> norms;
+  std::vector<nn::Linear> fc1, fc2;
+  ResidualStack r;
+  for (int64_t i = 0; i < blocks; ++i) {
+    norms.emplace_back(dim);
+    fc1.emplace_back(dim, hidden);
+    fc2.emplace_back(hidden, dim);
+    for (const auto& layer : {norms.back().parameters(), fc1.back().parameters(), fc2.back().parameters()})
+      r.params.insert(r.params.end(), layer.begin(), layer.end());
+  }
+  r.out = Tensor::randn({batch, dim}).realize();
+  for (int64_t i = 0; i < blocks; ++i) r.out = r.out + fc2[i](fc1[i](norms[i](r.out)).relu());
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("residual blocks x + fc2(relu(fc1(LayerNorm(x)))): no buffer of a product's iteration space") {
   // Four blocks make a graph past the kernel-size cap; the cap once ended regions at
   // fc1's and fc2's broadcast operands, [batch, hidden, dim] buffers (schedule/rangeify.hpp).
   const int64_t batch = 8, dim = 16, hidden = 64, blocks = 4;
-  manual_seed(3);
-  std::vector<nn::LayerNorm> norms;
-  std::vector<nn::Linear> fc1, fc2;
-  std::vector<Tensor> params;
-  for (int64_t i = 0; i < blocks; ++i) {
-    norms.emplace_back(dim);
-    fc1.emplace_back(dim, hidden);
-    fc2.emplace_back(hidden, dim);
-    for (const auto& layer : {norms.back().parameters(), fc1.back().parameters(), fc2.back().parameters()})
-      params.insert(params.end(), layer.begin(), layer.end());
-  }
-  Tensor h = Tensor::randn({batch, dim}).realize();
-  for (int64_t i = 0; i < blocks; ++i) h = h + fc2[i](fc1[i](norms[i](h)).relu());
-  const std::vector<Tensor> g = gradient(h.square().mean(), params);
+  const ResidualStack r = residual_stack(blocks, batch, dim, hidden, 3);
+  const std::vector<Tensor> g = gradient(r.out.square().mean(), r.params);
   const Schedule s = kernel_asts_of(g);
   CHECK(largest_buffer(s) <= std::max(batch * hidden, hidden * dim));
   check_against_reference(g, 1e-4);
@@ -221,22 +232,9 @@ TEST_CASE(
   };
   for (const int64_t blocks : {3, 6}) {
     CAPTURE(blocks);
-    const int64_t batch = 8, dim = 16, hidden = 64;
-    manual_seed(5);
-    std::vector<nn::LayerNorm> norms;
-    std::vector<nn::Linear> fc1, fc2;
-    std::vector<Tensor> params;
-    for (int64_t i = 0; i < blocks; ++i) {
-      norms.emplace_back(dim);
-      fc1.emplace_back(dim, hidden);
-      fc2.emplace_back(hidden, dim);
-      for (const auto& layer : {norms.back().parameters(), fc1.back().parameters(), fc2.back().parameters()})
-        params.insert(params.end(), layer.begin(), layer.end());
-    }
-    Tensor h = Tensor::randn({batch, dim}).realize();
-    for (int64_t i = 0; i < blocks; ++i) h = h + fc2[i](fc1[i](norms[i](h)).relu());
-    std::vector<Tensor> all = gradient(h.square().mean(), params);
-    all.push_back(h);
+    const ResidualStack r = residual_stack(blocks, 8, 16, 64, 5);
+    std::vector<Tensor> all = gradient(r.out.square().mean(), r.params);
+    all.push_back(r.out);
     const Schedule s = kernel_asts_of(all);
     for (const auto& k : s.kernels) {
       CAPTURE(k.name);
