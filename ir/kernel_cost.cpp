@@ -47,10 +47,12 @@ double emitted_ops(const UOp& u) {
   return 0;
 }
 
-// Codegen lowers a Float32 EXP, TANH, SIGMOID or ERF to its form (codegen/transcendental.cpp):
-// it costs that form's operations, as when the front end built the form itself, not one.
+// Codegen lowers a Float32 EXP, EXP2, LOG2, SIN, COS, TANH, SIGMOID or ERF to its form
+// (codegen/transcendental.cpp): it costs that form's operations, as when the front end built
+// the form itself, not one. (POW's form computes in Float64; it counts as one op.)
 constexpr std::pair<Op, UOpPtr (*)(const UOpPtr&)> kLoweredForms[] = {
-    {Op::EXP, exp_f32}, {Op::TANH, tanh_f32}, {Op::SIGMOID, sigmoid_f32}, {Op::ERF, erf_f32}};
+    {Op::EXP, exp_f32}, {Op::EXP2, exp2_f32}, {Op::LOG2, log2_f32},       {Op::SIN, sin_f32},
+    {Op::COS, cos_f32}, {Op::TANH, tanh_f32}, {Op::SIGMOID, sigmoid_f32}, {Op::ERF, erf_f32}};
 
 // The operations of `op`'s Float32 form for one lane, or nullopt for an op codegen emits as
 // it is. (The forms are made of emitted ops only.)

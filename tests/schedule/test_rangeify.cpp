@@ -364,8 +364,10 @@ TEST_CASE("a transcendental or a costly chain broadcast into a reduce's loop is 
     const Schedule s = create_schedule({y}, fb.factory());
     REQUIRE(s.kernels.size() == 2);
     CHECK(count_op(s.kernels.back().ast, Op::EXP2) == 0);
-    // Two rows cost less than the buffer's store, load and kernel: fused.
-    const UOpPtr two = UOp::make(Op::EXPAND, DType::Float32, {row}, Shape{2, 64}) + input(3, {2, 64});
+    // Two rows of 8 cost less than the buffer's store, load and kernel: fused.
+    const UOpPtr short_row =
+        UOp::make(Op::RESHAPE, DType::Float32, {alu(Op::EXP2, {input(3, {8})})}, Shape{1, 8});
+    const UOpPtr two = UOp::make(Op::EXPAND, DType::Float32, {short_row}, Shape{2, 8}) + input(4, {2, 8});
     CHECK(create_schedule({two}, fb.factory()).kernels.size() == 1);
   }
 }
