@@ -27,7 +27,7 @@ double kernel_flops(const UOpPtr& kernel);
 double kernel_arithmetic(const UOpPtr& kernel);
 
 // The operations one element of `u` costs as codegen emits it, with kernel_flops' weights (a
-// Float32 EXP, TANH, SIGMOID or ERF its lowered form's).
+// Float32 transcendental its lowered form's, ir/float_math.hpp).
 double op_cost(const UOp& u);
 
 // What running a kernel costs beyond its work, in operations: the executor's dispatch, its
