@@ -90,14 +90,14 @@ GradientCheck::GradientCheck(const Tensor& loss) {
   loss0_ = l.at(0);
 }
 
+const void* GradientCheck::data_at(const UOpPtr& b, const Overrides& at) const {
+  for (const auto& [i, v] : at)
+    if (buffers_[i] == b) return v.data();
+  return bytes_.at(b.get()).data();
+}
+
 double GradientCheck::loss_at(const Overrides& overrides) const {
-  return ref::evaluate(loss_,
-                       [&](const UOpPtr& b) -> const void* {
-                         for (const auto& [i, v] : overrides)
-                           if (buffers_[i] == b) return v.data();
-                         return bytes_.at(b.get()).data();
-                       })
-      .at(0);
+  return ref::evaluate(loss_, [&](const UOpPtr& b) { return data_at(b, overrides); }).at(0);
 }
 
 std::vector<GradientCheck::Probe> GradientCheck::probes() const {
@@ -150,11 +150,7 @@ std::pair<double, double> GradientCheck::one_sided(const Probe& p, double step) 
 std::vector<std::vector<double>> GradientCheck::reference_gradients(const Overrides& at) const {
   std::vector<std::vector<double>> out;
   for (const auto& g : grad_graphs_)
-    out.push_back(ref::evaluate(g, [&](const UOpPtr& b) -> const void* {
-                    for (const auto& [i, v] : at)
-                      if (buffers_[i] == b) return v.data();
-                    return bytes_.at(b.get()).data();
-                  }).f);
+    out.push_back(ref::evaluate(g, [&](const UOpPtr& b) { return data_at(b, at); }).f);
   return out;
 }
 
@@ -227,8 +223,9 @@ std::optional<Failure> GradientCheck::check(Coverage* coverage) const {
     const auto [left2, right2] = one_sided(p, 2 * h);
     const auto [left4, right4] = one_sided(p, 4 * h);
     const double left0 = 2 * left - left2, right0 = 2 * right - right2;
-    if (!close(left0, right0, tolerance) && close(left0, 2 * left2 - left4, tolerance) &&
-        close(right0, 2 * right2 - right4, tolerance) && mine >= std::min(left0, right0) - tolerance &&
+    const bool steady_kink = !close(left0, right0, tolerance) && close(left0, 2 * left2 - left4, tolerance) &&
+                             close(right0, 2 * right2 - right4, tolerance);
+    if (steady_kink && mine >= std::min(left0, right0) - tolerance &&
         mine <= std::max(left0, right0) + tolerance) {
       count("kink: a subgradient");
       continue;
@@ -245,8 +242,7 @@ std::optional<Failure> GradientCheck::check(Coverage* coverage) const {
     // way in one row and the other way in another (an argmax's pick among a broadcast's
     // equal rows), whose one-sided quotients bound no choice among the tied. No derivative
     // here; loom's gradient graph is judged where the ties are broken, at a point nearby.
-    if (!close(left0, right0, tolerance) && close(left0, 2 * left2 - left4, tolerance) &&
-        close(right0, 2 * right2 - right4, tolerance)) {
+    if (steady_kink) {
       const std::optional<bool> nearby = agrees_nearby(p, h);
       if (nearby.value_or(true)) {
         count(nearby ? "kinks: agreed nearby" : "kinks: no derivative nearby");

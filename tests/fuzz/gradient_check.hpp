@@ -53,6 +53,8 @@ class GradientCheck {
   using Overrides = std::map<size_t, std::vector<double>>;  // buffer -> perturbed elements
 
   std::vector<Probe> probes() const;
+  // Buffer `b`'s elements: `at`'s where it moves b, else as they were before realize.
+  const void* data_at(const UOpPtr& b, const Overrides& at) const;
   double loss_at(const Overrides& overrides) const;
   // `at` with the probe's elements moved by `step` along it (`at` empty: x).
   Overrides moved(const Probe& p, double step, const Overrides& at) const;
