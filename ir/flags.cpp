@@ -56,6 +56,10 @@ const std::vector<FlagInfo> kFlagTable = {
      "memory the in-memory kernel cache keeps for its kernels: code, the JIT's bookkeeping, ASTs "
      "(default 256M); past it the least recently used kernels are freed and compiled again, or "
      "reloaded from LOOM_CACHE_DIR, when next needed"},
+    {"LOOM_POOL_BYTES", "bytes, with an optional K, M or G suffix",
+     "the most memory the buffer pool keeps of freed buffers for reuse (default: an eighth of physical "
+     "memory, at least 256M); a freed buffer beyond it goes back to the system, and past it the least "
+     "recently freed ones do"},
     {"LOOM_LOG", "trace, debug, info, warn, error, critical or off",
      "the level of loom's own logger (named loom, on stderr; default info); the host program's loggers "
      "are never touched"},
@@ -202,6 +206,7 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   }
   if (name == "LOOM_CACHE_BYTES") return bytes(f.cache_bytes);
   if (name == "LOOM_JIT_CACHE_BYTES") return bytes(f.jit_cache_bytes);
+  if (name == "LOOM_POOL_BYTES") return bytes(f.pool_bytes);
   if (name == "LOOM_LOG") {
     if (!parse_level(v)) return "expected trace, debug, info, warn, error, critical or off";
     f.log = v;

@@ -30,6 +30,7 @@ struct Flags {
   std::string cache_dir;                           // LOOM_CACHE_DIR; "off" disables
   uint64_t cache_bytes = uint64_t{1} << 30;        // LOOM_CACHE_BYTES: the disk cache's bound; 0: none
   uint64_t jit_cache_bytes = uint64_t{256} << 20;  // LOOM_JIT_CACHE_BYTES: the kernel cache's code limit
+  uint64_t pool_bytes = 0;                         // LOOM_POOL_BYTES: the buffer pool's bound; 0: default
   std::string log = "info";                        // LOOM_LOG
   std::string profile;                             // LOOM_PROFILE; empty: off
   int beam = 0;                                    // LOOM_BEAM: the search's beam width; 0: off

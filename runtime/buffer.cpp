@@ -28,9 +28,9 @@ size_t alignment() {
       static_cast<size_t>(std::max(kKernelAbiAlignment, host_target().buffer_alignment()));
   return bytes;
 }
-constexpr size_t kMaxRequest = size_t{1} << 48;        // beyond any real machine
-constexpr size_t kMaxBlocksPerClass = 32;              // bound on each free list
-constexpr size_t kMaxPooledBytes = size_t{256} << 20;  // bound on all free lists
+constexpr size_t kMaxRequest = size_t{1} << 48;      // beyond any real machine
+constexpr size_t kMaxBlocksPerClass = 32;            // bound on each free list
+constexpr size_t kMinPoolLimit = size_t{256} << 20;  // the default bound on all free lists, at least
 
 // The host's transparent huge page (Target::huge_page_bytes, 2 MiB on x86): memory
 // is the host's whatever LOOM_TARGET the kernels are compiled for.
@@ -93,14 +93,18 @@ class Pool {
   }
 
   void give(void* data, size_t capacity) {
-    if (capacity > kMaxPooledBytes) return free_block(data, capacity);
     std::vector<std::pair<void*, size_t>> evicted;
     {
       std::lock_guard lock(mu_);
-      if (free_[capacity].size() >= kMaxBlocksPerClass) evict_oldest(capacity, evicted);
-      while (pooled_bytes_ + capacity > kMaxPooledBytes) evict_oldest(oldest_class(), evicted);
-      free_[capacity].push_back({data, ++clock_});
-      pooled_bytes_ += capacity;
+      const size_t limit = limit_.load(std::memory_order_relaxed);  // changed only under mu_
+      if (capacity > limit) {
+        evicted.emplace_back(data, capacity);
+      } else {
+        if (free_[capacity].size() >= kMaxBlocksPerClass) evict_oldest(capacity, evicted);
+        while (pooled_bytes_ + capacity > limit) evict_oldest(oldest_class(), evicted);
+        free_[capacity].push_back({data, ++clock_});
+        pooled_bytes_ += capacity;
+      }
     }
     for (auto [block, bytes] : evicted) free_block(block, bytes);
   }
@@ -108,6 +112,18 @@ class Pool {
   size_t pooled_bytes() {
     std::lock_guard lock(mu_);
     return pooled_bytes_;
+  }
+
+  size_t limit() const { return limit_.load(std::memory_order_relaxed); }
+  // A lower limit than the pool holds evicts the least recently freed blocks down to it.
+  void set_limit(size_t bytes) {
+    std::vector<std::pair<void*, size_t>> evicted;
+    {
+      std::lock_guard lock(mu_);
+      limit_.store(bytes, std::memory_order_relaxed);
+      while (pooled_bytes_ > bytes) evict_oldest(oldest_class(), evicted);
+    }
+    for (auto [block, capacity] : evicted) free_block(block, capacity);
   }
 
   void trim() {
@@ -148,6 +164,7 @@ class Pool {
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<Freed>> free_;
   size_t pooled_bytes_ = 0;
+  std::atomic<size_t> limit_{default_buffer_pool_limit()};
   uint64_t clock_ = 0;
 };
 }  // namespace
@@ -202,5 +219,8 @@ size_t live_buffer_bytes() { return g_live_bytes.load(std::memory_order_relaxed)
 size_t live_buffer_count() { return g_live_count.load(std::memory_order_relaxed); }
 size_t pooled_buffer_bytes() { return Pool::get().pooled_bytes(); }
 void trim_buffer_pool() { Pool::get().trim(); }
+size_t buffer_pool_limit() { return Pool::get().limit(); }
+size_t default_buffer_pool_limit() { return std::max(kMinPoolLimit, physical_memory_bytes() / 8); }
+void set_buffer_pool_limit(size_t bytes) { Pool::get().set_limit(bytes); }
 
 }  // namespace loom

@@ -52,6 +52,13 @@ size_t buffer_size_class(size_t bytes);
 // Bytes of freed blocks the pool keeps for reuse, and a way to give them back.
 size_t pooled_buffer_bytes();
 void trim_buffer_pool();
+// The most bytes the pool keeps (LOOM_POOL_BYTES, set by each realize): a freed block
+// beyond it goes back to the system, and the least recently freed blocks leave to make
+// room. By default an eighth of physical memory, at least 256 MiB: a step's largest
+// buffers (attention's [B, H, T, T] scores) are reused, not mapped and zeroed afresh.
+size_t buffer_pool_limit();
+size_t default_buffer_pool_limit();
+void set_buffer_pool_limit(size_t bytes);
 
 // Holders of what is kept only for reuse (loom::Capture's spare outputs and
 // scratch, which its next replay allocates again when they are gone; the

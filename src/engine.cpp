@@ -504,6 +504,8 @@ void realize_targets(const std::vector<std::shared_ptr<TensorNode>>& pending,
   const std::shared_ptr<const Flags> flags = loom::flags();  // one snapshot for the whole realize
   const StageObservers observers(*flags);
   const ProfileSpan span("realize", "realize");
+  const size_t pool_limit = flags->pool_bytes ? flags->pool_bytes : default_buffer_pool_limit();
+  if (buffer_pool_limit() != pool_limit) set_buffer_pool_limit(pool_limit);
   std::vector<int64_t> into;  // per target: the position of the buffer it is assigned into, or -1
   for (const auto& b : into_buffers) into.push_back(b ? sig.position_of(b.get()) : -1);
   KeyHasher key(sig.key);

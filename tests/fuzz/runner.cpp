@@ -50,9 +50,11 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
           outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok",
           outcome.recompute_ratio);
     if (!outcome.failure) continue;
-    if (options.verbose && !options.replay_dir.empty()) {  // the program as generated, when shrinking loses the point
+    // The program as generated too: shrinking keeps a failure's kind, not always its cause.
+    if (options.verbose && !options.replay_dir.empty()) {
       std::filesystem::create_directories(options.replay_dir);
-      std::ofstream(std::filesystem::path(options.replay_dir) / fmt::format("fuzz-{}.unshrunk.loom", program_seed))
+      std::ofstream(std::filesystem::path(options.replay_dir) /
+                    fmt::format("fuzz-{}.unshrunk.loom", program_seed))
           << replay_text(program_seed, *outcome.failure, check, text);
     }
     const std::string shrunk = shrink(text, *outcome.failure, check);

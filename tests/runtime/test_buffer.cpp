@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -115,10 +116,17 @@ TEST_CASE("the pool keeps freed blocks until trimmed") {
   CHECK(pooled_buffer_bytes() == 0);
 }
 
+// The pool's bound for one test case, the default's again after it.
+struct PoolLimit {
+  explicit PoolLimit(size_t bytes) { set_buffer_pool_limit(bytes); }
+  ~PoolLimit() { set_buffer_pool_limit(default_buffer_pool_limit()); }
+};
+
 TEST_CASE("a pool full of large blocks makes room for a small one freed after them") {
   // A program's large steps, then small ones: the small steps' blocks must be reused,
   // not mapped afresh every step beside a pool still full of the large steps' blocks.
   empty_cache();
+  const PoolLimit limit(size_t{256} << 20);
   const size_t large = size_t{64} << 20, small_class = buffer_size_class(3000);
   std::vector<std::shared_ptr<Buffer>> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(Buffer::allocate(large, Buffer::Fill::Uninitialized));
@@ -133,6 +141,39 @@ TEST_CASE("a pool full of large blocks makes room for a small one freed after th
   again.reset();
   empty_cache();
   CHECK(pooled_buffer_bytes() == 0);
+}
+
+TEST_CASE("the pool's bound: an eighth of physical memory by default; a larger block is not kept") {
+  CHECK(default_buffer_pool_limit() == std::max(size_t{256} << 20, physical_memory_bytes() / 8));
+  CHECK(buffer_pool_limit() == default_buffer_pool_limit());
+  empty_cache();
+  const PoolLimit limit(size_t{8} << 20);
+  const size_t block = size_t{4} << 20;
+  Buffer::allocate(size_t{9} << 20, Buffer::Fill::Uninitialized).reset();  // beyond the bound
+  CHECK(pooled_buffer_bytes() == 0);
+  auto a = Buffer::allocate(block, Buffer::Fill::Uninitialized), b = Buffer::allocate(block / 2);
+  a.reset();
+  b.reset();
+  CHECK(pooled_buffer_bytes() == block + block / 2);
+  set_buffer_pool_limit(block);  // lowering it gives back the least recently freed: a's
+  CHECK(pooled_buffer_bytes() == block / 2);
+  empty_cache();
+}
+
+TEST_CASE("a step's largest buffers are reused from the pool, freed and asked for again") {
+  // Attention's [B, H, T, T] scores at T = 2048 are 512 MiB: mapped and zeroed by the
+  // system every step, that was half the step's time (docs/performance.md).
+  empty_cache();
+  const PoolLimit limit(size_t{96} << 20);
+  const size_t bytes = size_t{64} << 20;
+  auto first = Buffer::allocate(bytes, Buffer::Fill::Uninitialized);
+  const uintptr_t at = address(*first);
+  first.reset();
+  CHECK(pooled_buffer_bytes() == buffer_size_class(bytes));
+  auto again = Buffer::allocate(bytes, Buffer::Fill::Uninitialized);
+  CHECK(address(*again) == at);
+  again.reset();
+  empty_cache();
 }
 
 TEST_CASE("buffers of 2 MiB or more are 2 MiB-aligned on transparent huge pages, zeroed, and pooled") {
