@@ -229,9 +229,7 @@ UOpPtr read_constant(const Match& m) {
 
 void place_ranges(const UOpPtr& root, StageContext& ctx) {
   const std::vector<UOpPtr> nodes = toposort(root);
-  std::unordered_map<const UOp*, size_t> reads;
-  for (const UOpPtr& u : nodes)
-    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) ++reads[u->src[0].get()];
+  const std::unordered_map<const UOp*, int> reads = buffer_reads(nodes);
   for (const UOpPtr& u : nodes) {
     if (u->op != Op::BUFFERIZE) continue;
     std::vector<UOpPtr> ranges;
@@ -241,8 +239,10 @@ void place_ranges(const UOpPtr& root, StageContext& ctx) {
     for (const UOp* red : reads_of(u->src[0]).reduces)
       for (size_t i = 0; i < ranges.size(); ++i)
         if (red->ranges().contains(ranges[i])) reach = std::max(reach, i + 1);
+    const auto read = reads.find(u.get());
+    const size_t read_count = read == reads.end() ? 0 : static_cast<size_t>(read->second);
     for (size_t i = 0; i < ranges.size(); ++i)
-      ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach, reads[u.get()]};
+      ctx.range_places[ranges[i].get()] = {u.get(), i, ranges.size(), reach, read_count};
     ctx.held.push_back(u);
   }
 }

@@ -140,11 +140,10 @@ UOpPtr sum_weighted_by_softmax(const Match& m) {
 }  // namespace
 
 void count_buffer_readers(const UOpPtr& root, StageContext& ctx) {
-  for (const UOpPtr& u : toposort(root))
-    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) {
-      ++ctx.buffer_readers[u->src[0].get()];
-      ctx.held.push_back(u->src[0]);
-    }
+  const std::vector<UOpPtr> nodes = toposort(root);
+  ctx.buffer_readers = buffer_reads(nodes);
+  for (const UOpPtr& u : nodes)
+    if (ctx.buffer_readers.contains(u.get())) ctx.held.push_back(u);
 }
 
 const PatternMatcher& online_softmax() {

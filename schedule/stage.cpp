@@ -42,6 +42,13 @@ const PatternMatcher& group_rules(std::string_view group, const std::vector<Stag
 
 }  // namespace
 
+std::unordered_map<const UOp*, int> buffer_reads(const std::vector<UOpPtr>& nodes) {
+  std::unordered_map<const UOp*, int> reads;
+  for (const UOpPtr& u : nodes)
+    if (u->op == Op::INDEX && u->src[0]->op == Op::BUFFERIZE) ++reads[u->src[0].get()];
+  return reads;
+}
+
 void notify_graph_stage(std::string_view group, const UOpPtr& before, const UOpPtr& after) {
   notify_pass({PassLevel::Graph, group, "", before, after});
 }

@@ -60,6 +60,10 @@ struct StageContext {
   Target target = target_of(flags);
 };
 
+// How many distinct reads (INDEX nodes) of each BUFFERIZE the graph `nodes` (a toposort) has:
+// what buffer_removal's range places and online_softmax's weights count.
+std::unordered_map<const UOp*, int> buffer_reads(const std::vector<UOpPtr>& nodes);
+
 // Told what a group made of the graph: (group, before, after).
 using StageReport = std::function<void(std::string_view group, const UOpPtr& before, const UOpPtr& after)>;
 // The report for a schedule-wide graph: a Graph-level pass event at once.
