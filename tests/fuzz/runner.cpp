@@ -50,24 +50,22 @@ RunResult run(uint64_t seed, int64_t count, const RunOptions& options) {
           outcome.failure ? outcome.failure->kind + ": " + outcome.failure->message : "ok",
           outcome.recompute_ratio);
     if (!outcome.failure) continue;
-    // The program as generated too: shrinking keeps a failure's kind, not always its cause.
-    if (options.verbose && !options.replay_dir.empty()) {
+    // A replay file `fuzz-S<suffix>.loom` in the replay directory; its path.
+    auto write_replay = [&](const std::string& suffix, const Failure& failure, const std::string& graph) {
       std::filesystem::create_directories(options.replay_dir);
-      std::ofstream(std::filesystem::path(options.replay_dir) /
-                    fmt::format("fuzz-{}.unshrunk.loom", program_seed))
-          << replay_text(program_seed, *outcome.failure, check, text);
-    }
+      const auto path =
+          std::filesystem::path(options.replay_dir) / fmt::format("fuzz-{}{}.loom", program_seed, suffix);
+      std::ofstream(path) << replay_text(program_seed, failure, check, graph);
+      return path.string();
+    };
+    // The program as generated too: shrinking keeps a failure's kind, not always its cause.
+    if (options.verbose && !options.replay_dir.empty()) write_replay(".unshrunk", *outcome.failure, text);
     const std::string shrunk = shrink(text, *outcome.failure, check);
     const Outcome again = check_graph(shrunk, check);  // the message of the minimal program
     const Failure failure = again.failure ? *again.failure : *outcome.failure;
     result.failures.emplace_back(program_seed, failure);
     result.shrunk.push_back(shrunk);
-    if (!options.replay_dir.empty()) {
-      std::filesystem::create_directories(options.replay_dir);
-      const auto path = std::filesystem::path(options.replay_dir) / fmt::format("fuzz-{}.loom", program_seed);
-      std::ofstream(path) << replay_text(program_seed, failure, check, shrunk);
-      result.replay_files.push_back(path.string());
-    }
+    if (!options.replay_dir.empty()) result.replay_files.push_back(write_replay("", failure, shrunk));
     if (options.stop_at_first) break;
   }
   return result;
