@@ -128,10 +128,10 @@ void OptState::apply(const Opt& opt) {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");
       const RegisterTile tile{opt.rows, opt.amount, tile_lanes(lanes_, trip_bound(mm.cols))};
-      if (tile.rows * tile.vectors * tile.lanes > kMaxVectorLanes)
+      if (tile.rows * tile.vectors * tile.lanes > DType::kMaxLanes)
         misfit(opt, k,
                fmt::format("{} rows x {} vectors of {} lanes exceed a tile's {} lanes", tile.rows,
-                           tile.vectors, tile.lanes, kMaxVectorLanes));
+                           tile.vectors, tile.lanes, DType::kMaxLanes));
       k = tile_matmul(k, mm, tile, target_, itemsize);
       break;
     }

@@ -23,9 +23,10 @@ namespace {
 // constants"): tile_col_vectors() vectors of b per step of k, so one a broadcast feeds
 // every FMA pipe (2: the ratio BLIS's AVX2 kernels use, 6 x 16 floats); at most
 // tile_max_rows() rows, half again the fma_chains() in flight that the pipes need, and
-// the whole tile (6 x 32 lanes on AVX-512) within the 255 lanes a UOp's vector dtype
-// holds (the expander computes the tile as one vector before lower_reduce splits its
-// accumulator into registers).
+// the whole tile (6 x 32 lanes on AVX-512) within 255 lanes, the bound these rules were
+// measured under (the expander computes the tile as one vector before lower_reduce splits
+// its accumulator into registers; a vector dtype holds DType::kMaxLanes). A tile one wide
+// across all of a narrow product's columns may take up to DType::kMaxLanes (6 x 64 lanes).
 constexpr int64_t kMaxLanes = 255;
 // An output narrower than a vector fills whole vectors (padded, masked) when at most a
 // quarter of the lanes would be padding; narrower ones pack rows of n lanes.
@@ -150,10 +151,13 @@ std::vector<UOpPtr> panel_axes(const Contraction& c, const UOpPtr& cols, int b) 
 std::optional<MatmulAxes> product_axes(const UOpPtr& kernel, bool one_row) {
   const auto c = float_sum(kernel);
   if (!c || !c->product() || c->loads[0].empty() || c->loads[1].empty()) return std::nullopt;
-  for (const int a : {0, 1}) {
+  // Columns the output is stored along first, whichever factor is b; a transposed store only
+  // where neither orientation has them.
+  const bool may_scatter = !one_row && sum_bound(*c) >= kScatterStoreSum;
+  for (const auto& [a, scatter] : {std::pair{0, false}, {1, false}, {0, may_scatter}, {1, may_scatter}}) {
     const int b = 1 - a;
     const std::vector<UOpPtr> rows = c->only(a);
-    const UOpPtr cols = column_axis(*c, b, !one_row && sum_bound(*c) >= kScatterStoreSum);
+    const UOpPtr cols = column_axis(*c, b, scatter);
     if (!cols || rows.empty() != one_row) continue;
     const std::vector<UOpPtr> panels = panel_axes(*c, cols, b);
     if (!summed_loop(*c)) return std::nullopt;
@@ -299,6 +303,11 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& ta
     while (v > 1 && !fits_in(m, v, registers)) --v;
     return {m, v, lanes};
   }
+  // Columns of whole vectors that a tile of the most rows holds at once: one tile wide, so a
+  // is read once (attention's P @ V at d = 64: 6 x 4 vectors, not two 6 x 2 tiles).
+  if (!narrow && n % lanes == 0 && col_vectors > vectors && col_vectors <= target.tile_wide_col_vectors() &&
+      std::min(m, max_rows) * col_vectors * lanes <= DType::kMaxLanes)
+    return {std::min(m, max_rows), col_vectors, lanes};
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.
   if (n % (lanes * vectors) != 0) registers -= static_cast<int>(vectors);
   auto fits = [&](int64_t r, int64_t v) { return r * v + (r > 1 ? v : 1) + 1 <= registers; };

@@ -281,6 +281,10 @@ int64_t Target::tile_max_rows() const {
   return std::max<int64_t>(1, std::min(3 * fma_chains() / (2 * v), (vector_registers - 1 - v) / v));
 }
 
+int64_t Target::tile_wide_col_vectors() const {
+  return std::max<int64_t>(tile_col_vectors(), (vector_registers - 1) / (tile_max_rows() + 1));
+}
+
 int64_t Target::accumulators() const {
   return static_cast<int64_t>(std::bit_floor(static_cast<unsigned>(std::max(1, fma_latency))));
 }
@@ -392,10 +396,12 @@ std::string Target::describe() const {
       "huge_page_bytes    {}\n"
       "fma_chains         {}\n"
       "tile               {} rows x {} vectors\n"
+      "wide tile          {} rows x {} vectors\n"
       "accumulators       {}\n",
       name, features(), vector_bytes, vector_registers, l1d_bytes, l1d_ways, line_bytes, l1d_sets(), l2_bytes,
       l3_bytes, l3_complex_bytes, cores, fma_latency, fma_ports, prefetch_streams, wake_work, page_bytes,
-      huge_page_bytes, fma_chains(), tile_max_rows(), tile_col_vectors(), accumulators());
+      huge_page_bytes, fma_chains(), tile_max_rows(), tile_col_vectors(), tile_max_rows(),
+      tile_wide_col_vectors(), accumulators());
 }
 
 }  // namespace loom

@@ -74,6 +74,10 @@ struct Target {
   // min(3 x fma_chains / (2 x tile_col_vectors), (vector_registers - 1 - tile_col_vectors) /
   // tile_col_vectors): a tile's rows, half again the chains needed, within the registers.
   int64_t tile_max_rows() const;
+  // max(tile_col_vectors, (vector_registers - 1) / (tile_max_rows + 1)): the most b vectors a
+  // tile of tile_max_rows rows holds in registers (accumulators, b vectors, one broadcast),
+  // so a product this narrow is one tile wide and reads a once.
+  int64_t tile_wide_col_vectors() const;
   // bit_floor(fma_latency): a reduction's vector accumulators (a power of two, to divide the vectors).
   int64_t accumulators() const;
   // prefetch_streams: rows of b a GEMV or column-sum tile streams at once.

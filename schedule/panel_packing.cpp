@@ -243,6 +243,25 @@ bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
          c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
 }
 
+// Columns of a panel: the tile's usual width (StageContext::panel_bytes), or all n columns
+// when they are whole vectors that one tile of the most rows holds (Target::
+// tile_wide_col_vectors), so the tile reads a once (attention's P @ V at d = 64).
+int64_t panel_width(int64_t n, int64_t itemsize, const StageContext& ctx) {
+  const int64_t usual = ctx.panel_bytes / itemsize, lanes = ctx.target.vector_bytes / itemsize;
+  const bool wide = n > usual && n % lanes == 0 && n / lanes <= ctx.target.tile_wide_col_vectors();
+  return wide ? n : usual;
+}
+
+// b read as one panel already: one panel wide, every read contiguous along the columns j and
+// W apart along the innermost summed range k, its value the load itself. A copy would repeat it.
+bool reads_as_panel(const Contraction& c, int b, const UOpPtr& j, const UOpPtr& k, int64_t width) {
+  const auto& reads = c.loads[static_cast<size_t>(b)];
+  return c.ops[static_cast<size_t>(b)] == 0 && !reads.empty() &&
+         std::all_of(reads.begin(), reads.end(), [&](const ContractionRead& read) {
+           return Contraction::stride(read, j) == 1 && Contraction::stride(read, k) == width;
+         });
+}
+
 UOpPtr pack(const Match& m) {
   const UOpPtr& buf = m.root();
   const StageContext& ctx = m.ctx<StageContext>();
@@ -255,7 +274,8 @@ UOpPtr pack(const Match& m) {
   const auto sum_length = c->sum_length();
   if (!sum_length) return nullptr;
   const int64_t k = *sum_length;
-  const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back()), width = ctx.panel_bytes / itemsize;
+  const int64_t itemsize = red->dtype.itemsize(), n = *trip(outs.back());
+  const int64_t width = panel_width(n, itemsize, ctx);
   // b within two thirds of the L1 data cache (the rest holds a's rows and the output)
   // stays there whatever its row stride: nothing to gain, unless it is not contiguous
   // along the columns (a Linear(9, 32)'s weight [32, 9] read w[j, k]): no tile reads it
@@ -272,14 +292,15 @@ UOpPtr pack(const Match& m) {
     if (!i || copy_outgrows_source(*c, b_src, panels * width)) continue;
     if (in_l1 && (c->contiguous(b_src, outs.back()) || all_rows(*c, a_src) < min_rows(ctx.target))) continue;
     if (!in_l1 && trip_bound(i) < min_rows(ctx.target)) continue;
-    int64_t& next_id = m.ctx<StageContext>().next_axis;  // graph-wide: see schedule/stages.cpp
     const UOpPtr& j = outs.back();
-    const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
-    std::vector<UOpPtr> product = red->src[0]->src;
     // Products of bfloat16s on a Target with vdpbf16ps: both factors copied as bfloat16 pairs
     // (a in row panels always), which the tile reads one vector a step.
     const bool a_numeric = numeric_sizes(*c, a_src);  // a's copies: row panels, pairs
     const bool pairs = a_numeric && pairs_fit(*c, ctx, a_src);
+    if (!pairs && width == n && reads_as_panel(*c, b_src, j, red->src.back(), width)) return nullptr;
+    int64_t& next_id = m.ctx<StageContext>().next_axis;  // graph-wide: see schedule/stages.cpp
+    const UOpPtr jp = n % width == 0 ? j : make_range(panels * width, next_id++, j->get<AxisArg>().kind);
+    std::vector<UOpPtr> product = red->src[0]->src;
     const auto packed = [&](const UOpPtr& side, auto&& copy) {
       return pairs ? UOp::make(Op::CAST, side->dtype, {copy(side->src[0])}) : copy(side);
     };
@@ -295,7 +316,7 @@ UOpPtr pack(const Match& m) {
     if (costly && !rows_ok) continue;
     const bool crowded =
         rows_ok && rows_crowd_l1_set(c->loads[static_cast<size_t>(a_src)], i, ctx.panel_rows, itemsize,
-                                     ctx.target, free_ways(ctx.target, ctx.panel_bytes, ctx.panel_depth));
+                                     ctx.target, free_ways(ctx.target, width * itemsize, ctx.panel_depth));
     if (pairs)
       product[static_cast<size_t>(a_src)] = packed(
           a, [&](const UOpPtr& x) { return a_panels(x, i, red, outs, ctx.panel_rows, true, next_id); });

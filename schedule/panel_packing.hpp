@@ -10,7 +10,10 @@
 // The copy P is a kernel of its own (kernel_split makes one per BUFFERIZE), so
 // a packed matmul is two kernels. Its panels are W = StageContext::panel_bytes
 // wide (the engine passes the register tile's width, codegen/register_tile.hpp);
-// 0 packs nothing. b may be read transposed (the keys of q k^T): its copy is what
+// 0 packs nothing. A product whose n columns are whole vectors that one tile of the
+// most rows holds (Target::tile_wide_col_vectors: 64 floats on AVX-512) is one panel
+// wide, W = n, so the tile reads a once; a b stored as that panel already (row-major
+// [k, n]) is read where it lies. b may be read transposed (the keys of q k^T): its copy is what
 // makes it contiguous. Where a tile's rows of a crowd one set of L1 (rows 4 KiB
 // apart), a is copied too, into row panels Q[i / R, k, i % R] as tall as the tile
 // (StageContext::panel_rows), and the matmul is three kernels; a costly a (a

@@ -329,8 +329,9 @@ TEST_CASE("apply_opts: an Opt that does not fit the kernel is an error naming it
   CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Upcast, 1, 7}}, t), doctest::Contains("1 (loop, 256)"),
                        Error);
   // A tile past the lanes one UOp's vector holds (a list written by hand, or a search's) is refused.
-  CHECK_THROWS_WITH_AS(apply_opts(matmul(64, 64, 128), {{OptKind::MatmulTile, 1, 4, 9}}, v4()),
-                       doctest::Contains("9 rows x 4 vectors of 16 lanes exceed"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(matmul(64, 64, 128), {{OptKind::MatmulTile, 1, 4, 17}}, v4()),
+                       doctest::Contains("17 rows x 4 vectors of 16 lanes exceed a tile's 1024 lanes"),
+                       Error);
   CHECK_THROWS_WITH_AS(apply_opts(matmul(64, 64, 128), {{OptKind::PairDot, 2, 2}}, v4()),
                        doctest::Contains("no pair-dot instruction"), Error);
 }

@@ -355,9 +355,15 @@ TEST_CASE("register_tile: accumulators, b vectors and the a broadcast fit the re
     const RegisterTile stem = register_tile(64, 112, 16, regs(32));
     CHECK(stem.vectors == 7);
     CHECK(stem.rows == 2);
+    // Columns a tile of the most rows holds (Target::tile_wide_col_vectors, 4 of 16 lanes on
+    // AVX-512): all of them in one tile of 6 rows, so a is read once.
     const RegisterTile t48 = register_tile(64, 48, 16, regs(32));
     CHECK(t48.vectors == 3);
-    CHECK(t48.rows == 5);  // 240 lanes, within a UOp's 255
+    CHECK(t48.rows == 6);
+    const RegisterTile t64 = register_tile(64, 64, 16, regs(32));
+    CHECK(t64.vectors == 4);
+    CHECK(t64.rows == 6);  // 24 accumulators, 4 b vectors and a broadcast: 29 of 32 registers
+    CHECK(register_tile(3, 64, 16, regs(32)).rows == 3);
     const RegisterTile avx2 = register_tile(64, 24, 8, regs(16));
     CHECK(avx2.vectors == 3);
     CHECK(avx2.rows * 3 + 3 + 1 <= 16);

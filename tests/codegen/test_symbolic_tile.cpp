@@ -66,10 +66,10 @@ TEST_CASE("symbolic rows: the heuristic picks the matmul tile it picks for the v
   // What LOOM_DEBUG=3 prints for the kernel: on AVX2 tiles of six rows by two vectors of 8
   // lanes, the loop over blocks of columns (axis 5) the threads'; the row tiles' loop inside
   // it runs (n + 5) / 6 times. On AVX-512 the 48 columns are 3 whole vectors, which tiles of
-  // two would pad to 64: one tile of 3 vectors spans them, 5 rows, the row tiles' loop the
+  // two would pad to 64: one tile of 3 vectors spans them, 6 rows, the row tiles' loop the
   // threads' (codegen/register_tile.cpp).
   CHECK(to_string(heuristic_opts(matmul(n, const_i64(64), 48), target_named("x86-64-v4"))) ==
-        "[matmul_tile(1, 3, rows=5), parallel(7)]");
+        "[matmul_tile(1, 3, rows=6), parallel(7)]");
   CHECK(to_string(heuristic_opts(matmul(n, const_i64(64), 48), target_named("x86-64-v3"))) ==
         "[matmul_tile(1, 2, rows=6), parallel(5)]");
 }

@@ -237,6 +237,10 @@ TEST_CASE("Target: describe() and key() show the new fields") {
   CHECK(d.find("page_bytes         4096\n") != std::string::npos);
   CHECK(d.find("fma_chains         10\n") != std::string::npos);
   CHECK(d.find("tile               6 rows x 2 vectors\n") != std::string::npos);
+  CHECK(d.find("wide tile          6 rows x 2 vectors\n") != std::string::npos);  // 16 registers
+  // 32 registers: 6 rows x 4 vectors, 24 accumulators + 4 b vectors + 1 broadcast.
+  CHECK(target_named("x86-64-v4").describe().find("wide tile          6 rows x 4 vectors\n") !=
+        std::string::npos);
   // The fields that change code are in the key; a runtime threshold is not.
   CHECK(avx2_target(4).key() != t.key());
   Target paged = t;

@@ -25,11 +25,11 @@ constexpr int64_t kWidth = kPanelBytes / 4;
 // The rows of k a tile sums per block (codegen's kc).
 constexpr int64_t kPanelDepth = 256;
 
-// The L1 these expectations were derived for: 32 KiB, 8 ways of 64-byte lines (64
-// sets), so b's 256 x 64-byte slice takes 4 ways of every set and a's rows 4 more;
-// explicit, so they hold on any host.
+// The machine these expectations were derived for: AVX2's tile (above), and an L1 of 32 KiB,
+// 8 ways of 64-byte lines (64 sets), so b's 256 x 64-byte slice takes 4 ways of every set
+// and a's rows 4 more; explicit, so they hold on any host.
 Target l1_32k_8way() {
-  Target t = host_target();
+  Target t = target_named("x86-64-v3");
   t.l1d_bytes = 32 << 10;
   t.l1d_ways = 8;
   t.line_bytes = 64;
@@ -315,4 +315,49 @@ TEST_CASE("products that each copy their a into row panels keep their copies' ra
     a_copies += buffer_elements(kernel.buffers[0]) == 11 * 6 * 1024;  // [11 panels, k, 6 rows]
   CHECK(a_copies == 3);                                               // x for each of its two products, and c
   CHECK(s.kernels.size() == 4 + 3 + 4);  // the products, the copies of a, the copies of b
+}
+
+namespace {
+
+// AVX-512's tile: 2 vectors of 16 float32 lanes a step of k, 6 rows; 4 vectors at most in a
+// tile of 6 rows (Target::tile_wide_col_vectors), so a product 64 columns wide is one panel.
+Schedule schedule_v4(const UOpPtr& a, const UOpPtr& b, int64_t m, int64_t k, int64_t n) {
+  Target t = target_named("x86-64-v4");
+  t.l1d_bytes = 48 << 10;
+  t.l1d_ways = 12;
+  FakeBuffers fb;
+  return create_schedule({matmul(a, b, {}, m, k, n)}, fb.factory(), {},
+                         ScheduleOptions{2 * t.vector_bytes, 0, kPanelDepth, t});
+}
+
+}  // namespace
+
+TEST_CASE("a product as narrow as the widest tile is one panel wide, so its tile reads a once") {
+  REQUIRE(target_named("x86-64-v4").tile_wide_col_vectors() == 4);
+  SUBCASE("b stored [k, 64] is that panel already: no copy, the product reads b where it lies") {
+    const Schedule s = schedule_v4(input(1, {64, 1024}), input(2, {1024, 64}), 64, 1024, 64);
+    REQUIRE(s.kernels.size() == 1);
+    const auto reads = loads_of(s.kernels[0], input(2, {1024 * 64}));
+    REQUIRE(reads.size() == 1);
+    CHECK(address_stride(reads[0]->src[0], only_reduce_range(s.kernels[0].ast)) == 64);
+  }
+  SUBCASE("a transposed b (attention's k^T at d = 64) is copied into one panel of 64 columns") {
+    const UOpPtr bt = movement(Op::PERMUTE, input(2, {64, 1024}), {1, 0});
+    const Schedule s = schedule_v4(input(1, {64, 1024}), bt, 64, 1024, 64);
+    REQUIRE(s.kernels.size() == 2);
+    const ScheduledKernel &copy = s.kernels[0], &mm = s.kernels[1];
+    CHECK(buffer_elements(copy.buffers[0]) == 1024 * 64);
+    const auto reads = loads_of(mm, copy.buffers[0]);
+    REQUIRE(reads.size() == 1);
+    CHECK(address_stride(reads[0]->src[0], only_reduce_range(mm.ast)) == 64);
+  }
+  SUBCASE("80 columns are 5 vectors, more than a tile of 6 rows holds: panels of 32") {
+    const Schedule s = schedule_v4(input(1, {64, 1024}), input(2, {1024, 80}), 64, 1024, 80);
+    REQUIRE(s.kernels.size() == 2);
+    const ScheduledKernel &copy = s.kernels[0], &mm = s.kernels[1];
+    CHECK(buffer_elements(copy.buffers[0]) == 1024 * 3 * 32);  // padded to 3 panels
+    const auto reads = loads_of(mm, copy.buffers[0]);
+    REQUIRE(reads.size() == 1);
+    CHECK(address_stride(reads[0]->src[0], only_reduce_range(mm.ast)) == 32);
+  }
 }
