@@ -883,8 +883,11 @@ bool Emitter::streams(const UOp& store, const Access& a) const {
   const UOp& index = *store.src.at(0);
   const int64_t lanes = index.dtype.lanes;
   const int64_t bytes = static_cast<int64_t>(a.type->getPrimitiveSizeInBits() / 8);
+  // The store claims the alignment of its bytes, up to the ABI's (a vector wider than a
+  // register is stored a register at a time): the index is a multiple of that many elements.
+  const int64_t aligned = std::min<int64_t>(bytes, kKernelAbiAlignment) / (bytes / std::max<int64_t>(lanes, 1));
   if (a.kind != Access::Contiguous || a.mask || buffer_of(index).op != Op::DEFINE_GLOBAL || lanes < 2 ||
-      bytes % 16 != 0 || !multiple_of(*index.src.at(1), lanes))
+      bytes % 16 != 0 || !multiple_of(*index.src.at(1), aligned))
     return false;
   return elements_reached(*index.src[1]) * bytes >= streaming_store_bytes_;
 }

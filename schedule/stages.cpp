@@ -16,6 +16,7 @@
 #include "schedule/range_split.hpp"
 #include "schedule/reduce_collapse.hpp"
 #include "schedule/reduce_unparented.hpp"
+#include "schedule/row_padding.hpp"
 #include "schedule/scatter_reduce.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "schedule/stage.hpp"
@@ -58,6 +59,7 @@ const Stage kBufferRemoval{"buffer_removal", buffer_removal};
 const Stage kPanelPacking{"panel_packing", panel_packing};
 const Stage kMultiOutput{"multi_output", multi_output};
 const Stage kElementwiseOutputs{"elementwise_outputs", elementwise_outputs};
+const Stage kRowPadding{"row_padding", row_padding};
 const Stage kScatterReduce{"scatter_reduce", scatter_reduce};
 const Stage kLoadCollapse{"load_collapse", load_collapse};
 const Stage kGuardNarrowing{"guard_narrowing", guard_narrowing};
@@ -69,10 +71,10 @@ const Stage kRangeMerge{"range_merge", range_merge};
 // Every stage LOOM_DISABLE or LOOM_ENABLE may name, in pipeline order.
 const std::vector<const Stage*>& named_stages() {
   static const std::vector<const Stage*> stages{
-      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,    &kNarrowBuffers,
-      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput, &kElementwiseOutputs,
-      &kScatterReduce, &kLoadCollapse,   &kGuardNarrowing,   &kValidIndex,  &kRangeSplit,
-      &kRangeFlatten,  &kRangeMerge};
+      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,       &kNarrowBuffers,
+      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput,    &kElementwiseOutputs,
+      &kRowPadding,    &kScatterReduce,  &kLoadCollapse,     &kGuardNarrowing, &kValidIndex,
+      &kRangeSplit,    &kRangeFlatten,   &kRangeMerge};
   return stages;
 }
 
@@ -133,7 +135,9 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
   // After multi_output: a sum it fused shares its product's ranges and stays out.
   const UOpPtr joined =
       run_stages("elementwise_outputs", {kElementwiseOutputs}, fused, ctx, notify_graph_stage);
-  return graph_rewrite(joined, drop_realize_markers());
+  // Last: every buffer the stages keep is known, and none of them reads a layout.
+  const UOpPtr padded = run_stages("row_padding", {kRowPadding}, joined, ctx, notify_graph_stage);
+  return graph_rewrite(padded, drop_realize_markers());
 }
 
 UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {

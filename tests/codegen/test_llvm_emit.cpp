@@ -665,3 +665,24 @@ TEST_CASE("emit: LOOM_CHECK_BOUNDS stops at the first index outside its buffer a
     CHECK(run_checked("masked", i, index(in, i + 1, i + 1 < 4), i) == std::pair{0, V{11, 12, 13, 0}});
   }
 }
+
+TEST_CASE("emit: a store of a vector wider than a register streams where each register's piece is aligned") {
+  // Rows 1040 floats apart (row_padding's layout): a row starts 64-byte aligned but not at a
+  // multiple of 64 floats. An f32x64 store (4 zmm) claims 64-byte alignment, which holds, so
+  // it streams past the threshold like a store into rows 1024 apart; rows 1028 apart would not.
+  const auto f32 = DType::Float32;
+  const Target& t = target_named("x86-64-v4");
+  for (const int64_t row : {1024, 1040, 1028}) {
+    INFO("row stride " << row);
+    auto out = global(0, f32), a = global(1, f32);
+    auto i = make_range(8, 0), j = make_range(16, 1), l = make_range(64, 2);
+    const UOpPtr at = i * row + j * 64 + l;
+    const auto kernel = sink({end(store(index(out, at), load(a, at) * 2.0f), {i, j, l})});
+    const UOpPtr opt = apply_opts(kernel, {{OptKind::Upcast, 2, 64}}, t);
+    const UOpPtr lowered =
+        lower_numerics(split_vectors(lower_reduce(expand_lanes(opt), t.vector_bytes), t.vector_bytes));
+    const std::string ir =
+        emit_llvm_ir(lowered, "wide_store", EmitOptions{.streaming_store_bytes = 1, .target = t});
+    CHECK((ir.find("!nontemporal") != std::string::npos) == (row % 16 == 0));
+  }
+}

@@ -269,7 +269,8 @@ TEST_CASE("a LOOM_DISABLE name that is no stage warns once, listing the stages; 
       "LOOM_DISABLE names 'simplfy', which is no stage or pass; ignored. The stages are "
       "split_reduceop, reduce_collapse, reduce_unparented, dead_axis, narrow_buffers, online_softmax, "
       "buffer_removal, "
-      "panel_packing, multi_output, elementwise_outputs, scatter_reduce, load_collapse, guard_narrowing, "
+      "panel_packing, multi_output, elementwise_outputs, row_padding, scatter_reduce, load_collapse, "
+      "guard_narrowing, "
       "valid_index, "
       "range_split, "
       "range_flatten, range_merge; the kernel passes are optimizer";

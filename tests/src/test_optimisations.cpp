@@ -5,6 +5,7 @@
 
 #include "codegen/codegen.hpp"
 #include "codegen/register_tile.hpp"
+#include "ir/buffer_access.hpp"
 #include "ir/pass_observer.hpp"
 #include "ir/symbolic.hpp"
 #include "ir/target.hpp"
@@ -515,6 +516,37 @@ size_t a_row_panel_kernels(int64_t row_bytes = 4096) {
   for (int64_t r = 0; r < matmul_panel_rows(f); ++r)
     if (++in_set[static_cast<size_t>(row_bytes * r / line % sets)] > free) return 3;
   return 2;
+}
+
+// The largest stride, in elements, at which any kernel seen reads memory along one of its ranges.
+int64_t widest_read_stride(const Kernels& seen) {
+  int64_t widest = 0;
+  for (const auto& [name, kernel] : seen.all_unoptimized()) {
+    const std::vector<UOpPtr> nodes = toposort(kernel);
+    for (const auto& load : nodes)
+      if (load->op == Op::LOAD)
+        for (const auto& range : nodes)
+          if (range->op == Op::RANGE)
+            widest = std::max(widest, address_stride(load->src[0], range).value_or(0));
+  }
+  return widest;
+}
+
+TEST_CASE("an intermediate of rows a whole L1 set stride long is padded a line a row, values unchanged") {
+  // A softmax's output [2, 48, 1024] read down its columns by a product (attention's dV =
+  // P^T dO): rows of 4 KiB start in one set of L1 on a 64-set L1 of 64-byte lines, so
+  // row_padding lays them 1040 floats apart (schedule/row_padding.hpp).
+  FreshCaches fresh;
+  const Tensor x = Tensor::randn({2, 48, 1024}).realize(), g = Tensor::randn({2, 48, 8}).realize();
+  const Tensor p = x.softmax(-1);
+  const Tensor y = p.transpose(1, 2).matmul(g), bound = p.abs().transpose(1, 2).matmul(g.abs());
+  const ref::RefTensor want = test::reference(y), scale = test::reference(bound);
+  Kernels seen;
+  const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+  check_within_sum_bound(got, want, scale, 48);
+  const Target t = current_target();
+  const bool padded = 1024 * 4 % (t.l1d_sets() * t.line_bytes) == 0;
+  CHECK(widest_read_stride(seen) == 48 * (padded ? 1024 + t.line_bytes / 4 : 1024));
 }
 
 TEST_CASE("packed matmuls (b in panels, the tile in blocks of rows and of k) agree with the reference") {
