@@ -3,6 +3,7 @@
 #include "schedule/panel_packing.hpp"
 #include "schedule/schedule.hpp"
 #include "support/graph_builders.hpp"
+#include "support/l1_targets.hpp"
 
 #include "ir/buffer_access.hpp"
 #include "ir/dim_expr.hpp"
@@ -27,14 +28,8 @@ constexpr int64_t kPanelDepth = 256;
 
 // The machine these expectations were derived for: AVX2's tile (above), and an L1 of 32 KiB,
 // 8 ways of 64-byte lines (64 sets), so b's 256 x 64-byte slice takes 4 ways of every set
-// and a's rows 4 more; explicit, so they hold on any host.
-Target l1_32k_8way() {
-  Target t = target_named("x86-64-v3");
-  t.l1d_bytes = 32 << 10;
-  t.l1d_ways = 8;
-  t.line_bytes = 64;
-  return t;
-}
+// and a's rows 4 more.
+Target l1_32k_8way() { return test::avx2_l1_32k_8way(); }
 
 UOpPtr movement(Op op, const UOpPtr& x, Shape shape) {
   return UOp::make(op, x->dtype, {x}, std::move(shape));

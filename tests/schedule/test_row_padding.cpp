@@ -4,7 +4,7 @@
 #include "schedule/row_padding.hpp"
 #include "stage_testing.hpp"
 
-#include "ir/target.hpp"
+#include "support/l1_targets.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,17 +15,9 @@ using loom::testing::expect;
 
 namespace {
 
-// An L1 of 32 KiB, 8 ways of 64-byte lines: 64 sets, rows of 4 KiB (1024 floats) start in
-// one set. Explicit, so the expectations hold on any host.
-Target l1_32k_8way() {
-  Target t = target_named("x86-64-v3");
-  t.l1d_bytes = 32 << 10;
-  t.l1d_ways = 8;
-  t.line_bytes = 64;
-  return t;
-}
-
-UOpPtr apply_row_padding(const std::string& text, const Target& target = l1_32k_8way()) {
+// row_padding over `text` for `target` (by default 64 sets of 64-byte lines: rows of 1024
+// floats start in one set).
+UOpPtr apply_row_padding(const std::string& text, const Target& target = test::avx2_l1_32k_8way()) {
   const Flags flags;
   StageContext ctx{flags, {}};
   ctx.target = target;
@@ -71,7 +63,7 @@ TEST_CASE("row_padding leaves a buffer alone where its rows already spread over 
     CHECK(apply_row_padding(text) == parse_text(text));
   }
   SUBCASE("an L1 of 128 sets: rows of 1024 floats are half its stride") {
-    Target wide = l1_32k_8way();
+    Target wide = test::avx2_l1_32k_8way();
     wide.l1d_bytes = 64 << 10;
     const std::string text = column_sum_of_exp(8, 1024, "1024");
     CHECK(apply_row_padding(text, wide) == parse_text(text));
