@@ -15,7 +15,9 @@ namespace loom::kopt {
 // A float sum adds at most this many values into one accumulator before the partial
 // sum moves to the next level: ~u*sqrt(kBlock) relative error per level (u = 2^-24).
 inline constexpr int64_t kBlock = 256;
-// Lanes a UOp's vector dtype holds at most (codegen/register_tile.cpp's kMaxLanes).
+// Lanes the optimiser's vectors take at most, the bound its choices were measured under
+// (codegen/register_tile.cpp's kMaxLanes); a matmul tile one wide across a narrow product's
+// columns may take up to DType::kMaxLanes, what a vector dtype holds.
 inline constexpr int64_t kMaxVectorLanes = 255;
 
 AxisKind kind(const UOpPtr& range);

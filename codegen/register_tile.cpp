@@ -305,7 +305,7 @@ RegisterTile register_tile(int64_t m, int64_t n, int64_t lanes, const Target& ta
   }
   // Columns of whole vectors that a tile of the most rows holds at once: one tile wide, so a
   // is read once (attention's P @ V at d = 64: 6 x 4 vectors, not two 6 x 2 tiles).
-  if (!narrow && n % lanes == 0 && col_vectors > vectors && col_vectors <= target.tile_wide_col_vectors() &&
+  if (!narrow && col_vectors > vectors && target.one_tile_wide(n, lanes) &&
       std::min(m, max_rows) * col_vectors * lanes <= DType::kMaxLanes)
     return {std::min(m, max_rows), col_vectors, lanes};
   // Columns that do not fill the tiles are masked: each b vector's mask takes a register.

@@ -78,6 +78,11 @@ struct Target {
   // tile of tile_max_rows rows holds in registers (accumulators, b vectors, one broadcast),
   // so a product this narrow is one tile wide and reads a once.
   int64_t tile_wide_col_vectors() const;
+  // n columns of `lanes`-lane vectors that one such tile holds: whole vectors, at most
+  // tile_wide_col_vectors of them (panel_packing's panel width and register_tile's tile agree).
+  bool one_tile_wide(int64_t n, int64_t lanes) const {
+    return n % lanes == 0 && n / lanes <= tile_wide_col_vectors();
+  }
   // bit_floor(fma_latency): a reduction's vector accumulators (a power of two, to divide the vectors).
   int64_t accumulators() const;
   // prefetch_streams: rows of b a GEMV or column-sum tile streams at once.

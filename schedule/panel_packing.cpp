@@ -248,8 +248,7 @@ bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
 // tile_wide_col_vectors), so the tile reads a once (attention's P @ V at d = 64).
 int64_t panel_width(int64_t n, int64_t itemsize, const StageContext& ctx) {
   const int64_t usual = ctx.panel_bytes / itemsize, lanes = ctx.target.vector_bytes / itemsize;
-  const bool wide = n > usual && n % lanes == 0 && n / lanes <= ctx.target.tile_wide_col_vectors();
-  return wide ? n : usual;
+  return n > usual && ctx.target.one_tile_wide(n, lanes) ? n : usual;
 }
 
 // b read as one panel already: one panel wide, every read contiguous along the columns j and

@@ -480,8 +480,7 @@ TEST_CASE("LOOM_VECTOR_WIDTH=512: a 1024 matmul's tile has 12 accumulators of 16
 size_t panel_kernels(int64_t n) {
   const Target t = current_target();
   const int64_t lanes = t.vector_bytes / 4, usual = matmul_panel_bytes(*flags()) / 4;
-  const bool one_panel =
-      n == usual || (n > usual && n % lanes == 0 && n / lanes <= t.tile_wide_col_vectors());
+  const bool one_panel = n == usual || (n > usual && t.one_tile_wide(n, lanes));
   return one_panel ? 1 : 2;
 }
 
