@@ -35,6 +35,10 @@ UOpPtr optimize_kernel(const UOpPtr& kernel, const OptimizerOptions& options = {
 // afterwards a half is only loaded, stored, selected or CAST to and from Float32.
 UOpPtr widen_halves(const UOpPtr& kernel);
 
+// A sum whose terms are its identity outside a bound on its loop variable (a select
+// against 0, a guarded load) runs over the bound only (codegen/reduce_bounds.cpp).
+UOpPtr bound_reduces(const UOpPtr& kernel);
+
 // WHERE(c, LOAD(INDEX(buf, i, g)), 0) becomes LOAD(INDEX(buf, i, g AND c)) (codegen/gated_select.cpp):
 // one masked load where there were a masked load and a masked move. A STORE of WHERE(c, x, the
 // element's own LOAD) becomes a STORE guarded by c: an in-place update writes only what it changes.

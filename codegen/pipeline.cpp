@@ -25,8 +25,8 @@ struct KernelPass {
 // ranges as plain loops then. numeric_lowering runs last, on every op the
 // passes before it made (a REDUCE MAX's updates, a lane fold's MAX), and is
 // required: the emitter refuses what it did not lower.
-const std::array<KernelPass, 8>& kernel_passes() {
-  static const std::array<KernelPass, 8> passes{{
+const std::array<KernelPass, 9>& kernel_passes() {
+  static const std::array<KernelPass, 9> passes{{
       {"half_widening", false,
        [](const UOpPtr& k, const Flags&, const KernelLowering&) { return widen_halves(k); }},
       {"optimizer", true,
@@ -37,6 +37,8 @@ const std::array<KernelPass, 8>& kernel_passes() {
        }},
       {"gated_select", true,
        [](const UOpPtr& k, const Flags&, const KernelLowering&) { return fold_gated_selects(k); }},
+      {"reduce_bounds", true,
+       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return bound_reduces(k); }},
       {"transcendental", true,
        [](const UOpPtr& k, const Flags&, const KernelLowering&) { return lower_transcendental(k); }},
       {"expander", true,

@@ -106,7 +106,8 @@ class RowInliner {
 };
 
 // Σ_j p(j) w(j) over the softmax's axis j, where p is a buffer no one else reads:
-// Σ_j x(j) w(j) * RECIP(Σ_j2 x(j2)), with the row's scores computed inside.
+// Σ_j x(j) w(j) * RECIP(Σ_j2 x(j2)), with the row's scores computed inside. Weights
+// WHERE(c, p(j), 0) keep their select on x(j) in the weighted sum.
 UOpPtr sum_weighted_by_softmax(const Match& m) {
   const UOpPtr& red = m.root();
   if (!reduce_over_one(red, Op::ADD) || !red->dtype.is_float() || red->src[0]->op != Op::MUL) return nullptr;
@@ -117,7 +118,10 @@ UOpPtr sum_weighted_by_softmax(const Match& m) {
     if (read->op != Op::LOAD || read->src[0]->op != Op::INDEX) continue;
     const auto n = readers.find(read->src[0]->src[0].get());
     if (n == readers.end() || n->second != 1) continue;  // the weights are needed elsewhere too
-    const UOpPtr p = read_value(read);
+    UOpPtr p = read_value(read), mask;
+    // Weights masked again where they are 0 already (causal attention's, for reduce_bounds).
+    if (p && p->op == Op::WHERE && p->src[2]->is_const() && p->src[2]->const_value() == 0)
+      mask = p->src[0], p = p->src[1];
     const std::optional<SoftmaxRow> row = p ? softmax_row(p, j) : std::nullopt;
     if (!row) continue;
     // Each sum's max runs over the sum's own range: codegen folds it into the sum's loop.
@@ -130,7 +134,8 @@ UOpPtr sum_weighted_by_softmax(const Match& m) {
     // The row's sum runs over the weighted sum's own range: one loop of k and v computes each
     // score once for both (lower_reduce folds every sum of one running max together).
     const UOpPtr x = computed(row->x, j);
-    const UOpPtr weighted = red->with_src({x * value->src[1 - side], j});
+    const UOpPtr term = mask ? where(mask, x, const_like(x->dtype, 0)) : x;
+    const UOpPtr weighted = red->with_src({term * value->src[1 - side], j});
     const UOpPtr sum = row->sum->with_src({x, j});
     return weighted * alu(Op::RECIP, {sum});
   }

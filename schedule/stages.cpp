@@ -7,6 +7,7 @@
 #include "schedule/elementwise_outputs.hpp"
 #include "schedule/guard_narrowing.hpp"
 #include "schedule/load_collapse.hpp"
+#include "schedule/masked_reads.hpp"
 #include "schedule/multi_output.hpp"
 #include "schedule/narrow_buffers.hpp"
 #include "schedule/online_softmax.hpp"
@@ -60,6 +61,7 @@ const Stage kPanelPacking{"panel_packing", panel_packing};
 const Stage kMultiOutput{"multi_output", multi_output};
 const Stage kElementwiseOutputs{"elementwise_outputs", elementwise_outputs};
 const Stage kRowPadding{"row_padding", row_padding};
+const Stage kMaskedReads{"masked_reads", masked_reads};
 const Stage kScatterReduce{"scatter_reduce", scatter_reduce};
 const Stage kLoadCollapse{"load_collapse", load_collapse};
 const Stage kGuardNarrowing{"guard_narrowing", guard_narrowing};
@@ -71,10 +73,10 @@ const Stage kRangeMerge{"range_merge", range_merge};
 // Every stage LOOM_DISABLE or LOOM_ENABLE may name, in pipeline order.
 const std::vector<const Stage*>& named_stages() {
   static const std::vector<const Stage*> stages{
-      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,       &kNarrowBuffers,
-      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput,    &kElementwiseOutputs,
-      &kRowPadding,    &kScatterReduce,  &kLoadCollapse,     &kGuardNarrowing, &kValidIndex,
-      &kRangeSplit,    &kRangeFlatten,   &kRangeMerge};
+      &kSplitReduceop, &kReduceCollapse, &kReduceUnparented, &kDeadAxis,     &kNarrowBuffers,
+      &kOnlineSoftmax, &kBufferRemoval,  &kPanelPacking,     &kMultiOutput,  &kElementwiseOutputs,
+      &kRowPadding,    &kMaskedReads,    &kScatterReduce,    &kLoadCollapse, &kGuardNarrowing,
+      &kValidIndex,    &kRangeSplit,     &kRangeFlatten,     &kRangeMerge};
   return stages;
 }
 
@@ -137,7 +139,9 @@ UOpPtr buffer_stages(const UOpPtr& sink, const Flags& flags, int64_t panel_bytes
       run_stages("elementwise_outputs", {kElementwiseOutputs}, fused, ctx, notify_graph_stage);
   // Last: every buffer the stages keep is known, and none of them reads a layout.
   const UOpPtr padded = run_stages("row_padding", {kRowPadding}, joined, ctx, notify_graph_stage);
-  return graph_rewrite(padded, drop_realize_markers());
+  // After every stage that keeps or removes a buffer: a read it masks is a kernel's.
+  const UOpPtr masked = run_stages("masked_reads", {kMaskedReads}, padded, ctx, notify_graph_stage);
+  return graph_rewrite(masked, drop_realize_markers());
 }
 
 UOpPtr kernel_stages(const UOpPtr& kernel, const Flags& flags, std::vector<KernelPassRun>& ran) {

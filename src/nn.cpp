@@ -262,11 +262,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k_in, const T
   if (is_causal) {
     // Key j is visible to query i when j <= i: a comparison of two index ranges,
     // so the schedule sees index arithmetic it can fuse, not an L x S constant.
+    // The weights are masked again (they are 0 there already): a buffer that is 0
+    // outside an index condition tells its readers so (schedule/masked_reads.hpp), and
+    // the product's sums and its gradient's skip the keys above the diagonal
+    // (codegen/reduce_bounds.cpp).
     const Tensor causal = Tensor::arange(S).unsqueeze(0) <= Tensor::arange(L).unsqueeze(1);
-    scores = causal.where(scores, minus_inf);
-  } else if (mask.defined()) {
-    scores = mask.dtype().is_bool() ? mask.where(scores, minus_inf) : scores + mask;
+    const Tensor zero = Tensor::scalar(0.0, scores.dtype());
+    return causal.where(causal.where(scores, minus_inf).softmax(-1), zero).matmul(v);
   }
+  if (mask.defined()) scores = mask.dtype().is_bool() ? mask.where(scores, minus_inf) : scores + mask;
   return scores.softmax(-1).matmul(v);
 }
 

@@ -191,20 +191,21 @@ TEST_CASE("LOOM_DUMP_DIR writes every kernel at every stage, named after the ker
                                  "r_64_32.09.half_widening.uop",
                                  "r_64_32.10.optimizer.uop",
                                  "r_64_32.11.gated_select.uop",
-                                 "r_64_32.12.transcendental.uop",
-                                 "r_64_32.13.expander.uop",
-                                 "r_64_32.14.lower_reduce.uop",
-                                 "r_64_32.15.split_vectors.uop",
-                                 "r_64_32.16.numeric_lowering.uop",
-                                 "r_64_32.17.opts.txt",
-                                 "r_64_32.18.linear.txt",
-                                 "r_64_32.19.llvm.ll",
-                                 "r_64_32.20.asm.s"})
+                                 "r_64_32.12.reduce_bounds.uop",
+                                 "r_64_32.13.transcendental.uop",
+                                 "r_64_32.14.expander.uop",
+                                 "r_64_32.15.lower_reduce.uop",
+                                 "r_64_32.16.split_vectors.uop",
+                                 "r_64_32.17.numeric_lowering.uop",
+                                 "r_64_32.18.opts.txt",
+                                 "r_64_32.19.linear.txt",
+                                 "r_64_32.20.llvm.ll",
+                                 "r_64_32.21.asm.s"})
     CHECK_MESSAGE(files.count(want), want);
-  std::ifstream llvm(dir / "r_64_32.19.llvm.ll");
+  std::ifstream llvm(dir / "r_64_32.20.llvm.ll");
   const std::string text((std::istreambuf_iterator<char>(llvm)), std::istreambuf_iterator<char>());
   CHECK(has(text, "define void @r_64_32("));
-  std::ifstream opts(dir / "r_64_32.17.opts.txt");
+  std::ifstream opts(dir / "r_64_32.18.opts.txt");
   const std::string list((std::istreambuf_iterator<char>(opts)), std::istreambuf_iterator<char>());
   CHECK(list.starts_with("[upcast(1, "));
   CHECK(has(list, "parallel(0)]"));

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace loom;
@@ -201,10 +202,19 @@ TEST_CASE("the causal mask is index arithmetic: no L x S buffer enters the graph
   }
   CHECK(buffers == 3);
   CHECK(iotas >= 1);
-  // The same mask spelled out by the user is the same graph (hash-consed), so is_causal
-  // costs nothing the formula would not.
+  // The formula spelled out by the user, the weights masked again where the product reads
+  // them, is the same graph (hash-consed), so is_causal costs nothing the formula would not;
+  // the same mask given as a Bool mask gives the same values.
   const Tensor causal = Tensor::arange(64).unsqueeze(0) <= Tensor::arange(64).unsqueeze(1);
-  CHECK(nn::scaled_dot_product_attention(q, k, v, causal).node()->uop == y.node()->uop);
+  const Tensor minus_inf = Tensor::scalar(-std::numeric_limits<double>::infinity()),
+               zero = Tensor::scalar(0.0);
+  const Tensor scores = q.matmul(k.transpose(-2, -1)) * (1 / std::sqrt(8.0));
+  const Tensor formula = causal.where(causal.where(scores, minus_inf).softmax(-1), zero).matmul(v);
+  CHECK(formula.node()->uop == y.node()->uop);
+  const std::vector<float> got = y.to_vector<float>(),
+                           masked = nn::scaled_dot_product_attention(q, k, v, causal).to_vector<float>();
+  REQUIRE(got.size() == masked.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(masked[i]).epsilon(1e-6));
 }
 
 // ---- PyTorch's values and gradients, finite differences

@@ -1044,3 +1044,34 @@ TEST_CASE("a piece of a concatenation whose edge falls between vectors is read u
     CHECK(guarded > 0);
   }
 }
+
+// Causal attention's products sum only over the keys a tile of rows sees (schedule/
+// masked_reads.hpp, codegen/reduce_bounds.cpp): P @ V and, in the backward, dV, dQ and dK
+// run loops whose extent follows the tile's rows, not T; forward and gradients still match
+// the reference interpreter.
+TEST_CASE("causal attention's products skip the keys above the diagonal, values unchanged") {
+  FreshCaches fresh;
+  const int64_t t = 96;
+  Tensor q = Tensor::randn({1, 2, t, 16}).realize(), k = Tensor::randn({1, 2, t, 16}).realize(),
+         v = Tensor::randn({1, 2, t, 16}).realize();
+  q.requires_grad_(), k.requires_grad_(), v.requires_grad_();
+  const Tensor y = nn::scaled_dot_product_attention(q, k, v, {}, std::nullopt, true);
+  const std::vector<Tensor> grads = gradient((y * y).sum(), {q, k, v});
+  std::vector<Tensor> all{y};
+  all.insert(all.end(), grads.begin(), grads.end());
+  std::vector<ref::RefTensor> want;
+  for (const Tensor& x : all) want.push_back(test::reference(x));
+  Kernels seen;
+  realize(all);
+  for (size_t i = 0; i < all.size(); ++i) {
+    INFO("result " << i);
+    const std::vector<float> got = all[i].to_vector<float>();
+    REQUIRE(static_cast<int64_t>(got.size()) == want[i].size());
+    for (int64_t e = 0; e < want[i].size(); ++e)
+      CHECK(got[static_cast<size_t>(e)] == doctest::Approx(want[i].at(e)).epsilon(1e-4).scale(1));
+  }
+  int bounded = 0;  // reduce loops whose extent is an expression of the outer loops
+  for (const auto& [name, kernel] : seen.all())
+    for (const UOpPtr& r : ranges_of_kind(kernel, AxisKind::Reduce)) bounded += !r->src.at(0)->is_const();
+  CHECK(bounded >= 4);  // P @ V, dV, dQ, dK (and the scores' and row maxima's)
+}

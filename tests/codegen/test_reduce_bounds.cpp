@@ -1,0 +1,180 @@
+// reduce_bounds: a sum whose terms are its identity outside a bound on its own loop runs
+// over the bound only (from the tile's least start to its greatest stop), and a sum a select
+// needs in no lane of the tile runs no iteration; the kernel means what it meant
+// (interpreted before and after, and compiled).
+#include "codegen/codegen.hpp"
+#include "codegen/run_kernel.hpp"
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+using namespace loom;
+using namespace loom::test;
+
+namespace {
+
+const auto f32 = DType::Float32;
+constexpr int64_t kRows = 12, kTile = 3, kCols = 4;
+
+// The extents of every REDUCE's reduce loops.
+std::vector<UOpPtr> sum_extents(const UOpPtr& kernel) {
+  std::vector<UOpPtr> out;
+  for (const auto& u : toposort(kernel))
+    if (u->op == Op::REDUCE)
+      for (size_t k = 1; k < u->src.size(); ++k)
+        if (u->src[k]->get<AxisArg>().kind == AxisKind::Reduce) out.push_back(u->src[k]->src[0]);
+  return out;
+}
+
+// out[i, d] = sum_j where(j <= i, p[i, j], 0) * v[j, d] (or where i <= j: `after`), over
+// i = 3 io + iu (iu unrolled: a tile of rows), d, and j in [0, 12): causal attention's P @ V
+// (and, transposed, dV = P^T dO).
+UOpPtr masked_product(bool after, const UOpPtr& select_zero = const_float(f32, 0.0)) {
+  auto out = global(0, f32), p = global(1, f32), v = global(2, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               d = make_range(kCols, 2), j = make_range(kRows, 3, AxisKind::Reduce);
+  const UOpPtr i = io * i64(kTile) + iu;
+  const UOpPtr visible = after ? alu(Op::OR, {i < j, eq(i, j)}) : alu(Op::OR, {j < i, eq(j, i)});
+  const UOpPtr term = where(visible, load(p, i * i64(kRows) + j), select_zero) * load(v, j * i64(kCols) + d);
+  return sink({end(store(index(out, i * i64(kCols) + d), reduce(Op::ADD, term, {j})), {io, iu, d})});
+}
+
+void check_meaning(const UOpPtr& before, const UOpPtr& after) {
+  Aligned<float> out(kRows * kCols, -7.0f), p(kRows * kRows), v(kRows * kCols);
+  for (size_t n = 0; n < p.size(); ++n) p[n] = static_cast<float>(n % 7) - 2.5f;
+  for (size_t n = 0; n < v.size(); ++n) v[n] = static_cast<float>(n % 5) * 0.5f - 1.0f;
+  check_same_results(before, after, {out, p, v});
+  run_all(compile_kernel(after, "reduce_bounds"), after, {out, p, v});
+}
+
+}  // namespace
+
+TEST_CASE("reduce_bounds: a sum of terms zero above the diagonal stops at the tile's last row") {
+  const UOpPtr before = masked_product(false), after = bound_reduces(before);
+  REQUIRE(after != before);
+  const std::vector<UOpPtr> extents = sum_extents(after);
+  REQUIRE(extents.size() == 1);
+  // min(12, 3 io + 3): the tile's greatest row plus one, never past the row's end.
+  CHECK(extents[0]->vmin() <= kTile);
+  CHECK(extents[0]->vmax() == kRows);
+  CHECK(!extents[0]->is_const());
+  check_meaning(before, after);
+}
+
+TEST_CASE("reduce_bounds: a sum of terms zero below the diagonal starts at the tile's first row") {
+  const UOpPtr before = masked_product(true), after = bound_reduces(before);
+  REQUIRE(after != before);
+  const std::vector<UOpPtr> extents = sum_extents(after);
+  REQUIRE(extents.size() == 1);
+  CHECK(extents[0]->vmax() == kRows);  // the first tile starts at 0
+  CHECK(extents[0]->vmin() < kRows);
+  check_meaning(before, after);
+}
+
+TEST_CASE("reduce_bounds: a select against anything but the sum's identity bounds nothing") {
+  const UOpPtr before = masked_product(false, const_float(f32, 1.0));
+  CHECK(bound_reduces(before) == before);
+}
+
+TEST_CASE("reduce_bounds: a max over -inf outside the bound runs over the bound") {
+  auto out = global(0, f32), s = global(1, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               j = make_range(kRows, 2, AxisKind::Reduce);
+  const UOpPtr i = io * i64(kTile) + iu;
+  const UOpPtr masked = where(j < i + i64(1), load(s, i * i64(kRows) + j),
+                              const_float(f32, -std::numeric_limits<double>::infinity()));
+  const UOpPtr before = sink({end(store(index(out, i), reduce(Op::MAX, masked, {j})), {io, iu})});
+  const UOpPtr after = bound_reduces(before);
+  REQUIRE(after != before);
+  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
+  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 7) % 11) - 5.0f;
+  check_same_results(before, after, {o, sv});
+  run_all(compile_kernel(after, "reduce_bounds_max"), after, {o, sv});
+}
+
+TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
+  // out[i, j] = where(j <= i, sum_e q[i, e] k[j, e], -inf), i and j tiles of 3 (unrolled):
+  // causal attention's scores. In a tile wholly above the diagonal the sum runs no step.
+  auto out = global(0, f32), q = global(1, f32), k = global(2, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               jo = make_range(kRows / kTile, 2), ju = make_range(kTile, 3, AxisKind::Unroll),
+               e = make_range(kCols, 4, AxisKind::Reduce);
+  const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(kTile) + ju;
+  const UOpPtr dot = reduce(Op::ADD, load(q, i * i64(kCols) + e) * load(k, j * i64(kCols) + e), {e});
+  const UOpPtr score = where(alu(Op::OR, {j < i, eq(j, i)}), dot * const_float(f32, 0.5),
+                             const_float(f32, -std::numeric_limits<double>::infinity()));
+  const UOpPtr before = sink({end(store(index(out, i * i64(kRows) + j), score), {io, iu, jo, ju})});
+  const UOpPtr after = bound_reduces(before);
+  REQUIRE(after != before);
+  const std::vector<UOpPtr> extents = sum_extents(after);
+  REQUIRE(extents.size() == 1);
+  CHECK(extents[0]->vmin() == 0);
+  CHECK(extents[0]->vmax() == kCols);
+  Aligned<float> o(kRows * kRows, -7.0f), qv(kRows * kCols), kv(kRows * kCols);
+  for (size_t n = 0; n < qv.size(); ++n)
+    qv[n] = static_cast<float>(n % 9) - 4.0f, kv[n] = static_cast<float>(n % 4);
+  check_same_results(before, after, {o, qv, kv});
+  run_all(compile_kernel(after, "reduce_bounds_select"), after, {o, qv, kv});
+}
+
+TEST_CASE("reduce_bounds: a sum over a split loop bounds its outer part") {
+  // out[i] = sum_j where(j <= i, s[i, j], 0), j = 4 jo + ju (ju unrolled): a softmax row's
+  // sum as the optimiser leaves it. jo stops at (i - 0) / 4 + 1 over the tile of rows.
+  auto out = global(0, f32), s = global(1, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               jo = make_range(kRows / 4, 2, AxisKind::Reduce), ju = make_range(4, 3, AxisKind::Unroll);
+  const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(4) + ju;
+  const UOpPtr term = where(alu(Op::OR, {cast(j, DType::Int32) < cast(i, DType::Int32),
+                                         eq(cast(j, DType::Int32), cast(i, DType::Int32))}),
+                            load(s, i * i64(kRows) + j), const_float(f32, 0.0));
+  const UOpPtr before = sink({end(store(index(out, i), reduce(Op::ADD, term, {jo, ju})), {io, iu})});
+  const UOpPtr after = bound_reduces(before);
+  REQUIRE(after != before);
+  const std::vector<UOpPtr> extents = sum_extents(after);
+  REQUIRE(extents.size() == 1);
+  CHECK(!extents[0]->is_const());
+  CHECK(extents[0]->vmax() == kRows / 4);
+  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
+  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 5) % 13) - 6.0f;
+  check_same_results(before, after, {o, sv});
+  run_all(compile_kernel(after, "reduce_bounds_split"), after, {o, sv});
+}
+
+TEST_CASE("reduce_bounds: a bound from the left of a split loop starts its outer part late enough") {
+  // out[i] = sum_j where(i <= j, s[i, j], 0), j = 4 jo + ju: the transposed product's rows.
+  auto out = global(0, f32), s = global(1, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               jo = make_range(kRows / 4, 2, AxisKind::Reduce), ju = make_range(4, 3, AxisKind::Unroll);
+  const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(4) + ju;
+  const UOpPtr term =
+      where(alu(Op::OR, {i < j, eq(i, j)}), load(s, i * i64(kRows) + j), const_float(f32, 0.0));
+  const UOpPtr before = sink({end(store(index(out, i), reduce(Op::ADD, term, {jo, ju})), {io, iu})});
+  const UOpPtr after = bound_reduces(before);
+  REQUIRE(after != before);
+  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
+  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 5) % 13) - 6.0f;
+  check_same_results(before, after, {o, sv});
+  run_all(compile_kernel(after, "reduce_bounds_split_start"), after, {o, sv});
+}
+
+TEST_CASE("reduce_bounds: a bound that reads the sum's other loop is not taken") {
+  // out[i] = sum_{a, b} where(a + b <= i, x[a, b], 0): a's bound i - b reads b, which runs
+  // inside a's loop (a padded conv's two kernel axes); the compiled kernel still runs.
+  auto out = global(0, f32), x = global(1, f32);
+  const UOpPtr i = make_range(6, 0), a = make_range(4, 1, AxisKind::Reduce),
+               b = make_range(4, 2, AxisKind::Reduce);
+  const UOpPtr term =
+      where(alu(Op::OR, {a + b < i, eq(a + b, i)}), load(x, a * i64(4) + b), const_float(f32, 0.0));
+  const UOpPtr before = sink({end(store(index(out, i), reduce(Op::ADD, term, {a, b})), {i})});
+  const UOpPtr after = bound_reduces(before);
+  for (const UOpPtr& e : sum_extents(after)) {
+    bool reads_other_sum = false;
+    for (const UOpPtr& u : toposort(e)) reads_other_sum |= u == a || u == b;
+    CHECK(!reads_other_sum);
+  }
+  Aligned<float> o(6, -7.0f), xv(16);
+  for (size_t n = 0; n < xv.size(); ++n) xv[n] = static_cast<float>(n) - 3.5f;
+  check_same_results(before, after, {o, xv});
+  run_all(compile_kernel(after, "reduce_bounds_two_sums"), after, {o, xv});
+}
