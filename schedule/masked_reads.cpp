@@ -59,16 +59,30 @@ Mask mask_of(const UOpPtr& buffer) {
   return {c, constant};
 }
 
-// The read, selecting the buffer's constant where its condition fails at the read's
-// coordinates, and loading only where it holds (a guarded load touches no memory elsewhere).
-UOpPtr masked_read(const UOpPtr& load, const Mask& mask) {
-  const UOpPtr& index = load->src[0];
+// The buffer's condition at the coordinates `index` reads.
+UOpPtr condition_at(const UOpPtr& index, const Mask& mask) {
   const UOpPtr& buffer = index->src[0];
   const size_t axes = buffer->get<Shape>().size();
   std::vector<std::pair<UOpPtr, UOpPtr>> at;
   for (size_t i = 1; i <= axes; ++i)
     if (buffer->src[i]->op == Op::RANGE) at.emplace_back(buffer->src[i], index->src[i]);
-  const UOpPtr condition = substitute(mask.condition, at);
+  return substitute(mask.condition, at);
+}
+
+// Is the condition read inside a sum over a range it reads? There the select bounds that
+// sum (codegen's reduce_bounds), and the few loads past the bound are cheaper unguarded.
+bool bounds_a_sum(const UOpPtr& condition) {
+  for (const UOpPtr& u : toposort(condition))
+    if (u->op == Op::RANGE && u->get<AxisArg>().kind == AxisKind::Reduce) return true;
+  return false;
+}
+
+// The read, selecting the buffer's constant where its condition fails at the read's
+// coordinates, and loading only where it holds (a guarded load touches no memory elsewhere).
+UOpPtr masked_read(const UOpPtr& load, const Mask& mask) {
+  const UOpPtr& index = load->src[0];
+  const UOpPtr condition = condition_at(index, mask);
+  if (bounds_a_sum(condition)) return where(condition, load, mask.constant);
   std::vector<UOpPtr> guarded = index->src;
   guarded.push_back(condition);
   return where(condition, load->with_src({index->with_src(std::move(guarded))}), mask.constant);
@@ -89,6 +103,15 @@ UOpPtr mask_reads(const Match& m) {
     if (u->op == Op::BUFFERIZE)
       if (Mask mask = mask_of(u); mask.condition) masks.emplace(u.get(), mask);
   if (masks.empty()) return nullptr;
+  // Reads masked already, unguarded (the group runs to a fixpoint): the source of a select
+  // by their condition.
+  std::unordered_set<const UOp*> masked;
+  for (const UOpPtr& u : nodes)
+    if (u->op == Op::WHERE && reads_whole_buffer(u->src[1]))
+      if (const auto it = masks.find(u->src[1]->src[0]->src[0].get());
+          it != masks.end() && u->src[2] == it->second.constant &&
+          u->src[0] == condition_at(u->src[1]->src[0], it->second))
+        masked.insert(u->src[1].get());
   // One walk that rebuilds each node over its rebuilt sources and masks each read: a buffer
   // read inside another's value is rebuilt once, with its reads.
   std::unordered_map<const UOp*, UOpPtr> done;
@@ -101,7 +124,7 @@ UOpPtr mask_reads(const Match& m) {
       rebuilt |= src.back() != s;
     }
     UOpPtr node = rebuilt ? u->with_src(std::move(src)) : u;
-    if (reads_whole_buffer(u))
+    if (reads_whole_buffer(u) && !masked.contains(u.get()))
       if (const auto it = masks.find(u->src[0]->src[0].get()); it != masks.end())
         node = masked_read(node, it->second);
     done.emplace(u.get(), node);

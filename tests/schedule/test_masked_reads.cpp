@@ -15,13 +15,14 @@ namespace {
 
 // P = where(k <= q, exp2(x[q, k]) * scale, K) over [8, 8], kept in a buffer, read by a
 // product over k: out[q2, d] = sum_k P[q2, k] * v[k, d]. With `masked`, the graph the stage
-// makes: P's read guarded by j <= q2 and K selected elsewhere.
+// makes: K selected where j <= q2 fails (the sum's bound for codegen's reduce_bounds; the
+// load itself unguarded: inside the bound a select costs less than a masked load).
 std::string weighted_sum(const std::string& constant, const std::string& scale, bool masked = false,
                          const std::string& condition = "%c = OR bool %lt, %eq") {
   const std::string read =
       masked
           ? "%oi = CAST i32 %ro\n%ji = CAST i32 %rj\n%lt2 = CMPLT bool %ji, %oi\n%eq2 = CMPEQ bool %ji, %oi\n"
-            "%c2 = OR bool %lt2, %eq2\n%ip = INDEX f32* %bp, %ro, %rj, %c2\n%lp = LOAD f32 %ip\n"
+            "%c2 = OR bool %lt2, %eq2\n%ip = INDEX f32* %bp, %ro, %rj\n%lp = LOAD f32 %ip\n"
             "%k2 = CONST f32 [" +
                 constant + "]\n%read = WHERE f32 %c2, %lp, %k2\n"
           : "%ip = INDEX f32* %bp, %ro, %rj\n%read = LOAD f32 %ip\n";
@@ -44,9 +45,9 @@ std::string weighted_sum(const std::string& constant, const std::string& scale, 
 
 }  // namespace
 
-TEST_CASE("a read of weights that are 0 above the diagonal loads below it only and selects 0 above") {
+TEST_CASE("a sum's read of weights that are 0 above the diagonal selects 0 above it itself") {
   const UOpPtr out = apply_stage(masked_reads(), weighted_sum("0.0", ""), Flags{}, false);
-  // The product's read guarded and masked by j <= q2.
+  // The product's read masked by j <= q2.
   CHECK(out == parse_text(weighted_sum("0.0", "", true)));
 }
 
@@ -73,4 +74,28 @@ TEST_CASE("masked_reads leaves a buffer alone where no sum could skip its consta
     const std::string text = weighted_sum("0.0", "inf");
     CHECK(apply_stage(masked_reads(), text, Flags{}, false) == parse_text(text));
   }
+}
+
+TEST_CASE("an elementwise read of a masked buffer loads only where the condition holds") {
+  // out[q2, j2] = P[q2, j2] * 3: no sum to bound, so the read is guarded (no memory touched
+  // above the diagonal) and selects 0 there.
+  const std::string head =
+      "%n = CONST i64 [8]\n%x = BUFFER f32 [(1 64)]\n"
+      "%rq = RANGE i64 %n [axis 0 loop]\n%rk = RANGE i64 %n [axis 1 loop]\n"
+      "%a = MUL i64 %rq, %n\n%at = ADD i64 %a, %rk\n%ix = INDEX f32* %x, %at\n%lx = LOAD f32 %ix\n"
+      "%e = EXP2 f32 %lx\n%qi = CAST i32 %rq\n%ki = CAST i32 %rk\n"
+      "%lt = CMPLT bool %ki, %qi\n%eq = CMPEQ bool %ki, %qi\n%c = OR bool %lt, %eq\n"
+      "%k = CONST f32 [0.0]\n%w = WHERE f32 %c, %e, %k\n%bp = BUFFERIZE f32 %w, %rq, %rk [(8 8)]\n"
+      "%ro = RANGE i64 %n [axis 2 loop]\n%rj = RANGE i64 %n [axis 3 loop]\n";
+  const std::string tail =
+      "%three = CONST f32 [3.0]\n%t = MUL f32 %read, %three\n"
+      "%root = BUFFERIZE f32 %t, %ro, %rj [(8 8)]\n%sink = SINK bool %root\n";
+  const std::string before = head + "%ip = INDEX f32* %bp, %ro, %rj\n%read = LOAD f32 %ip\n" + tail;
+  const std::string after = head +
+                            "%oi = CAST i32 %ro\n%ji = CAST i32 %rj\n%lt2 = CMPLT bool %ji, %oi\n"
+                            "%eq2 = CMPEQ bool %ji, %oi\n%c2 = OR bool %lt2, %eq2\n"
+                            "%ip = INDEX f32* %bp, %ro, %rj, %c2\n%lp = LOAD f32 %ip\n"
+                            "%read = WHERE f32 %c2, %lp, %k\n" +
+                            tail;
+  CHECK(apply_stage(masked_reads(), before, Flags{}, false) == parse_text(after));
 }
