@@ -70,22 +70,12 @@ UOpPtr condition_at(const UOpPtr& index, const Mask& mask) {
 }
 
 // Is the condition read inside a sum over a range it reads? There the select bounds that
-// sum (codegen's reduce_bounds), and the few loads past the bound are cheaper unguarded.
+// sum (codegen's reduce_bounds). Elsewhere a select, or a masked load, costs more than the
+// loads it would save (docs/performance.md, "Causal blocks skipped").
 bool bounds_a_sum(const UOpPtr& condition) {
   for (const UOpPtr& u : toposort(condition))
     if (u->op == Op::RANGE && u->get<AxisArg>().kind == AxisKind::Reduce) return true;
   return false;
-}
-
-// The read, selecting the buffer's constant where its condition fails at the read's
-// coordinates, and loading only where it holds (a guarded load touches no memory elsewhere).
-UOpPtr masked_read(const UOpPtr& load, const Mask& mask) {
-  const UOpPtr& index = load->src[0];
-  const UOpPtr condition = condition_at(index, mask);
-  if (bounds_a_sum(condition)) return where(condition, load, mask.constant);
-  std::vector<UOpPtr> guarded = index->src;
-  guarded.push_back(condition);
-  return where(condition, load->with_src({index->with_src(std::move(guarded))}), mask.constant);
 }
 
 // A scalar LOAD(INDEX(BUFFERIZE, i0..in)): one coordinate per axis, no guard of its own.
@@ -126,7 +116,8 @@ UOpPtr mask_reads(const Match& m) {
     UOpPtr node = rebuilt ? u->with_src(std::move(src)) : u;
     if (reads_whole_buffer(u) && !masked.contains(u.get()))
       if (const auto it = masks.find(u->src[0]->src[0].get()); it != masks.end())
-        node = masked_read(node, it->second);
+        if (const UOpPtr condition = condition_at(node->src[0], it->second); bounds_a_sum(condition))
+          node = where(condition, node, it->second.constant);
     done.emplace(u.get(), node);
   }
   const UOpPtr out = done.at(sink.get());
