@@ -142,35 +142,29 @@ std::optional<Stride> stride_of(const UOpPtr& a, const UOpPtr& r) {
   return Stride{stride, cast(build(rest), r->dtype)};
 }
 
-// What `a <= x` (a the side that reads r, x free of it) says of r over the tile's lanes:
-// s*r + rest <= x, so r < (max x - min rest) / s + 1; and what x <= a says: r >= the
-// ceiling of (min x - max rest) / s. Rounding only ever widens the bound.
 UOpPtr plus(const UOpPtr& x, int64_t offset) {
   return !x || offset == 0 ? x : x + const_like(x->dtype, static_cast<double>(offset));
 }
 
-void at_most(const UOpPtr& a, const UOpPtr& x_in, int64_t offset, const UOpPtr& r, Bound& b) {
+// What `a + offset <= x` (`below`) or `x + offset <= a` says of r over the tile's lanes, a
+// the side that reads r (s*r + rest) and x free of it: r < (max x - offset - min rest) / s
+// + 1, or r >= the ceiling of (min x + offset - max rest) / s. Rounding only widens it.
+void bound_side(const UOpPtr& a, const UOpPtr& x_in, int64_t offset, bool below, const UOpPtr& r, Bound& b) {
   const std::optional<Stride> st = stride_of(a, r);
-  const UOpPtr x = st ? plus(as_index(x_in, r), offset) : nullptr;
-  const UOpPtr most = x ? over_lanes(x, true) : nullptr,
-               least_rest = most ? over_lanes(st->rest, false) : nullptr;
-  if (!least_rest) return;
-  const UOpPtr s = const_like(r->dtype, static_cast<double>(st->s));
-  const UOpPtr stop = st->s == 1 ? most - least_rest + const_like(r->dtype, 1) : (most - least_rest + s) / s;
-  b.stop = b.stop ? smaller(b.stop, stop) : stop;
-}
-void at_least(const UOpPtr& a, const UOpPtr& x_in, int64_t offset, const UOpPtr& r, Bound& b) {
-  const std::optional<Stride> st = stride_of(a, r);
-  const UOpPtr x = st ? plus(as_index(x_in, r), offset) : nullptr;
-  const UOpPtr least = x ? over_lanes(x, false) : nullptr,
-               most_rest = least ? over_lanes(st->rest, true) : nullptr;
-  if (!most_rest) return;
-  const UOpPtr zero = const_like(r->dtype, 0);
-  const UOpPtr start =
-      st->s == 1 ? least - most_rest
-                 : larger(least - most_rest + const_like(r->dtype, static_cast<double>(st->s - 1)), zero) /
-                       const_like(r->dtype, static_cast<double>(st->s));
-  b.start = b.start ? larger(b.start, start) : start;
+  const UOpPtr x = st ? plus(as_index(x_in, r), below ? -offset : offset) : nullptr;
+  const UOpPtr side = x ? over_lanes(x, below) : nullptr,
+               rest = side ? over_lanes(st->rest, !below) : nullptr;
+  if (!rest) return;
+  const UOpPtr zero = const_like(r->dtype, 0), s = const_like(r->dtype, static_cast<double>(st->s));
+  if (below) {  // the stop
+    const UOpPtr stop = st->s == 1 ? side - rest + const_like(r->dtype, 1) : (side - rest + s) / s;
+    b.stop = b.stop ? smaller(b.stop, stop) : stop;
+  } else {  // the start
+    const UOpPtr start =
+        st->s == 1 ? side - rest
+                   : larger(side - rest + const_like(r->dtype, static_cast<double>(st->s - 1)), zero) / s;
+    b.start = b.start ? larger(b.start, start) : start;
+  }
 }
 
 void bound_of_term(const UOpPtr& c, const UOpPtr& r, Bound& b) {
@@ -180,8 +174,8 @@ void bound_of_term(const UOpPtr& c, const UOpPtr& r, Bound& b) {
   }
   if (c->op == Op::CMPLT) {  // a < x is a <= x - 1; x < a is x + 1 <= a
     const UOpPtr &lhs = c->src[0], &rhs = c->src[1];
-    if (depends_on(lhs, r) && !depends_on(rhs, r)) at_most(lhs, rhs, -1, r, b);
-    if (depends_on(rhs, r) && !depends_on(lhs, r)) at_least(rhs, lhs, 1, r, b);
+    if (depends_on(lhs, r) && !depends_on(rhs, r)) bound_side(lhs, rhs, 1, true, r, b);
+    if (depends_on(rhs, r) && !depends_on(lhs, r)) bound_side(rhs, lhs, 1, false, r, b);
     return;
   }
   // a < x OR a == x, in either order of the equality: a <= x (and x <= a likewise).
@@ -191,8 +185,8 @@ void bound_of_term(const UOpPtr& c, const UOpPtr& r, Bound& b) {
                       (eq->src[0] == lt->src[1] && eq->src[1] == lt->src[0]);
     if (!same) return;
     const UOpPtr &lhs = lt->src[0], &rhs = lt->src[1];
-    if (depends_on(lhs, r) && !depends_on(rhs, r)) at_most(lhs, rhs, 0, r, b);
-    if (depends_on(rhs, r) && !depends_on(lhs, r)) at_least(rhs, lhs, 0, r, b);
+    if (depends_on(lhs, r) && !depends_on(rhs, r)) bound_side(lhs, rhs, 0, true, r, b);
+    if (depends_on(rhs, r) && !depends_on(lhs, r)) bound_side(rhs, lhs, 0, false, r, b);
   }
 }
 

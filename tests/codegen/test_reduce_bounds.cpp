@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <string>
 
 using namespace loom;
 using namespace loom::test;
@@ -46,6 +47,16 @@ void check_meaning(const UOpPtr& before, const UOpPtr& after) {
   for (size_t n = 0; n < v.size(); ++n) v[n] = static_cast<float>(n % 5) * 0.5f - 1.0f;
   check_same_results(before, after, {out, p, v});
   run_all(compile_kernel(after, "reduce_bounds"), after, {out, p, v});
+}
+
+// A kernel over kRows rows reading s[kRows, kRows]: before and after mean the same
+// (interpreted), and the compiled kernel agrees with the interpreter.
+void check_rows(const UOpPtr& before, const UOpPtr& after, const std::string& name, size_t step, size_t mod) {
+  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
+  for (size_t n = 0; n < sv.size(); ++n)
+    sv[n] = static_cast<float>((n * step) % mod) - static_cast<float>(mod / 2);
+  check_same_results(before, after, {o, sv});
+  run_all(compile_kernel(after, name), after, {o, sv});
 }
 
 }  // namespace
@@ -87,10 +98,7 @@ TEST_CASE("reduce_bounds: a max over -inf outside the bound runs over the bound"
   const UOpPtr before = sink({end(store(index(out, i), reduce(Op::MAX, masked, {j})), {io, iu})});
   const UOpPtr after = bound_reduces(before);
   REQUIRE(after != before);
-  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
-  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 7) % 11) - 5.0f;
-  check_same_results(before, after, {o, sv});
-  run_all(compile_kernel(after, "reduce_bounds_max"), after, {o, sv});
+  check_rows(before, after, "reduce_bounds_max", 7, 11);
 }
 
 TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
@@ -135,10 +143,7 @@ TEST_CASE("reduce_bounds: a sum over a split loop bounds its outer part") {
   REQUIRE(extents.size() == 1);
   CHECK(!extents[0]->is_const());
   CHECK(extents[0]->vmax() == kRows / 4);
-  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
-  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 5) % 13) - 6.0f;
-  check_same_results(before, after, {o, sv});
-  run_all(compile_kernel(after, "reduce_bounds_split"), after, {o, sv});
+  check_rows(before, after, "reduce_bounds_split", 5, 13);
 }
 
 TEST_CASE("reduce_bounds: a bound from the left of a split loop starts its outer part late enough") {
@@ -152,10 +157,7 @@ TEST_CASE("reduce_bounds: a bound from the left of a split loop starts its outer
   const UOpPtr before = sink({end(store(index(out, i), reduce(Op::ADD, term, {jo, ju})), {io, iu})});
   const UOpPtr after = bound_reduces(before);
   REQUIRE(after != before);
-  Aligned<float> o(kRows, -7.0f), sv(kRows * kRows);
-  for (size_t n = 0; n < sv.size(); ++n) sv[n] = static_cast<float>((n * 5) % 13) - 6.0f;
-  check_same_results(before, after, {o, sv});
-  run_all(compile_kernel(after, "reduce_bounds_split_start"), after, {o, sv});
+  check_rows(before, after, "reduce_bounds_split_start", 5, 13);
 }
 
 TEST_CASE("reduce_bounds: a bound that reads the sum's other loop is not taken") {
