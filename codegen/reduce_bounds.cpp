@@ -31,6 +31,15 @@ namespace loom {
 
 namespace {
 
+// A loop of fewer iterations, its count a constant, LLVM unrolls whole; bounded, it would
+// stay a loop (a depthwise conv's 3 x 3 window under its padding's guards ran 1.6 times
+// as long: docs/performance.md, "Causal blocks skipped").
+constexpr int64_t kMinBoundedTrips = 16;
+
+bool worth_bounding(const UOpPtr& r) {
+  return !r->src[0]->is_const() || r->src[0]->const_int() >= kMinBoundedTrips;
+}
+
 struct BoundContext {
   UOpPtr kernel;                  // as it came in: which sums something else reads too
   int64_t next_axis;              // the id of the next loop made
@@ -224,7 +233,9 @@ UOpPtr bound_reduce(const Match& m) {
   std::vector<std::pair<UOpPtr, UOpPtr>> narrowed;
   for (size_t k = 1; k < src.size(); ++k) {
     const UOpPtr& r = src[k];
-    if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Reduce || ctx.bounded(r)) continue;
+    if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Reduce || ctx.bounded(r) ||
+        !worth_bounding(r))
+      continue;
     Bound b;
     for (const UOpPtr& c : conditions)
       if (c->dtype.lanes == 1) bound_of_term(c, r, b);
@@ -313,7 +324,7 @@ UOpPtr skip_unselected(const Match& m) {
     for (size_t k = 1; k < u->src.size(); ++k) {
       const UOpPtr& r = u->src[k];
       if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Reduce) continue;
-      if (ctx.bounded(r)) break;
+      if (ctx.bounded(r) || !worth_bounding(r)) break;
       // Simplified as every later pass simplifies it: one loop is one RANGE node.
       const UOpPtr extent = simplify(where(some, r->src[0], const_like(r->dtype, 0)));
       if (extent == r->src[0]) break;
