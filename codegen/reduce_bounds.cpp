@@ -64,17 +64,6 @@ bool has_lane_range(const UOpPtr& e) {
   return false;
 }
 
-UOpPtr smaller(const UOpPtr& a, const UOpPtr& b) {
-  if (!a) return b;
-  if (b->vmax() <= a->vmin()) return b;
-  return a->vmax() <= b->vmin() ? a : where(a < b, a, b);
-}
-UOpPtr larger(const UOpPtr& a, const UOpPtr& b) {
-  if (!a) return b;
-  if (b->vmin() >= a->vmax()) return b;
-  return a->vmin() >= b->vmax() ? a : umax(a, b);
-}
-
 // The greatest (most = true) or least value of integer `e` over the tile's lanes (its
 // upcast and unroll ranges), as an expression of the other loops; null where `e` is not
 // made of sums, constant multiples, integer casts and selects.
@@ -108,7 +97,7 @@ UOpPtr over_lanes(const UOpPtr& e, bool most) {
     // x < n ? x : n - 1, a tile's last rows clamped to the last row: min(x, n - 1).
     if (c->op == Op::CMPLT && c->src[0] == x && c->src[1]->is_const() && y->is_const() &&
         y->const_value() == c->src[1]->const_value() - 1)
-      return smaller(a, y);
+      return min_by_bounds(a, y);
   }
   return nullptr;
 }
@@ -167,13 +156,30 @@ void bound_side(const UOpPtr& a, const UOpPtr& x_in, int64_t offset, bool below,
   const UOpPtr zero = const_like(r->dtype, 0), s = const_like(r->dtype, static_cast<double>(st->s));
   if (below) {  // the stop
     const UOpPtr stop = st->s == 1 ? side - rest + const_like(r->dtype, 1) : (side - rest + s) / s;
-    b.stop = b.stop ? smaller(b.stop, stop) : stop;
+    b.stop = min_by_bounds(b.stop, stop);
   } else {  // the start
     const UOpPtr start =
-        st->s == 1 ? side - rest
-                   : larger(side - rest + const_like(r->dtype, static_cast<double>(st->s - 1)), zero) / s;
-    b.start = b.start ? larger(b.start, start) : start;
+        st->s == 1
+            ? side - rest
+            : max_by_bounds(side - rest + const_like(r->dtype, static_cast<double>(st->s - 1)), zero) / s;
+    b.start = max_by_bounds(b.start, start);
   }
+}
+
+// A condition read as a compare: lhs < rhs, or lhs <= rhs (written lhs < rhs OR lhs == rhs,
+// the equality either way round, as a `<=` of tensors lowers).
+struct Compare {
+  UOpPtr lhs, rhs;
+  bool or_equal;
+};
+std::optional<Compare> as_compare(const UOpPtr& c) {
+  if (c->op == Op::CMPLT) return Compare{c->src[0], c->src[1], false};
+  if (c->op != Op::OR || c->src.size() != 2 || c->src[0]->op != Op::CMPLT || c->src[1]->op != Op::CMPEQ)
+    return std::nullopt;
+  const UOpPtr &lt = c->src[0], &eq = c->src[1];
+  const bool same = (eq->src[0] == lt->src[0] && eq->src[1] == lt->src[1]) ||
+                    (eq->src[0] == lt->src[1] && eq->src[1] == lt->src[0]);
+  return same ? std::optional<Compare>{Compare{lt->src[0], lt->src[1], true}} : std::nullopt;
 }
 
 void bound_of_term(const UOpPtr& c, const UOpPtr& r, Bound& b) {
@@ -181,22 +187,13 @@ void bound_of_term(const UOpPtr& c, const UOpPtr& r, Bound& b) {
     for (const UOpPtr& s : c->src) bound_of_term(s, r, b);
     return;
   }
-  if (c->op == Op::CMPLT) {  // a < x is a <= x - 1; x < a is x + 1 <= a
-    const UOpPtr &lhs = c->src[0], &rhs = c->src[1];
-    if (depends_on(lhs, r) && !depends_on(rhs, r)) bound_side(lhs, rhs, 1, true, r, b);
-    if (depends_on(rhs, r) && !depends_on(lhs, r)) bound_side(rhs, lhs, 1, false, r, b);
-    return;
-  }
-  // a < x OR a == x, in either order of the equality: a <= x (and x <= a likewise).
-  if (c->op == Op::OR && c->src.size() == 2 && c->src[0]->op == Op::CMPLT && c->src[1]->op == Op::CMPEQ) {
-    const UOpPtr &lt = c->src[0], &eq = c->src[1];
-    const bool same = (eq->src[0] == lt->src[0] && eq->src[1] == lt->src[1]) ||
-                      (eq->src[0] == lt->src[1] && eq->src[1] == lt->src[0]);
-    if (!same) return;
-    const UOpPtr &lhs = lt->src[0], &rhs = lt->src[1];
-    if (depends_on(lhs, r) && !depends_on(rhs, r)) bound_side(lhs, rhs, 0, true, r, b);
-    if (depends_on(rhs, r) && !depends_on(lhs, r)) bound_side(rhs, lhs, 0, false, r, b);
-  }
+  const std::optional<Compare> cmp = as_compare(c);
+  if (!cmp) return;
+  // a < x is a + 1 <= x; x < a is x + 1 <= a.
+  const int64_t offset = cmp->or_equal ? 0 : 1;
+  if (depends_on(cmp->lhs, r) && !depends_on(cmp->rhs, r)) bound_side(cmp->lhs, cmp->rhs, offset, true, r, b);
+  if (depends_on(cmp->rhs, r) && !depends_on(cmp->lhs, r))
+    bound_side(cmp->rhs, cmp->lhs, offset, false, r, b);
 }
 
 bool is_identity(const UOpPtr& k, Op reduce_op) {
@@ -241,9 +238,9 @@ UOpPtr bound_reduce(const Match& m) {
       if (c->dtype.lanes == 1) bound_of_term(c, r, b);
     if (!b.start && !b.stop) continue;
     const UOpPtr zero = const_like(r->dtype, 0);
-    const UOpPtr start = simplify(b.start ? larger(b.start, zero) : zero);
-    const UOpPtr stop = simplify(b.stop ? smaller(b.stop, r->src[0]) : r->src[0]);
-    const UOpPtr extent = simplify(larger(simplify(stop - start), zero));
+    const UOpPtr start = simplify(max_by_bounds(b.start, zero));
+    const UOpPtr stop = simplify(min_by_bounds(b.stop, r->src[0]));
+    const UOpPtr extent = simplify(max_by_bounds(simplify(stop - start), zero));
     if (extent == r->src[0] && start == zero) continue;
     const UOpPtr loop = ctx.loop(extent);
     narrowed.emplace_back(r, loop + start);
@@ -266,20 +263,10 @@ UOpPtr in_some_lane(const UOpPtr& c) {
       if (const UOpPtr some = in_some_lane(t)) all = all ? land(all, some) : some;
     return all;
   }
-  UOpPtr a, b;
-  bool or_equal = false;
-  if (c->op == Op::CMPLT) {
-    a = c->src[0], b = c->src[1];
-  } else if (c->op == Op::OR && c->src.size() == 2 && c->src[0]->op == Op::CMPLT &&
-             c->src[1]->op == Op::CMPEQ) {
-    const UOpPtr &lt = c->src[0], &eq = c->src[1];
-    if (!((eq->src[0] == lt->src[0] && eq->src[1] == lt->src[1]) ||
-          (eq->src[0] == lt->src[1] && eq->src[1] == lt->src[0])))
-      return nullptr;
-    a = lt->src[0], b = lt->src[1], or_equal = true;
-  } else {
-    return nullptr;
-  }
+  const std::optional<Compare> cmp = as_compare(c);
+  if (!cmp) return nullptr;
+  const UOpPtr &a = cmp->lhs, &b = cmp->rhs;
+  const bool or_equal = cmp->or_equal;
   const UOpPtr least = over_lanes(a, false), most = over_lanes(b, true);
   if (!least || !most) return nullptr;
   const UOpPtr lt = least < most;

@@ -244,6 +244,15 @@ const PatternMatcher& symbolic_index() {
 
 UOpPtr simplify(const UOpPtr& root) { return graph_rewrite(root, symbolic()); }
 
+UOpPtr min_by_bounds(const UOpPtr& a, const UOpPtr& b) {
+  if (!a || b->vmax() <= a->vmin()) return b;
+  return a->vmax() <= b->vmin() ? a : where(a < b, a, b);
+}
+UOpPtr max_by_bounds(const UOpPtr& a, const UOpPtr& b) {
+  if (!a || b->vmin() >= a->vmax()) return b;
+  return a->vmin() >= b->vmax() ? a : umax(a, b);
+}
+
 bool is_range_ref(const UOpPtr& a, const UOpPtr& r) {
   if (a == r) return true;
   return a->op == Op::CAST && a->src[0] == r && is_int_scalar(a->dtype) && fits(a->dtype, Wide{r->vmax()});

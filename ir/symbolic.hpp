@@ -50,6 +50,10 @@ struct ConjunctBound {
   Wide lo, hi;
 };
 std::vector<ConjunctBound> conjunct_bounds(const UOpPtr& guard);
+// min(a, b) and max(a, b) of integers, decided by their bounds where they can be (P + 1
+// against 16 for P <= 15: 16 needs no select); a null `a` gives b.
+UOpPtr min_by_bounds(const UOpPtr& a, const UOpPtr& b);
+UOpPtr max_by_bounds(const UOpPtr& a, const UOpPtr& b);
 // The IDIV and MOD nodes `u` reaches: what range_merge and valid_index keep from growing.
 size_t divmod_count(const UOpPtr& u);
 // graph_rewrite(root, symbolic()).

@@ -11,16 +11,6 @@ namespace {
 
 bool reads_no_loop(const UOpPtr& e) { return e->ranges().empty() && e->dtype.lanes == 1; }
 
-// min and max, decided by the bounds where they can be (P + 1 against 16 for P <= 15).
-UOpPtr smaller(const UOpPtr& a, const UOpPtr& b) {
-  if (!a || b->vmax() <= a->vmin()) return b;
-  return a->vmax() <= b->vmin() ? a : where(a < b, a, b);
-}
-UOpPtr larger(const UOpPtr& a, const UOpPtr& b) {
-  if (!a || b->vmin() >= a->vmax()) return b;
-  return a->vmin() >= b->vmax() ? a : umax(a, b);
-}
-
 // The loop `r` of `end` narrowed to the iterations its store's guard allows, or null.
 UOpPtr narrowed_loop(const UOpPtr& root, const UOpPtr& end, size_t k, const std::vector<UOpPtr>& guard) {
   const UOpPtr& r = end->src[k];
@@ -28,14 +18,14 @@ UOpPtr narrowed_loop(const UOpPtr& root, const UOpPtr& end, size_t k, const std:
   UOpPtr lo, hi;
   for (const UOpPtr& c : guard) {
     if (c->op != Op::CMPLT) continue;
-    if (c->src[0] == r && reads_no_loop(c->src[1])) hi = smaller(hi, c->src[1]);     // r < hi
-    if (c->src[1] == r && reads_no_loop(c->src[0])) lo = larger(lo, c->src[0] + 1);  // lo - 1 < r
+    if (c->src[0] == r && reads_no_loop(c->src[1])) hi = min_by_bounds(hi, c->src[1]);      // r < hi
+    if (c->src[1] == r && reads_no_loop(c->src[0])) lo = max_by_bounds(lo, c->src[0] + 1);  // lo - 1 < r
   }
   if (!lo && !hi) return nullptr;
   const UOpPtr zero = const_like(r->dtype, 0);
-  const UOpPtr start = simplify(larger(lo, zero));
-  const UOpPtr stop = hi ? smaller(hi, r->src[0]) : r->src[0];
-  const UOpPtr extent = simplify(larger(simplify(stop - start), zero));
+  const UOpPtr start = simplify(max_by_bounds(lo, zero));
+  const UOpPtr stop = hi ? min_by_bounds(hi, r->src[0]) : r->src[0];
+  const UOpPtr extent = simplify(max_by_bounds(simplify(stop - start), zero));
   if (extent == r->src[0] && start == zero) return nullptr;
   const UOpPtr loop = make_range(extent, next_axis_id(root), AxisKind::Loop);
   std::vector<UOpPtr> src = end->src;
