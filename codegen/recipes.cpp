@@ -97,6 +97,10 @@ UOpPtr align_side_ends(const UOpPtr& kernel, std::optional<Lanes> lanes) {
 // each block of a's rows meets every panel of b before the next block starts
 // (register_tile.hpp's row_block); each block of k rows of a GEMV's b meets
 // every column tile of a chunk.
+// A batch (the first other loop) whose count the blocks divide goes first instead, for
+// the threads: its members' work is equal where the blocks' need not be (a causal
+// product skips the tiles above the diagonal, so its first block of rows has a third of
+// the second's work), and each still meets b's panels a block of rows at a time.
 UOpPtr block_tiles(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& blocks_of_k) {
   const Split s = split(k, tiles, block, AxisKind::Loop);
   const UOpPtr& end = s.root->src.at(0);
@@ -105,6 +109,12 @@ UOpPtr block_tiles(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& b
   for (size_t i = 1; i < end->src.size(); ++i)
     if (end->src[i] != s.outer && end->src[i] != s.inner && end->src[i] != blocks_of_k)
       (kind(end->src[i]) == AxisKind::Loop ? loops : lanes).push_back(end->src[i]);
+  const size_t batch = blocks_of_k ? 2 : 1;
+  const std::optional<int64_t> blocks = trip(s.outer),
+                               members = batch < loops.size() ? trip(loops[batch]) : std::nullopt;
+  if (blocks && *blocks > 1 && members && *members % *blocks == 0)
+    std::rotate(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(batch),
+                loops.begin() + static_cast<std::ptrdiff_t>(batch) + 1);
   std::vector<UOpPtr> src{end->src[0]};
   src.insert(src.end(), loops.begin(), loops.end());
   src.push_back(s.inner);
