@@ -1082,44 +1082,36 @@ TEST_CASE("causal attention's products skip the keys above the diagonal, values 
 // so their first block of rows has a third of the second's work.
 TEST_CASE("a batched product in blocks of rows runs its batch across threads: causal scores, a plain bmm") {
   const int64_t t = 384, heads = 4;  // 64 row tiles in 2 blocks
-  const auto tiled_parallel = [](const Kernels& seen) {
-    std::vector<int64_t> out;  // the threads' loop of each kernel with a tile of 6 rows
+  // Realizes y against the reference interpreter; the threads' loop of each kernel with a
+  // tile of 6 rows.
+  const auto tiled_parallel = [](const Tensor& y) {
+    FreshCaches fresh;
+    const ref::RefTensor want = test::reference(y);
+    Kernels seen;
+    const std::vector<float> got = Tensor(y).realize().to_vector<float>();
+    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
+    for (int64_t e = 0; e < want.size(); ++e)
+      CHECK(got[static_cast<size_t>(e)] == doctest::Approx(want.at(e)).epsilon(1e-4).scale(1));
+    std::vector<int64_t> out;
     for (const auto& [name, kernel] : seen.all_optimized()) {
       const auto unroll = ranges_of_kind(kernel, AxisKind::Unroll);
       if (std::none_of(unroll.begin(), unroll.end(), [](const UOpPtr& r) { return end_of(r) == 6; }))
         continue;
       for (const UOpPtr& r : ranges_of_kind(kernel, AxisKind::Parallel)) out.push_back(end_of(r));
     }
+    REQUIRE(!out.empty());
     return out;
   };
   SUBCASE("causal attention") {
-    FreshCaches fresh;
     const Tensor q = Tensor::randn({1, heads, t, 16}).realize(),
                  k = Tensor::randn({1, heads, t, 16}).realize(),
                  v = Tensor::randn({1, heads, t, 16}).realize();
-    const Tensor y = nn::scaled_dot_product_attention(q, k, v, {}, std::nullopt, true);
-    const ref::RefTensor want = test::reference(y);
-    Kernels seen;
-    const std::vector<float> got = Tensor(y).realize().to_vector<float>();
-    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-    for (int64_t e = 0; e < want.size(); ++e)
-      CHECK(got[static_cast<size_t>(e)] == doctest::Approx(want.at(e)).epsilon(1e-4).scale(1));
-    const std::vector<int64_t> parallel = tiled_parallel(seen);
-    REQUIRE(!parallel.empty());                          // q k^T
-    for (const int64_t n : parallel) CHECK(n == heads);  // not its 2 blocks of rows
+    // q k^T's threads take heads, not its 2 blocks of rows
+    for (const int64_t n : tiled_parallel(nn::scaled_dot_product_attention(q, k, v, {}, std::nullopt, true)))
+      CHECK(n == heads);
   }
   SUBCASE("a plain batched product") {
-    FreshCaches fresh;
     const Tensor a = Tensor::randn({heads, t, 16}).realize(), b = Tensor::randn({heads, 16, t}).realize();
-    const Tensor y = a.matmul(b);
-    const ref::RefTensor want = test::reference(y);
-    Kernels seen;
-    const std::vector<float> got = Tensor(y).realize().to_vector<float>();
-    REQUIRE(static_cast<int64_t>(got.size()) == want.size());
-    for (int64_t e = 0; e < want.size(); ++e)
-      CHECK(got[static_cast<size_t>(e)] == doctest::Approx(want.at(e)).epsilon(1e-4).scale(1));
-    const std::vector<int64_t> parallel = tiled_parallel(seen);
-    REQUIRE(!parallel.empty());
-    for (const int64_t n : parallel) CHECK(n == heads);
+    for (const int64_t n : tiled_parallel(a.matmul(b))) CHECK(n == heads);
   }
 }
