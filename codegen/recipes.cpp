@@ -97,10 +97,11 @@ UOpPtr align_side_ends(const UOpPtr& kernel, std::optional<Lanes> lanes) {
 // each block of a's rows meets every panel of b before the next block starts
 // (register_tile.hpp's row_block); each block of k rows of a GEMV's b meets
 // every column tile of a chunk.
-// A batch (the first other loop) whose count the blocks divide goes first instead, for
-// the threads: its members' work is equal where the blocks' need not be (a causal
-// product skips the tiles above the diagonal, so its first block of rows has a third of
-// the second's work), and each still meets b's panels a block of rows at a time.
+// The first other loop (a batch, attention's heads; b's panels where there is no batch)
+// goes first instead when the count of blocks divides it, for the threads: its members'
+// work is equal where the blocks' need not be (a causal product skips the tiles above
+// the diagonal, so its first block of rows has a third of the second's work), and each
+// member still meets b's panels a block of rows at a time.
 UOpPtr block_tiles(UOpPtr k, const UOpPtr& tiles, int64_t block, const UOpPtr& blocks_of_k) {
   const Split s = split(k, tiles, block, AxisKind::Loop);
   const UOpPtr& end = s.root->src.at(0);
