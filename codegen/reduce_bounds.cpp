@@ -304,10 +304,14 @@ UOpPtr skip_unselected(const Match& m) {
   BoundContext& ctx = m.ctx<BoundContext>();
   const UOpPtr some = in_some_lane(c);
   if (!some || some->is_const()) return nullptr;
+  std::vector<UOpPtr> sums;
+  for (const UOpPtr& u : toposort(x))
+    if (u->op == Op::REDUCE && within(some, u)) sums.push_back(u);
+  if (sums.empty()) return nullptr;  // before the walk of the whole kernel below
   const std::unordered_set<const UOp*> outside = reached_without(ctx.kernel, x);
   std::vector<std::pair<UOpPtr, UOpPtr>> narrowed;
-  for (const UOpPtr& u : toposort(x)) {
-    if (u->op != Op::REDUCE || outside.contains(u.get()) || !within(some, u)) continue;
+  for (const UOpPtr& u : sums) {
+    if (outside.contains(u.get())) continue;
     for (size_t k = 1; k < u->src.size(); ++k) {
       const UOpPtr& r = u->src[k];
       if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Reduce) continue;
@@ -336,6 +340,10 @@ const PatternMatcher& reduce_bound_rules() {
 }  // namespace
 
 UOpPtr bound_reduces(const UOpPtr& kernel) {
+  // Both rules bound a sum: an elementwise kernel (many selects, no sum) is left at once.
+  const std::vector<UOpPtr> nodes = toposort(kernel);
+  if (std::none_of(nodes.begin(), nodes.end(), [](const UOpPtr& u) { return u->op == Op::REDUCE; }))
+    return kernel;
   BoundContext ctx{kernel, next_axis_id(kernel)};
   return graph_rewrite(kernel, reduce_bound_rules(), ctx);
 }

@@ -1081,7 +1081,10 @@ TEST_CASE("causal attention's products skip the keys above the diagonal, values 
 // the blocks' need not be. Causal attention's scores skip the tiles above the diagonal,
 // so their first block of rows has a third of the second's work.
 TEST_CASE("a batched product in blocks of rows runs its batch across threads: causal scores, a plain bmm") {
-  const int64_t t = 384, heads = 4;  // 64 row tiles in 2 blocks
+  // 64 row tiles of a's 16 columns, small beside any L2: row_block makes the Target's
+  // min_blocks (its cores) blocks of them, so twice as many heads are a batch the blocks
+  // divide on any host.
+  const int64_t t = 384, heads = 2 * current_target().min_blocks();
   // Realizes y against the reference interpreter; the threads' loop of each kernel with a
   // tile of 6 rows.
   const auto tiled_parallel = [](const Tensor& y) {
@@ -1106,7 +1109,7 @@ TEST_CASE("a batched product in blocks of rows runs its batch across threads: ca
     const Tensor q = Tensor::randn({1, heads, t, 16}).realize(),
                  k = Tensor::randn({1, heads, t, 16}).realize(),
                  v = Tensor::randn({1, heads, t, 16}).realize();
-    // q k^T's threads take heads, not its 2 blocks of rows
+    // q k^T's threads take heads, not its blocks of rows
     for (const int64_t n : tiled_parallel(nn::scaled_dot_product_attention(q, k, v, {}, std::nullopt, true)))
       CHECK(n == heads);
   }
