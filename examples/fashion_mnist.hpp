@@ -77,8 +77,8 @@ struct Options {
   // batch_size * ranks images, and the gradients are averaged across ranks.
   bool ddp = false;
   // Mixed precision (loom::Autocast around the forward, in training and testing): the convs and
-  // linear layers multiply BFloat16- or Float16-rounded operands and accumulate in Float32; the
-  // parameters, norms and loss stay Float32. Float16 scales the loss (loom::GradScaler).
+  // linear layers run in BFloat16 or Float16 (accumulating in Float32); the parameters, norms
+  // and loss stay Float32. Float16 scales the loss (loom::GradScaler).
   std::optional<loom::DType> autocast;
 };
 

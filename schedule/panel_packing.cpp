@@ -234,13 +234,12 @@ UOpPtr padded_columns(const UOpPtr& buf, const UOpPtr& value, const UOpPtr& jp) 
 }
 
 // Both factors bfloat16 values widened, the innermost summed range of even length, a in row
-// panels (a plain read, a tile of rows): the sum runs in pairs on the Target's pair-dot
-// instruction.
+// panels (a tile of rows): the sum runs in pairs on the Target's pair-dot instruction. A
+// costly a (a gradient through an activation) is computed once by its pair copy.
 bool pairs_fit(const Contraction& c, const StageContext& ctx, int a_src) {
   const auto k = c.reduce->src.size() > 1 ? trip(c.reduce->src.back()) : std::nullopt;
   return ctx.target.pair_dot() && ctx.panel_rows > 1 && k && *k % 2 == 0 && is_widened_bf16(c.factor[0]) &&
-         is_widened_bf16(c.factor[1]) && !c.nested[static_cast<size_t>(a_src)] &&
-         c.ops[static_cast<size_t>(a_src)] <= kCheapFactorOps;
+         is_widened_bf16(c.factor[1]) && !c.nested[static_cast<size_t>(a_src)];
 }
 
 // Columns of a panel: the tile's usual width (StageContext::panel_bytes), or all n columns

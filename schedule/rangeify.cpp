@@ -2,6 +2,7 @@
 
 #include "ir/contraction.hpp"
 #include "ir/kernel_cost.hpp"
+#include "ir/widening.hpp"
 #include "schedule/movement_index.hpp"
 
 #include <algorithm>
@@ -195,10 +196,13 @@ class Rangeifier {
   }
   // Likewise a chain of more than kCheapFactorOps ALU ops (integer arithmetic, a
   // normalisation's (x - mean) * rstd * w + b inside a matmul): stored once and loaded
-  // it costs less, so it is a buffer no stage removes.
+  // it costs less, so it is a buffer no stage removes. A chain rounded to a half (an
+  // Autocast operand: a gradient through an activation) is stored rounded, in half the bytes.
   bool costly_chain_under_broadcast(const UOp& x, const NodeInfo& ni) const {
-    return is_alu(x.op) && !is_transcendental(x.op) && ni.under_expand && computed_in_reduce(ni) &&
-           costly_chain(x);
+    const bool rounded = x.op == Op::CAST && x.dtype.is_half() && is_alu(x.src[0]->op);
+    const UOp& chain = rounded ? *x.src[0] : x;
+    return (is_alu(x.op) || rounded) && !is_transcendental(chain.op) && ni.under_expand &&
+           computed_in_reduce(ni) && costly_chain(chain);
   }
   // A consumer may compute it inside a reduce's loop: it reads it there, or it is
   // itself computed there (fused, or a candidate buffer_removal may inline).
@@ -451,7 +455,7 @@ class RegionSizes {
       if (s <= kMaxKernelOps) break;
       s -= uses(src) * size_[src];
       if (!broadcast_.contains(src)) {
-        points_.insert(src);  // too big to fuse in: its region ends at its own buffer
+        end_at(*src);  // too big to fuse in: its region ends at its own buffer
         continue;
       }
       size_[src] = end_below(*src);
@@ -468,6 +472,23 @@ class RegionSizes {
   std::unordered_map<const UOp*, int64_t> ended_;  // end_below's result per broadcast
 
   bool ends_region(const UOp& u) const { return u.op == Op::BUFFER || points_.contains(&u); }
+
+  // Ends a region at `u`: a buffer holds its value. A value widened exactly from a half (an
+  // Autocast operand, bfloat16 to float32), or a reshape of one (a matmul's operand), ends
+  // below the cast instead, at the half value: the same values in half the bytes, and a
+  // product reads the bfloat16 factor that its pair-dot copies take. The cast stays in the
+  // region, one op an element; over a leaf it is all there is, and nothing ends.
+  void end_at(const UOp& u) {
+    const UOp* v = &u;
+    while (v->op == Op::RESHAPE) v = v->src[0].get();
+    if (!widening(*v)) {
+      points_.insert(&u);
+      return;
+    }
+    while (widening(*v)) v = v->src[0].get();
+    if (!is_leaf(v->op)) points_.insert(v);
+  }
+  static bool widening(const UOp& u) { return u.op == Op::CAST && widens_exactly(u.src[0]->dtype, u.dtype); }
 
   // Computed from broadcasts alone (a product of two expanded operands, a cast or a view
   // of one); a reduce is not: it sums the broadcast away.
@@ -489,7 +510,7 @@ class RegionSizes {
       if (broadcast_.contains(src.get())) {
         s += size_[src.get()] = end_below(*src);
       } else if (size_[src.get()] > 0) {
-        points_.insert(src.get());
+        end_at(*src);
       }
     }
     s = std::min(s, kPastCap);

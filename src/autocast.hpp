@@ -21,13 +21,11 @@ inline bool autocasts(std::initializer_list<const Tensor*> operands) {
   return true;
 }
 
-// A lower-precision op's operand: rounded to the autocast dtype, then widened exactly to
-// Float32, where the op multiplies (a product of two bf16 or two f16 values is exact in
-// Float32) and accumulates. The casts are elementwise, so they fuse into the consumer.
-inline Tensor autocast_operand(const Tensor& t) {
-  if (!t.defined()) return t;
-  return t.cast(*autocast_dtype()).cast(DType::Float32);
-}
+// A lower-precision op's operand: rounded to the autocast dtype. The op then runs on half
+// operands as it does outside a scope (products and sums in Float32, the result rounded once to
+// the half dtype), so its gradient is half too and the backward's products take half operands,
+// as torch.autocast's. The cast is elementwise, so it fuses into the consumer.
+inline Tensor autocast_operand(const Tensor& t) { return t.defined() ? t.cast(*autocast_dtype()) : t; }
 
 // A Float32-list op's input (reductions, norms, softmax, losses): a half tensor in a scope
 // becomes Float32 (exactly); anything else is unchanged.

@@ -87,19 +87,35 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) : Modu
   if (with_bias) bias = parameter(uniform_values({out_features}, -bound, bound));
 }
 
+namespace {
+
+// x W^T + b. Half operands multiply and sum in Float32 with the bias added there too, and the
+// result is rounded once (src/half_compute.hpp), as PyTorch's CPU addmm.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_same_dtype("Linear", x, "input", weight, "weight");
+  if (loom::detail::is_half(x))
+    return linear(loom::detail::widened_half(x), loom::detail::widened_half(weight),
+                  loom::detail::widened_half(bias))
+        .cast(x.dtype());
+  const Tensor y = x.matmul(weight.transpose());
+  return bias.defined() ? y + bias : y;
+}
+
+}  // namespace
+
 Tensor Linear::forward(const Tensor& x) const {
   if (!x.defined() || x.ndim() == 0 || x.shape().back() != weight.shape()[1])
     throw Error(fmt::format("Linear: input of shape {} does not end in in_features {}",
                             x.defined() ? str(x.shape()) : "undefined", weight.shape()[1]));
   // Under Autocast the operands, the bias included as in torch.autocast, are rounded to the
-  // autocast dtype and the result is Float32 (src/autocast.hpp).
+  // autocast dtype and the layer runs in it (src/autocast.hpp).
   if (loom::detail::autocasts({&x, &weight, &bias})) {
-    const Tensor y = x.matmul(weight.transpose());
-    return bias.defined() ? y + loom::detail::autocast_operand(bias) : y;
+    const Tensor xr = loom::detail::autocast_operand(x), wr = loom::detail::autocast_operand(weight),
+                 br = loom::detail::autocast_operand(bias);
+    const Autocast off(*autocast_dtype(), false);
+    return linear(xr, wr, br);
   }
-  check_same_dtype("Linear", x, "input", weight, "weight");
-  Tensor y = x.matmul(weight.transpose());
-  return bias.defined() ? y + bias : y;
+  return linear(x, weight, bias);
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) : Module("Embedding") {
@@ -207,6 +223,17 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k_in, const T
                                     const Tensor& mask, std::optional<double> scale, bool is_causal,
                                     bool enable_gqa) {
   const char* op = "scaled_dot_product_attention";
+  // Under Autocast q, k, v and a float mask are rounded to the autocast dtype, as in
+  // torch.autocast's lower-precision list; the products then run in it, the softmax in Float32.
+  const bool float_mask = mask.defined() && loom::detail::autocast_eligible(mask);
+  const auto rounded = [&](const Tensor& t) { return t.dtype() == *autocast_dtype(); };
+  if (loom::detail::autocasts({&q, &k_in, &v_in}) &&
+      !(rounded(q) && rounded(k_in) && rounded(v_in) && (!float_mask || rounded(mask)))) {
+    return scaled_dot_product_attention(
+        loom::detail::autocast_operand(q), loom::detail::autocast_operand(k_in),
+        loom::detail::autocast_operand(v_in), float_mask ? loom::detail::autocast_operand(mask) : mask, scale,
+        is_causal, enable_gqa);
+  }
   for (const Tensor* t : {&q, &k_in, &v_in}) check_float(*t, op);
   check_same_dtype(op, k_in, "k", q, "q");
   check_same_dtype(op, v_in, "v", q, "q");

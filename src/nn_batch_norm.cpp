@@ -46,8 +46,13 @@ BatchNorm1d::BatchNorm1d(int64_t n, double eps, std::optional<double> momentum, 
 BatchNorm2d::BatchNorm2d(int64_t n, double eps, std::optional<double> momentum, bool affine, bool track)
     : BatchNorm("BatchNorm2d", {4}, n, eps, momentum, affine, track) {}
 
-Tensor BatchNorm::forward(const Tensor& x) const {
+Tensor BatchNorm::forward(const Tensor& input) const {
   const char* op = type_name().c_str();
+  // Under Autocast a half input (a conv's result) normalises in Float32 with Float32 parameters
+  // and statistics (src/autocast.hpp); a module made half keeps the input's dtype.
+  const bool half_module =
+      (affine && weight.dtype().is_half()) || (track_running_stats && running_mean.dtype().is_half());
+  const Tensor x = half_module ? input : loom::detail::autocast_float32(input);
   detail_nn::check_float(x, op);
   if (std::find(ranks_.begin(), ranks_.end(), x.ndim()) == ranks_.end() || x.shape()[1] != num_features)
     throw Error(fmt::format("{}: expected input of shape {} with C = {}, got {}", op,

@@ -107,7 +107,8 @@ using loom::detail::widened_half;
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Size2d stride, Size2d padding,
               Size2d dilation, int64_t groups) {
   const char* op = "conv2d";
-  // Under Autocast: bf16- or f16-rounded operands, products and sums in Float32 (src/autocast.hpp).
+  // Under Autocast: bf16- or f16-rounded operands, products and sums in Float32, the result rounded
+  // once to the autocast dtype (src/autocast.hpp).
   if (loom::detail::autocasts({&x, &w, &b})) {
     // The operands are rounded while the scope is on: out of it, autocast_dtype() is empty.
     const Tensor xr = loom::detail::autocast_operand(x), wr = loom::detail::autocast_operand(w),

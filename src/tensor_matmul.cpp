@@ -28,7 +28,8 @@ Shape concat(Shape s, std::initializer_list<Dim> tail) {
 // A 1-D left operand is a row [1, k] and a 1-D right operand a column [k, 1]; the added axis is
 // removed from the result. The dtype is that of a * b (Bool @ Bool counts in Int32).
 Tensor Tensor::matmul(const Tensor& other) const {
-  // Under Autocast: bf16- or f16-rounded operands, multiplied and summed in Float32, a Float32 result.
+  // Under Autocast: bf16- or f16-rounded operands, multiplied and summed in Float32, the result
+  // rounded once to the autocast dtype (the half matmul below).
   if (autocasts({this, &other})) {
     // The operands are rounded while the scope is on: out of it, autocast_dtype() is empty.
     const Tensor a = autocast_operand(*this), b = autocast_operand(other);

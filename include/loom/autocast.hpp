@@ -4,14 +4,16 @@
 //
 //   {
 //     loom::Autocast ac(loom::DType::BFloat16);
-//     loss = loom::nn::cross_entropy(model.forward(x), y);  // matmuls on bf16-rounded operands
+//     loss = loom::nn::cross_entropy(model.forward(x), y);  // matmuls in bf16, the loss in Float32
 //   }
 //   loss.backward();  // gradients reach the Float32 parameters in Float32
 //
-// In the scope, matmul, Linear and the convolutions round their floating operands (not
-// Float64) to the autocast dtype and multiply them in Float32, accumulating in Float32: the
-// result is Float32, and the rounding is a cast inside the matmul's kernel, no pass of its
-// own. Reductions, norms, softmax and the losses take half inputs in Float32. The state
+// In the scope, matmul, Linear, the convolutions and scaled_dot_product_attention round their
+// floating operands (not Float64) to the autocast dtype, multiply them and accumulate in
+// Float32, and round the result once to the autocast dtype, as torch.autocast: the result is
+// half, so its gradient is too, and the backward's products take half operands. The roundings
+// are casts inside the kernels, no pass of their own. Reductions, norms, softmax and the
+// losses take half inputs in Float32. The state
 // belongs to the thread that builds the graph; scopes nest, and `enabled = false` turns
 // autocast off inside an enabled scope. The state is part of Capture's signature: a step
 // recorded in a scope never replays outside it.

@@ -307,6 +307,34 @@ TEST_CASE("the kernel-size cap ends a region below a broadcast product, where it
   CHECK(points[1] == y);
 }
 
+TEST_CASE("the kernel-size cap ends a bfloat16 value widened for a product at the bfloat16 value") {
+  // The case above with each chain rounded to bfloat16 and widened back, as Autocast's
+  // operands are: c2's region ends below the widening, so its buffer is bfloat16 (half the
+  // bytes, the factor the pair-dot copies take) and the product widens it where it reads.
+  const int64_t b = 4, n = 6, k = 5;
+  const UOpPtr one =
+      movement(Op::EXPAND,
+               UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1, 1}), {b, k});
+  UOpPtr c1 = input(1, {b, k}), c2 = input(2, {b, k});
+  for (int i = 0; i < 3000; ++i) {
+    c1 = c1 + one;
+    c2 = c2 + one;
+  }
+  const auto widened = [](const UOpPtr& x) {
+    return UOp::make(Op::CAST, DType::Float32, {UOp::make(Op::CAST, DType::BFloat16, {x})});
+  };
+  const UOpPtr w = movement(Op::EXPAND, movement(Op::RESHAPE, input(3, {n, k}), {1, n, k}), {b, n, k});
+  const UOpPtr y =
+      reduce_axis(broadcast(widened(c1), n, true) * w + broadcast(widened(c2), n, true) * w, Op::ADD, {2});
+  const std::vector<UOpPtr> points = realization_points({y});
+  REQUIRE(points.size() == 2);
+  CHECK(points[0]->op == Op::CAST);
+  CHECK(points[0]->dtype == DType::BFloat16);
+  CHECK(points[0]->src[0]->op == Op::ADD);
+  CHECK(elements(points[0]) == b * k);
+  CHECK(points[1] == y);
+}
+
 TEST_CASE("the kernel-size cap walks a broadcast shared by many paths once (x + x, 80 times over)") {
   // Each doubling reads the broadcast before it twice: ending the region below it walked
   // every path, 2^80 of them (a fuzzed program that never finished scheduling), and the

@@ -106,9 +106,10 @@ TEST_CASE("a growth that would overflow Float32 keeps the scale, and update(new_
 }
 
 TEST_CASE("the scale keeps Float16 gradients from flushing to zero under Float16 autocast") {
-  // The gradient passes the float16 copy of w, so it is rounded to float16: 2^-26 is below half
-  // of float16's smallest subnormal 2^-24 and becomes 0; scaled by 2^16 it is 2^-10, exact, and
-  // unscaled in Float32 back to 2^-26.
+  // The matmul's result is float16, so its gradient is: 2^-26 is below half of float16's
+  // smallest subnormal 2^-24 and becomes 0; scaled by 2^16 it is 2^-10, exact, and unscaled in
+  // Float32 back to 2^-26. The product is widened before the small factor, which float16
+  // would flush too.
   const Tensor x = make(DType::Float32, {1}, {1, 1});
   auto grad_of = [&](GradScaler* scaler) {
     Tensor w = make(DType::Float32, {1}, {1, 1}).requires_grad_();
@@ -116,7 +117,7 @@ TEST_CASE("the scale keeps Float16 gradients from flushing to zero under Float16
     Tensor loss;
     {
       Autocast ac(DType::Float16);
-      loss = (x.matmul(w) * 0x1p-26).sum();
+      loss = (x.matmul(w).cast(DType::Float32) * 0x1p-26).sum();
     }
     if (scaler) {
       scaler->scale(loss).backward();
