@@ -296,6 +296,8 @@ bool within(const UOpPtr& c, const UOpPtr& reduce) {
 
 // WHERE(c, f(REDUCE(x, k)), y): the sum only matters where c holds. In a tile where c
 // fails in every lane its loop runs no iteration (a causal score's block above the diagonal).
+// Not a sum that c or y reads too (a blocked product's epilogue, WHERE(not last block, s,
+// s + bias)): bounded in one branch, it would be summed twice, once per branch.
 //
 //   Before:  WHERE(j <= i, REDUCE(q[i, d] * k[j, d], d) * s, -inf)       d in [0, 64)
 //   After:   WHERE(j <= i, REDUCE(q[i, d'] * k[j, d'], d') * s, -inf)    d' in [0, j0 <= i1 ? 64 : 0)
@@ -308,10 +310,12 @@ UOpPtr skip_unselected(const Match& m) {
   for (const UOpPtr& u : toposort(x))
     if (u->op == Op::REDUCE && within(some, u)) sums.push_back(u);
   if (sums.empty()) return nullptr;  // before the walk of the whole kernel below
-  const std::unordered_set<const UOp*> outside = reached_without(ctx.kernel, x);
+  const std::unordered_set<const UOp*> outside = reached_without(ctx.kernel, x),
+                                       condition = reached_without(c, nullptr),
+                                       otherwise = reached_without(select->src[2], nullptr);
   std::vector<std::pair<UOpPtr, UOpPtr>> narrowed;
   for (const UOpPtr& u : sums) {
-    if (outside.contains(u.get())) continue;
+    if (outside.contains(u.get()) || condition.contains(u.get()) || otherwise.contains(u.get())) continue;
     for (size_t k = 1; k < u->src.size(); ++k) {
       const UOpPtr& r = u->src[k];
       if (r->op != Op::RANGE || r->get<AxisArg>().kind != AxisKind::Reduce) continue;

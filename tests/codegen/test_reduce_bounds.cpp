@@ -126,6 +126,21 @@ TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
   run_all(compile_kernel(after, "reduce_bounds_select"), after, {o, qv, kv});
 }
 
+TEST_CASE("reduce_bounds: a sum the other branch reads too is summed once, unbounded") {
+  // out[i, j] = where(j <= i, s, s + 1) with s = sum_e q[i, e] k[j, e]: the shape of a product
+  // in blocks of k whose epilogue (here + 1) applies at the last block. Bounding s's loop in
+  // the first branch made a second sum for the other: two loops over e per element.
+  auto out = global(0, f32), q = global(1, f32), k = global(2, f32);
+  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
+               jo = make_range(kRows / kTile, 2), ju = make_range(kTile, 3, AxisKind::Unroll),
+               e = make_range(kCols, 4, AxisKind::Reduce);
+  const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(kTile) + ju;
+  const UOpPtr dot = reduce(Op::ADD, load(q, i * i64(kCols) + e) * load(k, j * i64(kCols) + e), {e});
+  const UOpPtr value = where(alu(Op::OR, {j < i, eq(j, i)}), dot, dot + const_float(f32, 1.0));
+  const UOpPtr before = sink({end(store(index(out, i * i64(kRows) + j), value), {io, iu, jo, ju})});
+  CHECK(bound_reduces(before) == before);
+}
+
 TEST_CASE("reduce_bounds: a sum over a split loop bounds its outer part") {
   // out[i] = sum_j where(j <= i, s[i, j], 0), j = 4 jo + ju (ju unrolled): a softmax row's
   // sum as the optimiser leaves it. jo stops at (i - 0) / 4 + 1 over the tile of rows.

@@ -285,53 +285,48 @@ TEST_CASE(
     for (const auto& buf : k.buffers) CHECK(buf->get<std::vector<int64_t>>().at(1) <= h * h);
 }
 
-TEST_CASE("the kernel-size cap ends a region below a broadcast product, where its operands are") {
-  // y = sum_k (c1[b, k] w[n, k] + c2[b, k] w[n, k]), c1 and c2 each 3,000 ops of x1 and x2:
-  // the second product takes the region past 4,000 ops. Its buffer would be [B, N, K];
-  // c2's is [B, K].
-  const int64_t b = 4, n = 6, k = 5;
-  const UOpPtr one =
-      movement(Op::EXPAND,
-               UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1, 1}), {b, k});
-  UOpPtr c1 = input(1, {b, k}), c2 = input(2, {b, k});
+namespace {
+constexpr int64_t kB = 4, kN = 6, kK = 5;
+// y = sum_k (f(c1)[b, k] w[n, k] + f(c2)[b, k] w[n, k]), c1 and c2 each 3,000 ops of x1 and x2
+// and f what a product does to its operand first: the second product takes the region past
+// the kernel-size cap's 4,000 ops.
+UOpPtr two_long_products(UOpPtr (*f)(const UOpPtr&)) {
+  const UOpPtr one = movement(
+      Op::EXPAND, UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1, 1}),
+      {kB, kK});
+  UOpPtr c1 = input(1, {kB, kK}), c2 = input(2, {kB, kK});
   for (int i = 0; i < 3000; ++i) {
     c1 = c1 + one;
     c2 = c2 + one;
   }
-  const UOpPtr w = movement(Op::EXPAND, movement(Op::RESHAPE, input(3, {n, k}), {1, n, k}), {b, n, k});
-  const UOpPtr y = reduce_axis(broadcast(c1, n, true) * w + broadcast(c2, n, true) * w, Op::ADD, {2});
+  const UOpPtr w = movement(Op::EXPAND, movement(Op::RESHAPE, input(3, {kN, kK}), {1, kN, kK}), {kB, kN, kK});
+  return reduce_axis(broadcast(f(c1), kN, true) * w + broadcast(f(c2), kN, true) * w, Op::ADD, {2});
+}
+}  // namespace
+
+TEST_CASE("the kernel-size cap ends a region below a broadcast product, where its operands are") {
+  // The second product's buffer would be [B, N, K]; c2's is [B, K].
+  const UOpPtr y = two_long_products([](const UOpPtr& c) { return c; });
   const std::vector<UOpPtr> points = realization_points({y});
   REQUIRE(points.size() == 2);
-  CHECK(elements(points[0]) == b * k);  // c2, as the product reads it
+  CHECK(elements(points[0]) == kB * kK);  // c2, as the product reads it
   CHECK(toposort(points[0]).size() >= 3000);
   CHECK(points[1] == y);
 }
 
 TEST_CASE("the kernel-size cap ends a bfloat16 value widened for a product at the bfloat16 value") {
-  // The case above with each chain rounded to bfloat16 and widened back, as Autocast's
-  // operands are: c2's region ends below the widening, so its buffer is bfloat16 (half the
-  // bytes, the factor the pair-dot copies take) and the product widens it where it reads.
-  const int64_t b = 4, n = 6, k = 5;
-  const UOpPtr one =
-      movement(Op::EXPAND,
-               UOp::make(Op::RESHAPE, DType::Float32, {const_float(DType::Float32, 1)}, Shape{1, 1}), {b, k});
-  UOpPtr c1 = input(1, {b, k}), c2 = input(2, {b, k});
-  for (int i = 0; i < 3000; ++i) {
-    c1 = c1 + one;
-    c2 = c2 + one;
-  }
-  const auto widened = [](const UOpPtr& x) {
-    return UOp::make(Op::CAST, DType::Float32, {UOp::make(Op::CAST, DType::BFloat16, {x})});
-  };
-  const UOpPtr w = movement(Op::EXPAND, movement(Op::RESHAPE, input(3, {n, k}), {1, n, k}), {b, n, k});
-  const UOpPtr y =
-      reduce_axis(broadcast(widened(c1), n, true) * w + broadcast(widened(c2), n, true) * w, Op::ADD, {2});
+  // Each chain rounded to bfloat16 and widened back, as Autocast's operands are: c2's region
+  // ends below the widening, so its buffer is bfloat16 (half the bytes, the factor the
+  // pair-dot copies take) and the product widens it where it reads.
+  const UOpPtr y = two_long_products([](const UOpPtr& c) {
+    return UOp::make(Op::CAST, DType::Float32, {UOp::make(Op::CAST, DType::BFloat16, {c})});
+  });
   const std::vector<UOpPtr> points = realization_points({y});
   REQUIRE(points.size() == 2);
   CHECK(points[0]->op == Op::CAST);
   CHECK(points[0]->dtype == DType::BFloat16);
   CHECK(points[0]->src[0]->op == Op::ADD);
-  CHECK(elements(points[0]) == b * k);
+  CHECK(elements(points[0]) == kB * kK);
   CHECK(points[1] == y);
 }
 
