@@ -101,18 +101,27 @@ TEST_CASE("reduce_bounds: a max over -inf outside the bound runs over the bound"
   check_rows(before, after, "reduce_bounds_max", 7, 11);
 }
 
-TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
-  // out[i, j] = where(j <= i, sum_e q[i, e] k[j, e], -inf), i and j tiles of 4 (unrolled):
-  // causal attention's scores. In a tile wholly above the diagonal the sum runs no step.
+namespace {
+// out[i, j] = value(j <= i, s) with s = sum_e q[i, e] k[j, e], i and j tiles of 4 (unrolled).
+UOpPtr scores_kernel(UOpPtr (*value)(const UOpPtr& visible, const UOpPtr& s)) {
   auto out = global(0, f32), q = global(1, f32), k = global(2, f32);
   const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
                jo = make_range(kRows / kTile, 2), ju = make_range(kTile, 3, AxisKind::Unroll),
                e = make_range(kCols, 4, AxisKind::Reduce);
   const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(kTile) + ju;
   const UOpPtr dot = reduce(Op::ADD, load(q, i * i64(kCols) + e) * load(k, j * i64(kCols) + e), {e});
-  const UOpPtr score = where(alu(Op::OR, {j < i, eq(j, i)}), dot * const_float(f32, 0.5),
-                             const_float(f32, -std::numeric_limits<double>::infinity()));
-  const UOpPtr before = sink({end(store(index(out, i * i64(kRows) + j), score), {io, iu, jo, ju})});
+  const UOpPtr visible = alu(Op::OR, {j < i, eq(j, i)});
+  return sink({end(store(index(out, i * i64(kRows) + j), value(visible, dot)), {io, iu, jo, ju})});
+}
+}  // namespace
+
+TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
+  // where(j <= i, s / 2, -inf): causal attention's scores. In a tile wholly above the diagonal
+  // the sum runs no step.
+  const UOpPtr before = scores_kernel([](const UOpPtr& visible, const UOpPtr& s) {
+    return where(visible, s * const_float(f32, 0.5),
+                 const_float(f32, -std::numeric_limits<double>::infinity()));
+  });
   const UOpPtr after = bound_reduces(before);
   REQUIRE(after != before);
   const std::vector<UOpPtr> extents = sum_extents(after);
@@ -127,17 +136,11 @@ TEST_CASE("reduce_bounds: a score no lane of the tile keeps is not summed") {
 }
 
 TEST_CASE("reduce_bounds: a sum the other branch reads too is summed once, unbounded") {
-  // out[i, j] = where(j <= i, s, s + 1) with s = sum_e q[i, e] k[j, e]: the shape of a product
-  // in blocks of k whose epilogue (here + 1) applies at the last block. Bounding s's loop in
-  // the first branch made a second sum for the other: two loops over e per element.
-  auto out = global(0, f32), q = global(1, f32), k = global(2, f32);
-  const UOpPtr io = make_range(kRows / kTile, 0), iu = make_range(kTile, 1, AxisKind::Unroll),
-               jo = make_range(kRows / kTile, 2), ju = make_range(kTile, 3, AxisKind::Unroll),
-               e = make_range(kCols, 4, AxisKind::Reduce);
-  const UOpPtr i = io * i64(kTile) + iu, j = jo * i64(kTile) + ju;
-  const UOpPtr dot = reduce(Op::ADD, load(q, i * i64(kCols) + e) * load(k, j * i64(kCols) + e), {e});
-  const UOpPtr value = where(alu(Op::OR, {j < i, eq(j, i)}), dot, dot + const_float(f32, 1.0));
-  const UOpPtr before = sink({end(store(index(out, i * i64(kRows) + j), value), {io, iu, jo, ju})});
+  // where(j <= i, s, s + 1): the shape of a product in blocks of k whose epilogue (here + 1)
+  // applies at the last block. Bounding s's loop in the first branch made a second sum for
+  // the other: two loops over e per element.
+  const UOpPtr before = scores_kernel(
+      [](const UOpPtr& visible, const UOpPtr& s) { return where(visible, s, s + const_float(f32, 1.0)); });
   CHECK(bound_reduces(before) == before);
 }
 
