@@ -234,19 +234,50 @@ UOpPtr store_run_candidate(const UOpPtr& kernel, int64_t width) {
   return best;
 }
 
+// Bytes a lane of `root` loads: one element of each read of a buffer.
+int64_t loaded_bytes_per_lane(const UOpPtr& root) {
+  int64_t bytes = 0;
+  for (const auto& n : toposort(root))
+    if (n->op == Op::LOAD && n->src.at(0)->op == Op::INDEX && n->src[0]->src.at(0)->op == Op::DEFINE_GLOBAL)
+      bytes += n->dtype.itemsize();
+  return bytes;
+}
+
+// The END of `kernel` that loops over `range` (the whole kernel when none lists it).
+UOpPtr end_over(const UOpPtr& kernel, const UOpPtr& range) {
+  for (const auto& e : kernel->src)
+    if (e->op == Op::END && std::find(e->src.begin() + 1, e->src.end(), range) != e->src.end()) return e;
+  return kernel;
+}
+
 // A copy whose lanes have run chains (run_chain) in some access unrolls their loops
 // whole: each of the access's vectors is then one run of consecutive elements, in some
-// order, which the expander reads or writes as one vector and shuffles.
-std::vector<Opt> run_unroll(const UOpPtr& kernel, int64_t width) {
+// order, which the expander reads or writes as one vector and shuffles. Only while what a
+// copy's unrolled lanes load fits the Target's vector registers: a pair copy of three
+// float32 pieces (the qkv gradient's concatenation) unrolled to 192 lanes loaded 36
+// registers' worth and spilled, 4x slower than its lanes alone (BEAM, docs/performance.md).
+// Nothing when no access has run chains; no Opt when the runs would not fit (the copy then
+// keeps its lanes alone: no other unroll either).
+std::optional<std::vector<Opt>> run_unroll(const UOpPtr& kernel, int64_t width, const Target& target) {
   std::vector<UOpPtr> unrolled;
+  bool refused = false;
   for (const UOpPtr& lanes : copy_lane_ranges(kernel)) {
     int64_t lanes_in_all = width;
+    std::vector<UOpPtr> runs;
     for (const Access& a : accesses(kernel))
       for (const auto& r : run_chain(kernel, a.index, lanes, width))
         if (std::find(unrolled.begin(), unrolled.end(), r) == unrolled.end() &&
+            std::find(runs.begin(), runs.end(), r) == runs.end() &&
             lanes_in_all * *trip(r) <= kMaxVectorLanes)
-          unrolled.push_back(r), lanes_in_all *= *trip(r);
+          runs.push_back(r), lanes_in_all *= *trip(r);
+    if (lanes_in_all * loaded_bytes_per_lane(end_over(kernel, lanes)) >
+        target.vector_registers * target.vector_bytes) {
+      refused |= !runs.empty();
+      continue;
+    }
+    unrolled.insert(unrolled.end(), runs.begin(), runs.end());
   }
+  if (unrolled.empty()) return refused ? std::optional<std::vector<Opt>>{std::vector<Opt>{}} : std::nullopt;
   std::vector<Opt> out;
   for (const auto& r : unrolled) out.push_back(Opt{OptKind::Unroll, r->get<AxisArg>().id, *trip(r)});
   return out;
@@ -448,8 +479,8 @@ void apply_heuristic(OptState& s) {
         upcast(s, lane, width);
       if (s.applied().empty())
         if (const UOpPtr lane = store_run_candidate(s.kernel(), width)) upcast(s, lane, width);
-      if (const auto runs = run_unroll(s.kernel(), width); !runs.empty())
-        for (const Opt& o : runs) s.apply(o);
+      if (const auto runs = run_unroll(s.kernel(), width, target))
+        for (const Opt& o : *runs) s.apply(o);
       else if (const auto rows = transpose_unroll(s.kernel(), width); !rows.empty())
         for (const Opt& o : rows) s.apply(o);
       else if (const auto lines = page_stride_unroll(s.kernel(), target))

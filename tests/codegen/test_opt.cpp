@@ -67,16 +67,20 @@ UOpPtr two_pair_panel_copies(int64_t panels, int64_t pairs, int64_t pairs2) {
 // The bfloat16 pair copy of a transposed a (a weight gradient's dY^T, read from a float32
 // dY [k, m], m = 6 panels - 2): P[p, q, r, t] = in[2q + 1 - t, min(6p + r, m - 1)], axes 0 (p),
 // 1 (q), 2 (r), 3 (t), the last panel repeating the last row. Every range strides the read
-// (the clamp hides the rows' stride), and the stores are half its bytes.
-UOpPtr transposed_pair_copy(int64_t panels, int64_t pairs) {
-  auto out = global(0, DType::BFloat16), in = global(1, f32);
+// (the clamp hides the rows' stride), and the stores are half its bytes. With `pieces` 3, the
+// sum of three such inputs (slots 1 to 3), as the bfloat16 concatenation of attention's q, k
+// and v gradients reads them.
+UOpPtr transposed_pair_copy(int64_t panels, int64_t pairs, int64_t pieces = 1) {
+  auto out = global(0, DType::BFloat16);
   auto p = make_range(panels, 0), q = make_range(pairs, 1), r = make_range(6, 2), t = make_range(2, 3);
   const int64_t m = 6 * panels - 2;
   const UOpPtr at = ((p * pairs + q) * 6 + r) * 2 + t;
   const UOpPtr row = p * 6 + r, last = const_int(DType::Int64, m - 1);
   const UOpPtr from =
       (q * 2 + const_int(DType::Int64, 1) - t) * m + where(row < const_int(DType::Int64, m), row, last);
-  return sink({end(store(index(out, at), cast(load(in, from), DType::BFloat16)), {p, q, r, t})});
+  UOpPtr value = load(global(1, f32), from);
+  for (int64_t slot = 2; slot <= pieces; ++slot) value = value + load(global(slot, f32), from);
+  return sink({end(store(index(out, at), cast(value, DType::BFloat16)), {p, q, r, t})});
 }
 
 UOpPtr panel_copy(int64_t rows, int64_t n, int64_t width) {
@@ -229,6 +233,17 @@ TEST_CASE("heuristic_opts: a list written by hand gives the heuristic's kernel")
       Aligned<uint16_t> out(8 * 64 * 12);
       Aligned<float> in(ramp(46 * 128, 19));
       check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+    }
+    SUBCASE("a pair copy whose unrolled runs would not fit the registers keeps its lanes alone") {
+      // Three float32 pieces a lane: 12 bytes, 12 x lanes lanes unrolled would load 144 bytes a
+      // lane of the vector (36 zmm on v4, 18 ymm on v3), past the 32 or 16 registers.
+      const UOpPtr kernel = transposed_pair_copy(8, 64, 3);
+      const std::vector<Opt> opts = heuristic_opts(kernel, t);
+      CHECK(std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.kind == OptKind::Unroll; }));
+      CHECK(std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.kind == OptKind::Upcast; }));
+      Aligned<uint16_t> out(8 * 64 * 12);
+      Aligned<float> a(ramp(46 * 128, 19)), b(ramp(46 * 128, 7)), c(ramp(46 * 128, 5));
+      check_same_results(kernel, apply_opts(kernel, opts, t), {out, a, b, c});
     }
     SUBCASE("a copy whose inner loop reads a page apart: prefetch_streams lines of a row per step") {
       // b's panels at n = 1024: each step of r reads one panel row of the next row of b, 4 KiB
