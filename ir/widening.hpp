@@ -13,6 +13,11 @@ inline bool widens_exactly(DType narrow, DType wide) {
          narrow.itemsize() < wide.itemsize();
 }
 
+// A CAST that widens its source exactly (widens_exactly).
+inline bool is_exact_widening(const UOp& u) {
+  return u.op == Op::CAST && widens_exactly(u.src.at(0)->dtype, u.dtype);
+}
+
 // A bfloat16 value widened to float32: a factor the bfloat16 dot-product unit takes.
 inline bool is_widened_bf16(const UOpPtr& x) {
   return x->op == Op::CAST && x->dtype == DType::Float32 && x->src.at(0)->dtype == DType::BFloat16;

@@ -10,7 +10,7 @@ namespace {
 UOpPtr store_narrow(const Match& m) {
   const UOpPtr &index = m["index"], &buffer = m["buf"], &wide = m["wide"];
   const UOpPtr& narrow = wide->src[0];
-  if (!widens_exactly(narrow->dtype, wide->dtype)) return nullptr;
+  if (!is_exact_widening(*wide)) return nullptr;
   std::vector<UOpPtr> src = buffer->src;
   src[0] = narrow;
   const UOpPtr smaller = UOp::make(Op::BUFFERIZE, narrow->dtype, std::move(src), buffer->arg);

@@ -481,14 +481,13 @@ class RegionSizes {
   void end_at(const UOp& u) {
     const UOp* v = &u;
     while (v->op == Op::RESHAPE) v = v->src[0].get();
-    if (!widening(*v)) {
+    if (!is_exact_widening(*v)) {
       points_.insert(&u);
       return;
     }
-    while (widening(*v)) v = v->src[0].get();
+    while (is_exact_widening(*v)) v = v->src[0].get();
     if (!is_leaf(v->op)) points_.insert(v);
   }
-  static bool widening(const UOp& u) { return u.op == Op::CAST && widens_exactly(u.src[0]->dtype, u.dtype); }
 
   // Computed from broadcasts alone (a product of two expanded operands, a cast or a view
   // of one); a reduce is not: it sums the broadcast away.
