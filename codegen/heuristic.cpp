@@ -283,6 +283,65 @@ std::optional<std::vector<Opt>> run_unroll(const UOpPtr& kernel, int64_t width, 
   return out;
 }
 
+// The step of `index`'s address when `range` steps by one, each select in it taken as
+// its first choice: a pair copy's last panel clamps its rows (WHERE(row < m, row, m - 1)),
+// which hides the step every other panel takes.
+std::optional<int64_t> typical_stride(const UOpPtr& index, const UOpPtr& range) {
+  const UOpPtr address = linear_address(index);
+  std::vector<std::pair<UOpPtr, UOpPtr>> first_choices;
+  for (const auto& n : toposort(address))
+    if (n->op == Op::WHERE) first_choices.emplace_back(n, n->src.at(1));
+  return linear_stride(first_choices.empty() ? address : simplify(substitute(address, first_choices)), range);
+}
+
+// A copy that crosses lines along an inner loop and stays in them along an outer one (a
+// transposed operand's pair copy reads 2 x lanes rows of each source a step of the pairs,
+// 6 elements further along the same rows a step of the panels) reuses a line only if it
+// survives the whole inner sweep. When the lines one step of the outer loop touches exceed
+// half of L1, the inner loop is blocked (Blocks): the loop over its blocks goes outermost,
+// so the outer loop sweeps one block's lines at a time (the GPT's pair copy of a GELU's
+// gradient, three sources: 2.5x faster, docs/performance.md). Only a copy of one END, and
+// only its unmasked accesses (a masked piece of a concatenation reads a part of its loops);
+// the blocks are a multiple of min_blocks, so the threads share them evenly.
+std::optional<Opt> line_blocks(const UOpPtr& kernel, const Target& target) {
+  if (kernel->src.size() != 1 || has_reduce(kernel)) return std::nullopt;
+  const UOpPtr& end = kernel->src[0];
+  if (end->op != Op::END) return std::nullopt;
+  const std::vector<UOpPtr> loops(end->src.begin() + 1, end->src.end());
+  const double budget = static_cast<double>(target.l1d_bytes) / 2;
+  for (size_t a = 0; a < loops.size(); ++a) {
+    if (kind(loops[a]) != AxisKind::Loop) continue;
+    // Lines one step of loops[a] touches, of the accesses that stay in their lines along it,
+    // and the factor of them each inner loop contributes.
+    double lines = 0;
+    std::vector<double> crossing(loops.size(), 0);
+    for (const Access& access : accesses(kernel)) {
+      if (access.index->src.size() > 2) continue;  // a masked piece of a concatenation reads a part
+      const int64_t itemsize = access.index->dtype.itemsize();
+      const auto along_a = typical_stride(access.index, loops[a]);
+      if (!along_a || *along_a == 0 || std::abs(*along_a) * itemsize >= target.line_bytes) continue;
+      double touched = 1;
+      for (size_t b = a + 1; b < loops.size(); ++b) {
+        const auto along_b = typical_stride(access.index, loops[b]);
+        if (along_b && std::abs(*along_b) * itemsize >= target.line_bytes)
+          touched *= static_cast<double>(trip_bound(loops[b])), crossing[b] = 1;
+      }
+      lines += touched;
+    }
+    if (lines * target.line_bytes <= budget) continue;
+    for (size_t b = a + 1; b < loops.size(); ++b) {
+      if (!crossing[b] || kind(loops[b]) != AxisKind::Loop || !trip(loops[b])) continue;
+      const int64_t n = *trip(loops[b]);
+      const double per_step = lines / static_cast<double>(n);
+      const int64_t threads = std::max<int64_t>(2, target.min_blocks());
+      for (int64_t size = n / threads; size >= 1; --size)
+        if (n % (size * threads) == 0 && static_cast<double>(size) * per_step * target.line_bytes <= budget)
+          return Opt{OptKind::Blocks, loops[b]->get<AxisArg>().id, size};
+    }
+  }
+  return std::nullopt;
+}
+
 // Accumulators for `n` vectors of `width` lanes: the largest factor of the Target's
 // accumulators() (enough independent additions to cover the FP add latency) that divides
 // n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512 take 2, not 4).
@@ -485,6 +544,7 @@ void apply_heuristic(OptState& s) {
         for (const Opt& o : rows) s.apply(o);
       else if (const auto lines = page_stride_unroll(s.kernel(), target))
         s.apply(*lines);
+      if (const auto blocks = line_blocks(s.kernel(), target)) s.apply(*blocks);
     }
   }
   finish_heuristic(s);
@@ -589,6 +649,9 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
           add(fitting(s, {{gemv ? OptKind::GemvTile : OptKind::ColumnSumTile, axis_of(row->cols), v}}));
     }
   }
+  // A copy already in lanes: its inner sweep in blocks where the heuristic would block it.
+  if (split)
+    if (const auto blocks = line_blocks(k, s.target())) add(fitting(s, {*blocks}));
   // Lanes, as upcast() gives them, on any range the heuristic could choose (lane_candidate's
   // rules without its score), with 1, 2 or 4 accumulators when the kernel reduces.
   const bool reduces = has_reduce(k);

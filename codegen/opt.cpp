@@ -124,6 +124,17 @@ void OptState::apply(const Opt& opt) {
       k = block_sum(k, opt.axis, opt.amount);
       break;
     }
+    case OptKind::Blocks: {
+      const UOpPtr r = range_of(opt, k);
+      if (kind(r) != AxisKind::Loop) misfit(opt, k, "only a loop is blocked");
+      if (k->src.size() != 1 || k->src[0]->op != Op::END)
+        misfit(opt, k, "only a kernel of one END is blocked");
+      if (opt.amount < 1 || !trip(r) || *trip(r) % opt.amount != 0)
+        misfit(opt, k, "the blocks must divide the loop's constant trip");
+      const Split blocks = split(k, r, opt.amount, AxisKind::Loop);
+      k = loop_first(blocks.root, blocks.outer);
+      break;
+    }
     case OptKind::MatmulTile: {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");

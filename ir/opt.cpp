@@ -12,11 +12,12 @@ namespace loom {
 
 namespace {
 
-constexpr std::array<std::pair<OptKind, std::string_view>, 12> kNames{{
+constexpr std::array<std::pair<OptKind, std::string_view>, 13> kNames{{
     {OptKind::Pad, "pad"},
     {OptKind::Upcast, "upcast"},
     {OptKind::Unroll, "unroll"},
     {OptKind::BlockSum, "block_sum"},
+    {OptKind::Blocks, "blocks"},
     {OptKind::MatmulTile, "matmul_tile"},
     {OptKind::GemvTile, "gemv_tile"},
     {OptKind::ColumnSumTile, "column_sum_tile"},

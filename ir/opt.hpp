@@ -19,6 +19,9 @@ enum class OptKind : uint8_t {
   Upcast,    // split off `amount` iterations as SIMD lanes (an upcast range); 0: the whole range
   Unroll,    // split off `amount` iterations run at once (an unroll range: several accumulators)
   BlockSum,  // a float sum over it nested in blocks of at most `amount` values per accumulator
+  Blocks,    // a loop of a one-END kernel split into blocks of `amount` iterations, the loop over the
+             // blocks made the kernel's outermost (cache blocking: a transposing copy sweeps every
+             // other loop over one block of lines at a time)
   // Recipes (codegen/recipes.hpp), tiles over the contraction the kernel's main END computes:
   MatmulTile,     // register tile of `rows` x `amount` vectors, `axis` its columns (ir/contraction.hpp)
   GemvTile,       // one-row tile of `amount` vectors over a GEMV's columns `axis`, in chunks

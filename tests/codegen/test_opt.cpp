@@ -349,6 +349,50 @@ TEST_CASE("apply_opts: an Opt that does not fit the kernel is an error naming it
                        Error);
   CHECK_THROWS_WITH_AS(apply_opts(matmul(64, 64, 128), {{OptKind::PairDot, 2, 2}}, v4()),
                        doctest::Contains("no pair-dot instruction"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(kernel, {{OptKind::Blocks, 1, 100}}, t),
+                       doctest::Contains("blocks(1, 100) does not fit the kernel: the blocks must divide"),
+                       Error);
+  CHECK_THROWS_WITH_AS(apply_opts(row_sums(4, 64), {{OptKind::Blocks, 1, 16}}, t),
+                       doctest::Contains("only a loop is blocked"), Error);
+}
+
+TEST_CASE("blocks: a loop in blocks, the loop over the blocks first, computes the same values") {
+  const UOpPtr kernel = transposed_pair_copy(4, 64, 3);  // axes p 0, q 1, r 2, t 3
+  const UOpPtr blocked = apply_opts(kernel, {{OptKind::Blocks, 1, 16}}, v4());
+  const UOpPtr& end = blocked->src.at(0);
+  REQUIRE(end->op == Op::END);
+  CHECK(end->src.at(1)->get<AxisArg>().id == 4);  // the blocks' loop, a fresh axis, outermost
+  CHECK(trip(end->src[1]) == 4);                  // 64 pairs in blocks of 16
+  CHECK(end->src.at(2)->get<AxisArg>().id == 0);  // then the panels
+  Aligned<uint16_t> out(4 * 64 * 12);
+  Aligned<float> a(ramp(22 * 128, 19)), b(ramp(22 * 128, 7)), c(ramp(22 * 128, 5));
+  check_same_results(kernel, blocked, {out, a, b, c});
+}
+
+TEST_CASE("heuristic_opts: a copy whose inner sweep crosses more lines than half of L1 is blocked") {
+  // A pair copy of three float32 sources transposed (the GPT's gradient through a GELU): a
+  // step of the pairs' loop reads lanes x 2 halves rows of each source, a line each, and
+  // the next panel reads 6 elements further along the same lines. With 32 KiB of L1 the
+  // budget is 16 KiB, 256 lines: on v4 a step touches 16 x 2 x 3 = 96 lines, so blocks of
+  // 2 steps (192 lines); on v3 8 x 2 x 3 = 48 lines, 5 steps at most, 4 dividing the 32.
+  for (Target t : {v3(), v4()}) {
+    CAPTURE(t.name);
+    t.l1d_bytes = 32 << 10, t.line_bytes = 64, t.cores = 2;
+    const int64_t w = t.vector_bytes / 4;
+    const UOpPtr kernel = transposed_pair_copy(4, 256, 3);
+    const std::vector<Opt> opts = heuristic_opts(kernel, t);
+    const Opt blocks{OptKind::Blocks, 4, w == 16 ? 2 : 4};  // axis 4: the pairs' loop outside the lanes
+    CHECK(std::count(opts.begin(), opts.end(), blocks) == 1);
+    CHECK(opts.back().kind == OptKind::Parallel);
+    const UOpPtr made = apply_opts(kernel, opts, t);
+    CHECK(trip(made->src.at(0)->src.at(1)) == 256 / w / blocks.amount);  // the threads share the blocks
+    Aligned<uint16_t> out(4 * 256 * 12);
+    Aligned<float> a(ramp(22 * 512, 19)), b(ramp(22 * 512, 7)), c(ramp(22 * 512, 5));
+    check_same_results(kernel, made, {out, a, b, c});
+    // One source: 16 x 2 lines a step, 8 steps (256 lines) fit the budget; nothing is blocked.
+    const std::vector<Opt> one = heuristic_opts(transposed_pair_copy(4, 128, 1), t);
+    CHECK(std::none_of(one.begin(), one.end(), [](const Opt& o) { return o.kind == OptKind::Blocks; }));
+  }
 }
 
 TEST_CASE("a kernel with a store outside its outer loop never runs that loop across threads") {
