@@ -342,6 +342,35 @@ std::optional<Opt> line_blocks(const UOpPtr& kernel, const Target& target) {
   return std::nullopt;
 }
 
+// A copy whose reads clamp an index in the last iteration of a loop only (a pair copy's
+// last panel repeats a's last row: WHERE(6p + r < m, 6p + r, m - 1)) hides the unit stride
+// along the panel's rows from the lanes in every iteration. That loop's last iteration is
+// peeled into an END of its own when without it a read runs at unit stride along a loop it
+// did not before (the GPT's pair copy of three transposed sources 3x faster alone,
+// docs/performance.md). Only a copy of one END over two loops or more.
+std::optional<Opt> clamp_peel(const UOpPtr& kernel) {
+  if (kernel->src.size() != 1 || has_reduce(kernel)) return std::nullopt;
+  const UOpPtr& end = kernel->src[0];
+  if (end->op != Op::END || end->src.size() < 3) return std::nullopt;
+  const int64_t fresh = next_axis_id(kernel);
+  for (size_t i = 1; i < end->src.size(); ++i) {
+    const UOpPtr& range = end->src[i];
+    if (kind(range) != AxisKind::Loop || trip(range).value_or(0) < 2) continue;
+    const UOpPtr shorter = make_range(*trip(range) - 1, fresh, AxisKind::Loop);
+    for (const Access& access : accesses(kernel)) {
+      if (access.index->src.size() > 2 || !reaches(access.index, range)) continue;
+      const UOpPtr peeled = simplify(substitute(access.index, {{range, shorter}}));
+      for (size_t j = 1; j < end->src.size(); ++j) {
+        const UOpPtr& along = end->src[j];
+        if (along == range || address_stride(access.index, along)) continue;
+        const auto stride = address_stride(peeled, along);
+        if (stride && std::abs(*stride) == 1) return Opt{OptKind::Peel, range->get<AxisArg>().id};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // Accumulators for `n` vectors of `width` lanes: the largest factor of the Target's
 // accumulators() (enough independent additions to cover the FP add latency) that divides
 // n and keeps all lanes within one vector dtype (64 byte lanes on AVX-512 take 2, not 4).
@@ -534,6 +563,7 @@ void apply_heuristic(OptState& s) {
       tile.vectors = std::min(tile.vectors, line_vectors(width, itemsize, target));
       s.apply({OptKind::ColumnSumTile, axis_of(column_sum->cols), tile.vectors});
     } else if (width >= 2) {
+      if (const auto peel = clamp_peel(s.kernel())) s.apply(*peel);
       for (UOpPtr lane = lane_candidate(s.kernel(), width); lane; lane = lane_candidate(s.kernel(), width))
         upcast(s, lane, width);
       if (s.applied().empty())
@@ -623,6 +653,9 @@ std::vector<std::vector<Opt>> search_moves(const OptState& s) {
   if (!split && !paired)
     if (const UOpPtr pair = pair_dot_candidate(k, s.target()))
       return {{{OptKind::PairDot, axis_of(pair), 2}}};
+  // A copy whose last iteration of a loop alone clamps its reads: that iteration peeled.
+  if (!split)
+    if (const auto peel = clamp_peel(k)) add(fitting(s, {*peel}));
   if (!split) {
     // The tiles, their sizes within the registers and a UOp's lanes as register_tile's and dot_tile's.
     const bool one_end = k->src.size() == 1;

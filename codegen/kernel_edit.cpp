@@ -268,6 +268,32 @@ UOpPtr loop_first(const UOpPtr& kernel, const UOpPtr& first) {
   return with_main_end(kernel, end->with_src(std::move(src)));
 }
 
+UOpPtr peel_last(const UOpPtr& kernel, const UOpPtr& range) {
+  const UOpPtr& end = kernel->src.at(0);
+  const std::vector<UOpPtr> loops(end->src.begin() + 1, end->src.end());
+  const UOpPtr& shared = loops.at(0) != range ? loops[0] : loops.at(1);
+  int64_t next = next_axis_id(kernel);
+  const int64_t n = *trip(range);
+  const UOpPtr shorter = make_range(n - 1, next++, kind(range));
+  std::vector<UOpPtr> others{shared}, last{shared};
+  std::vector<std::pair<UOpPtr, UOpPtr>> to_last{{range, const_int(DType::Int64, n - 1)}};
+  for (const auto& r : loops) {
+    if (r == shared) continue;
+    if (r == range) {
+      others.push_back(shorter);
+      continue;
+    }
+    others.push_back(r);
+    last.push_back(make_range(r->src.at(0), next++, kind(r)));
+    to_last.emplace_back(r, last.back());
+  }
+  const UOpPtr& body = end->src[0];
+  others.insert(others.begin(), simplify(substitute(body, {{range, shorter}})));
+  last.insert(last.begin(), simplify(substitute(body, to_last)));
+  return kernel->with_src(
+      {UOp::make(Op::END, end->dtype, std::move(others)), UOp::make(Op::END, end->dtype, std::move(last))});
+}
+
 UOpPtr expand_sum(const UOpPtr& kernel, const UOpPtr& red, const UOpPtr& range) {
   const UOpPtr& body = red->src[0];
   UOpPtr sum;

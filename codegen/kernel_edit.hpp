@@ -96,6 +96,10 @@ UOpPtr expand_sum(const UOpPtr& kernel, const UOpPtr& red, const UOpPtr& range);
 UOpPtr with_main_end(const UOpPtr& kernel, UOpPtr end);
 // The kernel's main END lists `first` before its other ranges.
 UOpPtr loop_first(const UOpPtr& kernel, const UOpPtr& first);
+// A one-END kernel with the last iteration of `range` as an END of its own: the first END
+// runs `range` one iteration short, the second the last iteration over fresh copies of the
+// other loops, both under the END's first loop other than `range`, which they share.
+UOpPtr peel_last(const UOpPtr& kernel, const UOpPtr& range);
 // Loops of one iteration left by the splits become their only value.
 UOpPtr drop_unit_loops(UOpPtr k);
 

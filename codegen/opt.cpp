@@ -135,6 +135,15 @@ void OptState::apply(const Opt& opt) {
       k = loop_first(blocks.root, blocks.outer);
       break;
     }
+    case OptKind::Peel: {
+      const UOpPtr r = range_of(opt, k);
+      if (kind(r) != AxisKind::Loop || !trip(r) || *trip(r) < 2)
+        misfit(opt, k, "only a loop of 2 or more constant iterations is peeled");
+      if (k->src.size() != 1 || k->src[0]->op != Op::END || k->src[0]->src.size() < 3)
+        misfit(opt, k, "only a kernel of one END over two loops or more is peeled");
+      k = peel_last(k, r);
+      break;
+    }
     case OptKind::MatmulTile: {
       const MatmulAxes mm = contraction(opt, k, matmul_axes(k));
       if (opt.rows < 1) misfit(opt, k, "a tile has at least one row");

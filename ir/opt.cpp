@@ -12,12 +12,13 @@ namespace loom {
 
 namespace {
 
-constexpr std::array<std::pair<OptKind, std::string_view>, 13> kNames{{
+constexpr std::array<std::pair<OptKind, std::string_view>, 14> kNames{{
     {OptKind::Pad, "pad"},
     {OptKind::Upcast, "upcast"},
     {OptKind::Unroll, "unroll"},
     {OptKind::BlockSum, "block_sum"},
     {OptKind::Blocks, "blocks"},
+    {OptKind::Peel, "peel"},
     {OptKind::MatmulTile, "matmul_tile"},
     {OptKind::GemvTile, "gemv_tile"},
     {OptKind::ColumnSumTile, "column_sum_tile"},
@@ -31,7 +32,7 @@ constexpr std::array<std::pair<OptKind, std::string_view>, 13> kNames{{
 // Kinds that act on the kernel, not on one range: printed without an axis.
 bool whole_kernel(OptKind k) { return k == OptKind::AlignSides; }
 // Kinds whose amount means nothing: printed without one.
-bool no_amount(OptKind k) { return k == OptKind::Parallel || k == OptKind::ExpandSum; }
+bool no_amount(OptKind k) { return k == OptKind::Parallel || k == OptKind::ExpandSum || k == OptKind::Peel; }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);

@@ -22,6 +22,9 @@ enum class OptKind : uint8_t {
   Blocks,    // a loop of a one-END kernel split into blocks of `amount` iterations, the loop over the
              // blocks made the kernel's outermost (cache blocking: a transposing copy sweeps every
              // other loop over one block of lines at a time)
+  Peel,      // the last iteration of a loop of a one-END kernel made an END of its own, both ENDs
+             // under the kernel's first other loop (a pair copy's last panel, which alone clamps
+             // its rows, leaves the others' reads contiguous)
   // Recipes (codegen/recipes.hpp), tiles over the contraction the kernel's main END computes:
   MatmulTile,     // register tile of `rows` x `amount` vectors, `axis` its columns (ir/contraction.hpp)
   GemvTile,       // one-row tile of `amount` vectors over a GEMV's columns `axis`, in chunks

@@ -7,6 +7,7 @@
 #include "codegen/codegen.hpp"
 #include "codegen/heuristic.hpp"
 #include "codegen/run_kernel.hpp"
+#include "ir/buffer_access.hpp"
 #include "ir/target.hpp"
 
 #include <doctest/doctest.h>
@@ -65,19 +66,20 @@ UOpPtr two_pair_panel_copies(int64_t panels, int64_t pairs, int64_t pairs2) {
 }
 
 // The bfloat16 pair copy of a transposed a (a weight gradient's dY^T, read from a float32
-// dY [k, m], m = 6 panels - 2): P[p, q, r, t] = in[2q + 1 - t, min(6p + r, m - 1)], axes 0 (p),
-// 1 (q), 2 (r), 3 (t), the last panel repeating the last row. Every range strides the read
-// (the clamp hides the rows' stride), and the stores are half its bytes. With `pieces` 3, the
-// sum of three such inputs (slots 1 to 3), as the bfloat16 concatenation of attention's q, k
-// and v gradients reads them.
-UOpPtr transposed_pair_copy(int64_t panels, int64_t pairs, int64_t pieces = 1) {
+// dY [k, m], m = 6 panels - short_rows): P[p, q, r, t] = in[2q + 1 - t, min(6p + r, m - 1)],
+// axes 0 (p), 1 (q), 2 (r), 3 (t), the panels past m repeating the last row. Every range
+// strides the read (the clamp hides the rows' stride), and the stores are half its bytes.
+// With short_rows 2 only the last panel clamps (the heuristic peels it); with 8 the last two
+// do (nothing to peel); with 0 none. With `pieces` 3, the sum of three such inputs (slots 1
+// to 3), as the bfloat16 concatenation of attention's q, k and v gradients reads them.
+UOpPtr transposed_pair_copy(int64_t panels, int64_t pairs, int64_t pieces = 1, int64_t short_rows = 8) {
   auto out = global(0, DType::BFloat16);
   auto p = make_range(panels, 0), q = make_range(pairs, 1), r = make_range(6, 2), t = make_range(2, 3);
-  const int64_t m = 6 * panels - 2;
+  const int64_t m = 6 * panels - short_rows;
   const UOpPtr at = ((p * pairs + q) * 6 + r) * 2 + t;
   const UOpPtr row = p * 6 + r, last = const_int(DType::Int64, m - 1);
-  const UOpPtr from =
-      (q * 2 + const_int(DType::Int64, 1) - t) * m + where(row < const_int(DType::Int64, m), row, last);
+  const UOpPtr from = (q * 2 + const_int(DType::Int64, 1) - t) * m +
+                      (short_rows == 0 ? row : where(row < const_int(DType::Int64, m), row, last));
   UOpPtr value = load(global(1, f32), from);
   for (int64_t slot = 2; slot <= pieces; ++slot) value = value + load(global(slot, f32), from);
   return sink({end(store(index(out, at), cast(value, DType::BFloat16)), {p, q, r, t})});
@@ -369,6 +371,44 @@ TEST_CASE("blocks: a loop in blocks, the loop over the blocks first, computes th
   check_same_results(kernel, blocked, {out, a, b, c});
 }
 
+TEST_CASE("peel: a pair copy's last panel, which alone clamps its rows, becomes an END of its own") {
+  // m = 22 rows in 4 panels: only the last panel's rows 22 and 23 clamp. Peeled, the other
+  // panels read 6 consecutive rows of each source row, the unit stride the lanes take.
+  const UOpPtr kernel = transposed_pair_copy(4, 64, 1, 2);
+  const UOpPtr peeled = apply_opts(kernel, {{OptKind::Peel, 0}}, v4());
+  REQUIRE(peeled->src.size() == 2);
+  const UOpPtr &rest = peeled->src[0], &last = peeled->src[1];
+  CHECK(rest->src.at(1)->get<AxisArg>().id == 1);  // both under the pairs' loop, which they share
+  CHECK(last->src.at(1) == rest->src[1]);
+  CHECK(trip(rest->src.at(2)) == 3);  // the panels but the last
+  CHECK(last->src.size() == 4);       // the last panel: the pairs, fresh rows and halves
+  const UOpPtr read = [&] {
+    for (const auto& n : toposort(rest))
+      if (n->op == Op::INDEX && n->dtype.base() == f32) return n;
+    return UOpPtr{};
+  }();
+  REQUIRE(read);
+  CHECK(address_stride(read, rest->src.at(3)) == std::optional<int64_t>{1});  // along the rows
+  for (const Target& t : {v3(), v4()}) {
+    CAPTURE(t.name);
+    const std::vector<Opt> opts = heuristic_opts(kernel, t);
+    REQUIRE(!opts.empty());
+    CHECK(opts[0] == Opt{OptKind::Peel, 0});
+    CHECK(std::count(opts.begin(), opts.end(), Opt{OptKind::Upcast, 2, 0}) == 1);  // lanes along the rows
+    Aligned<uint16_t> out(4 * 64 * 12);
+    Aligned<float> in(ramp(22 * 128, 19));
+    check_same_results(kernel, apply_opts(kernel, opts, t), {out, in});
+    check_same_results(kernel, peeled, {out, in});
+    // Rows that run out in two panels: peeling one leaves the clamp, so nothing is peeled.
+    const std::vector<Opt> two = heuristic_opts(transposed_pair_copy(4, 64, 1, 8), t);
+    CHECK(std::none_of(two.begin(), two.end(), [](const Opt& o) { return o.kind == OptKind::Peel; }));
+  }
+  CHECK_THROWS_WITH_AS(apply_opts(row_sums(4, 64), {{OptKind::Peel, 1}}, v4()),
+                       doctest::Contains("only a loop of 2 or more"), Error);
+  CHECK_THROWS_WITH_AS(apply_opts(row_sums(4, 64), {{OptKind::Peel, 0}}, v4()),
+                       doctest::Contains("only a kernel of one END over two loops or more"), Error);
+}
+
 TEST_CASE("heuristic_opts: a copy whose inner sweep crosses more lines than half of L1 is blocked") {
   // A pair copy of three float32 sources transposed (the GPT's gradient through a GELU): a
   // step of the pairs' loop reads lanes x 2 halves rows of each source, a line each, and
@@ -379,7 +419,7 @@ TEST_CASE("heuristic_opts: a copy whose inner sweep crosses more lines than half
     CAPTURE(t.name);
     t.l1d_bytes = 32 << 10, t.line_bytes = 64, t.cores = 2;
     const int64_t w = t.vector_bytes / 4;
-    const UOpPtr kernel = transposed_pair_copy(4, 256, 3);
+    const UOpPtr kernel = transposed_pair_copy(4, 256, 3, 8);
     const std::vector<Opt> opts = heuristic_opts(kernel, t);
     const Opt blocks{OptKind::Blocks, 4, w == 16 ? 2 : 4};  // axis 4: the pairs' loop outside the lanes
     CHECK(std::count(opts.begin(), opts.end(), blocks) == 1);

@@ -9,16 +9,17 @@
 using namespace loom;
 
 TEST_CASE("Opt: a list prints as kind(axis, amount) and reads back to the same Opts") {
-  const std::vector<Opt> opts{
-      {OptKind::Pad, 3, 16},          {OptKind::Upcast, 3, 16},    {OptKind::Upcast, 2, 0},
-      {OptKind::Unroll, 7, 4},        {OptKind::BlockSum, 8, 256}, {OptKind::Blocks, 1, 4},
-      {OptKind::MatmulTile, 2, 2, 6}, {OptKind::GemvTile, 1, 4},   {OptKind::ColumnSumTile, 0, 4},
-      {OptKind::DotTile, 5, 8, 6},    {OptKind::ExpandSum, 4},     {OptKind::AlignSides, -1, 8},
-      {OptKind::Parallel, 0}};
+  const std::vector<Opt> opts{{OptKind::Pad, 3, 16},        {OptKind::Upcast, 3, 16},
+                              {OptKind::Upcast, 2, 0},      {OptKind::Unroll, 7, 4},
+                              {OptKind::BlockSum, 8, 256},  {OptKind::Blocks, 1, 4},
+                              {OptKind::Peel, 2},           {OptKind::MatmulTile, 2, 2, 6},
+                              {OptKind::GemvTile, 1, 4},    {OptKind::ColumnSumTile, 0, 4},
+                              {OptKind::DotTile, 5, 8, 6},  {OptKind::ExpandSum, 4},
+                              {OptKind::AlignSides, -1, 8}, {OptKind::Parallel, 0}};
   const std::string text = to_string(opts);
   CHECK(text ==
         "[pad(3, 16), upcast(3, 16), upcast(2, 0), unroll(7, 4), block_sum(8, 256), blocks(1, 4), "
-        "matmul_tile(2, 2, rows=6), "
+        "peel(2), matmul_tile(2, 2, rows=6), "
         "gemv_tile(1, 4), column_sum_tile(0, 4), dot_tile(5, 8, rows=6), expand_sum(4), align_sides(8), "
         "parallel(0)]");
   CHECK(parse_opts(text) == opts);
