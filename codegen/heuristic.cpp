@@ -312,9 +312,9 @@ std::optional<Opt> line_blocks(const UOpPtr& kernel, const Target& target) {
   for (size_t a = 0; a < loops.size(); ++a) {
     if (kind(loops[a]) != AxisKind::Loop) continue;
     // Lines one step of loops[a] touches, of the accesses that stay in their lines along it,
-    // and the factor of them each inner loop contributes.
+    // and which inner loops cross a line a step.
     double lines = 0;
-    std::vector<double> crossing(loops.size(), 0);
+    std::vector<bool> crossing(loops.size(), false);
     for (const Access& access : accesses(kernel)) {
       if (access.index->src.size() > 2) continue;  // a masked piece of a concatenation reads a part
       const int64_t itemsize = access.index->dtype.itemsize();
@@ -324,7 +324,7 @@ std::optional<Opt> line_blocks(const UOpPtr& kernel, const Target& target) {
       for (size_t b = a + 1; b < loops.size(); ++b) {
         const auto along_b = typical_stride(access.index, loops[b]);
         if (along_b && std::abs(*along_b) * itemsize >= target.line_bytes)
-          touched *= static_cast<double>(trip_bound(loops[b])), crossing[b] = 1;
+          touched *= static_cast<double>(trip_bound(loops[b])), crossing[b] = true;
       }
       lines += touched;
     }
