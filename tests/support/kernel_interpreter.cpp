@@ -200,7 +200,9 @@ class Interpreter {
     }
   }
 
-  KernelRunFacts facts() const { return {largest_sum_operand_, made_infinity_, plain_undefined_}; }
+  KernelRunFacts facts() const {
+    return {largest_sum_operand_, made_infinity_, smallest_divisor_, plain_undefined_};
+  }
 
  private:
   void bind_vars(const UOpPtr& kernel, const std::vector<int64_t>& vars) {
@@ -351,7 +353,10 @@ class Interpreter {
   Lanes alu(const UOp& u) {
     if (is_unary(u.op)) {
       need_src(u, 1, 1);
-      return per_lane(u, [&](const Sources& x, size_t l) { return ks::unary(u.op, x[0].lane[l]); });
+      return per_lane(u, [&](const Sources& x, size_t l) {
+        if (u.op == Op::RECIP) note_divisor(x[0].lane[l]);
+        return ks::unary(u.op, x[0].lane[l]);
+      });
     }
     if (is_binary(u.op)) {
       need_src(u, 2, 2);
@@ -361,6 +366,7 @@ class Interpreter {
           (u.op == Op::ADD || u.op == Op::SUB) && !is_constant(*u.src[0]) && !is_constant(*u.src[1]);
       return per_lane(u, [&](const Sources& x, size_t l) {
         if (sum) note_sum_operands({x[0].lane[l], x[1].lane[l]});
+        if (u.op == Op::FDIV) note_divisor(x[1].lane[l]);
         note_plain_undefined(u, x, l);
         return ks::binary(u.op, x[0].lane[l], x[1].lane[l]);
       });
@@ -409,6 +415,12 @@ class Interpreter {
     return u.op == Op::CONST ||
            (u.op == Op::VECTORIZE &&
             std::all_of(u.src.begin(), u.src.end(), [](const UOpPtr& s) { return s->op == Op::CONST; }));
+  }
+
+  // A float divisor: the least finite non-zero one is a run fact (KernelRunFacts).
+  void note_divisor(const Scalar1& d) {
+    if (d.dtype.is_float() && std::isfinite(d.f) && d.f != 0)
+      smallest_divisor_ = std::min(smallest_divisor_, std::abs(d.f));
   }
 
   // A float sum's error is relative to its operands, not to its result, which
@@ -645,6 +657,7 @@ class Interpreter {
   uint64_t iteration_ = 0;
   double largest_sum_operand_ = 0;
   bool made_infinity_ = false;
+  double smallest_divisor_ = std::numeric_limits<double>::infinity();
   std::string plain_undefined_;
   MemoTable memo_;
   uint64_t memo_epoch_ = 0;

@@ -5,6 +5,7 @@
 #include "ir/uop.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct KernelRunFacts {
   // Whether a float op made an infinity from finite operands (an overflow, a
   // division by 0, as of a sum that cancelled to 0 in this order).
   bool made_infinity = false;
+  // The least finite, non-zero magnitude a float RECIP or FDIV divided by (infinity if
+  // none): a divisor near 0 beside largest_sum_operand is a sum's rounding amplified.
+  double smallest_divisor = std::numeric_limits<double>::infinity();
   // The first op whose plain machine instruction (sdiv, shl, fptosi: what the
   // emitter makes of it) would be undefined on values it saw, e.g. "IDIV i32
   // divides by 0", or "". numeric_lowering (codegen/) guards every such op, so
