@@ -30,6 +30,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -136,6 +137,10 @@ class Emitter {
   Value* f32_to_f16_subnormal(Value* a);
   Value* f32_to_bf16_vcvtneps2bf16(Value* v, unsigned lanes);
   Value* f32_to_f16_vcvtps2ph(Value* v, unsigned lanes);
+  Value* lanes_of(Value* x, unsigned first, unsigned count);
+  Value* in_chunks(const std::vector<Value*>& in, unsigned lanes, unsigned width,
+                   const std::function<Value*(const std::vector<Value*>&)>& op);
+  Value* ldexp(DType dt, Value* x, Value* n);
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
@@ -399,6 +404,7 @@ Value* Emitter::binary(Op op, DType dt, Value* a, Value* b) {
       case Op::MUL: return b_.CreateFMul(a, b);
       case Op::FDIV: return b_.CreateFDiv(a, b);
       case Op::POW: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
+      case Op::LDEXP: return ldexp(dt, a, b);
       default: throw unsupported();
     }
   }
@@ -537,28 +543,43 @@ Value* Emitter::f32_to_bf16_vcvtneps2bf16(Value* v, unsigned lanes) {
 // fptrunc: LLVM folds fptrunc(fpext x) to x, which would keep a signalling NaN
 // that the conversion quiets.
 Value* Emitter::f32_to_f16_vcvtps2ph(Value* v, unsigned lanes) {
-  if (lanes == 1)
-    v = b_.CreateInsertElement(
-        llvm::ConstantAggregateZero::get(llvm::FixedVectorType::get(b_.getFloatTy(), 4)), v, uint64_t{0});
   const unsigned width = isa_.avx512f && lanes >= 16 ? 16 : lanes >= 8 ? 8 : 4;
-  const unsigned padded = (std::max(lanes, 4u) + width - 1) / width * width;
   const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_mask_vcvtps2ph_512
                                  : width == 8 ? llvm::Intrinsic::x86_vcvtps2ph_256
                                               : llvm::Intrinsic::x86_vcvtps2ph_128;
-  auto lanes_of = [&](Value* x, unsigned first, unsigned count) {
-    llvm::SmallVector<int, 16> idx;
-    for (unsigned k = 0; k < count; ++k) idx.push_back(static_cast<int>(first + k));
-    return b_.CreateShuffleVector(x, llvm::ConstantAggregateZero::get(x->getType()), idx);
-  };
-  std::vector<Value*> parts;
-  for (unsigned first = 0; first < padded; first += width) {
-    Value* chunk = lanes_of(v, first, width);  // lanes past the value's read the zero vector
-    std::vector<Value*> args{chunk, b_.getInt32(0)};
+  return in_chunks({v}, lanes, width, [&](const std::vector<Value*>& chunk) {
+    std::vector<Value*> args{chunk[0], b_.getInt32(0)};
     if (width == 16)
       args.insert(args.end(),
                   {llvm::ConstantAggregateZero::get(type_of(DType::Float16.vec(16))), b_.getInt16(0xffff)});
     Value* bits = b_.CreateIntrinsic(id, {}, args);
-    parts.push_back(width == 4 ? lanes_of(bits, 0, 4) : bits);  // the 128-bit form zeroes lanes 4 to 7
+    return width == 4 ? lanes_of(bits, 0, 4) : bits;  // the 128-bit form zeroes lanes 4 to 7
+  });
+}
+
+// Lanes [first, first + count) of x; lanes past x's own read zeros.
+Value* Emitter::lanes_of(Value* x, unsigned first, unsigned count) {
+  llvm::SmallVector<int, 16> idx;
+  for (unsigned k = 0; k < count; ++k) idx.push_back(static_cast<int>(first + k));
+  return b_.CreateShuffleVector(x, llvm::ConstantAggregateZero::get(x->getType()), idx);
+}
+
+// `op` applied to chunks of `width` lanes of the `lanes`-lane values `in` (a scalar is
+// lane 0 of a chunk; past the values' lanes the chunks read zeros), its results joined
+// back into `lanes` lanes: an instruction of one register width over a value of any width.
+Value* Emitter::in_chunks(const std::vector<Value*>& in, unsigned lanes, unsigned width,
+                          const std::function<Value*(const std::vector<Value*>&)>& op) {
+  std::vector<Value*> values = in;
+  if (lanes == 1)
+    for (Value*& v : values)
+      v = b_.CreateInsertElement(
+          llvm::ConstantAggregateZero::get(llvm::FixedVectorType::get(v->getType(), width)), v, uint64_t{0});
+  const unsigned padded = (lanes + width - 1) / width * width;
+  std::vector<Value*> parts;
+  for (unsigned first = 0; first < padded; first += width) {
+    std::vector<Value*> chunk;
+    for (Value* v : values) chunk.push_back(lanes_of(v, first, width));
+    parts.push_back(op(chunk));
   }
   while (parts.size() > 1) {  // concatenated pairwise
     if (parts.size() % 2) parts.push_back(llvm::ConstantAggregateZero::get(parts.back()->getType()));
@@ -572,6 +593,39 @@ Value* Emitter::f32_to_f16_vcvtps2ph(Value* v, unsigned lanes) {
     parts = std::move(joined);
   }
   return lanes == 1 ? b_.CreateExtractElement(parts[0], uint64_t{0}) : lanes_of(parts[0], 0, lanes);
+}
+
+// LDEXP (docs/kernel-ir.md): x * 2^n for a whole n, rounded once. AVX-512's vscalefps
+// is that in one instruction; elsewhere 2^n is made in the exponent bits as two normal
+// halves, so a result near overflow or in the subnormal range still rounds once (n in
+// [-252, 254]; every n exp's forms make is).
+Value* Emitter::ldexp(DType dt, Value* x, Value* n) {
+  const unsigned lanes = dt.lanes;
+  if (dt.scalar != Scalar::Float32)
+    throw Error(fmt::format("LDEXP is defined on f32 operands, not {}", to_string(dt)));
+  const unsigned width = lanes >= 16 ? 16 : lanes > 4 ? 8 : 4;
+  if (isa_.avx512f && (width == 16 || isa_.avx512vl)) {
+    const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
+                                   : width == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
+                                                : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+    return in_chunks({x, n}, lanes, width, [&](const std::vector<Value*>& chunk) {
+      Value* none = llvm::ConstantAggregateZero::get(chunk[0]->getType());
+      std::vector<Value*> args{chunk[0], chunk[1], none, b_.getIntN(width == 16 ? 16 : 8, (1u << width) - 1)};
+      if (width == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
+      return b_.CreateIntrinsic(id, {}, args);
+    });
+  }
+  const DType int_dt = DType::Int32.vec(lanes);
+  auto i32 = [&](int32_t c) -> Value* { return constant(int_dt, 0, c); };
+  auto pow2 = [&](Value* k) {  // 2^k for k in [-126, 127]: the biased exponent in place
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, i32(127)), i32(23)), x->getType());
+  };
+  // n to an integer by the bits of n + 1.5 * 2^23 (exact for whole |n| < 2^22): unlike
+  // fptosi, defined for a NaN n, whose x is NaN too.
+  Value* shifted = b_.CreateFAdd(n, llvm::ConstantFP::get(x->getType(), 0x1.8p23));
+  Value* k = b_.CreateSub(b_.CreateBitCast(shifted, type_of(int_dt)), i32(0x4B400000));
+  Value* half = b_.CreateAShr(k, i32(1));
+  return b_.CreateFMul(b_.CreateFMul(x, pow2(half)), pow2(b_.CreateSub(k, half)));
 }
 
 Value* Emitter::f32_to_half(DType to, Value* v) {
@@ -885,7 +939,8 @@ bool Emitter::streams(const UOp& store, const Access& a) const {
   const int64_t bytes = static_cast<int64_t>(a.type->getPrimitiveSizeInBits() / 8);
   // The store claims the alignment of its bytes, up to the ABI's (a vector wider than a
   // register is stored a register at a time): the index is a multiple of that many elements.
-  const int64_t aligned = std::min<int64_t>(bytes, kKernelAbiAlignment) / (bytes / std::max<int64_t>(lanes, 1));
+  const int64_t aligned =
+      std::min<int64_t>(bytes, kKernelAbiAlignment) / (bytes / std::max<int64_t>(lanes, 1));
   if (a.kind != Access::Contiguous || a.mask || buffer_of(index).op != Op::DEFINE_GLOBAL || lanes < 2 ||
       bytes % 16 != 0 || !multiple_of(*index.src.at(1), aligned))
     return false;

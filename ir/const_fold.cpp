@@ -4,6 +4,7 @@
 // op, IDIV/MOD truncate. Folds the hardware would trap on, or whose result the
 // contract leaves to the run-time path (division by zero, out-of-range shifts),
 // are refused so the program keeps its own behaviour.
+#include "ir/float_math.hpp"
 #include "ir/int_arith.hpp"
 #include "ir/symbolic.hpp"
 
@@ -47,7 +48,7 @@ std::optional<int64_t> int_binary(Op op, DType dt, int64_t x, int64_t y) {
     case Op::XOR: return x ^ y;
     case Op::SHL:
     case Op::SHR: return int_shift(op, dt, x, y);
-    default: return std::nullopt;  // FDIV, POW: float-only
+    default: return std::nullopt;  // FDIV, POW, LDEXP: float-only
   }
 }
 
@@ -95,6 +96,7 @@ std::optional<T> float_binary(Op op, T x, T y) {
     case Op::MUL: return x * y;
     case Op::FDIV: return x / y;
     case Op::POW: return std::pow(x, y);
+    case Op::LDEXP: return scaled_by_pow2(x, y);
     case Op::MAX: return maximum(x, y);
     case Op::CMPLT: return T(x < y);   // ordered
     case Op::CMPEQ: return T(x == y);  // ordered

@@ -5,8 +5,8 @@
 //
 // Both arguments are clamped past the ends of the range first (NaN passes), so
 // |n| <= 152. n comes from one float add: x + 1.5*2^23 rounds x to an integer in
-// the low bits of the mantissa (for |x| < 2^22), which then read as an integer give
-// n with no float-to-int conversion. 2^n is applied as two exact halves so results
+// the low bits of the mantissa (for |x| < 2^22), and taking 1.5*2^23 away again
+// leaves it as a float. The product with 2^n is LDEXP, which rounds once, so results
 // near overflow and in the subnormal range round once.
 #include "ir/float_math.hpp"
 
@@ -43,11 +43,9 @@ UOpPtr pow2(const UOpPtr& k) {
   return UOp::make(Op::BITCAST, DType::Float32, {alu(Op::SHL, {k + i32(k, 127), i32(k, 23)})});
 }
 
-// p * 2^n for an Int32 n in [-252, 254], rounding once: 2^n as two normal halves.
-UOpPtr scale_by_pow2(const UOpPtr& p, const UOpPtr& n) {
-  const UOpPtr n1 = alu(Op::SHR, {n, i32(n, 1)});  // floor(n / 2): SHR is arithmetic on Int32
-  return (p * pow2(n1)) * pow2(n - n1);
-}
+// p * 2^n for a whole Float32 n, rounding once: LDEXP, one instruction on AVX-512
+// (vscalefps), 2^n made as two exact halves elsewhere (codegen/llvm_emit.cpp).
+UOpPtr scale_by_pow2(const UOpPtr& p, const UOpPtr& n) { return alu(Op::LDEXP, {p, n}); }
 
 // (e^(s r) - 1) / r by its Taylor polynomial of degree `degree` - 1 in Horner form, so
 // r * it is e^(s r) - 1 to degree `degree`.
@@ -109,16 +107,15 @@ UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi) {
 // exp2: 2^-151 rounds to 0 and 2^129 overflows, so the clamp changes no result.
 UOpPtr exp2_f32(const UOpPtr& x) {
   const UOpPtr xc = clamp_keeping_nan(x, -151, 129);
-  const UOpPtr shifted = xc + f32(x, kRoundShift);
-  const UOpPtr r = xc - (shifted - f32(x, kRoundShift));
-  return scale_by_pow2(exp_taylor(r, std::numbers::ln2), integer_in(shifted));
+  const UOpPtr n = (xc + f32(x, kRoundShift)) - f32(x, kRoundShift);
+  return scale_by_pow2(exp_taylor(xc - n, std::numbers::ln2), n);
 }
 
 // exp: e^-104 rounds to 0 and e^89 overflows. Computing 2^(x log2 e) instead would
 // lose about |x|/2 ulps to the rounding of the product.
 UOpPtr exp_f32(const UOpPtr& x) {
   const Reduced d = reduce_by_ln2(clamp_keeping_nan(x, -104, 89));
-  return scale_by_pow2(exp_minimax(d.r), integer_in(d.shifted));
+  return scale_by_pow2(exp_minimax(d.r), d.n);
 }
 
 // e^y - 1 = 2^n (e^r - 1) + (2^n - 1) for y <= 0, with e^r - 1 = r * q(r): relatively

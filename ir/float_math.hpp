@@ -7,6 +7,8 @@
 // tests/src/test_tensor_elementwise_math.cpp measures.
 #include "ir/uop.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace loom {
@@ -14,6 +16,14 @@ namespace loom {
 // max(lo, min(x, hi)) as two compare-and-selects that let NaN through (each one
 // machine instruction on x86: maxps/minps with the operands in this order).
 UOpPtr clamp_keeping_nan(const UOpPtr& x, double lo, double hi);
+
+// LDEXP's value (docs/kernel-ir.md): x * 2^n for a whole n, rounded once to T. Past
+// +-1100 n saturates: every float's result there is 0 or infinite already.
+template <class T>
+T scaled_by_pow2(T x, T n) {
+  if (std::isnan(n)) return n;
+  return std::ldexp(x, static_cast<int>(std::clamp<double>(std::floor(n), -1100, 1100)));
+}
 
 // The Float32 functions; x is a scalar Float32 UOp.
 UOpPtr exp_f32(const UOpPtr& x);      // e^x, one Cody-Waite reduction

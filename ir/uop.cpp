@@ -22,7 +22,7 @@ namespace {
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
     "BUFFER", "CONST", "DEFINE_VAR", "IOTA", "RESHAPE", "PERMUTE", "EXPAND", "PAD", "SHRINK", "FLIP",
     "REDUCE_AXIS", "NEG", "EXP", "EXP2", "LOG2", "SIN", "COS", "TANH", "SIGMOID", "ERF", "SQRT", "RECIP", "TRUNC", "ADD", "SUB", "MUL",
-    "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR",
+    "FDIV", "IDIV", "MOD", "MAX", "POW", "CMPLT", "CMPNE", "CMPEQ", "AND", "OR", "XOR", "SHL", "SHR", "LDEXP",
     "WHERE", "MULACC", "CAST", "BITCAST", "CONTIGUOUS", "DETACH", "ASSIGN", "COPY", "COLLECTIVE", "DEFINE_GLOBAL",
     "RANGE", "INDEX", "LOAD", "STORE", "REDUCE", "END", "BUFFERIZE", "AFTER", "SINK", "VECTORIZE",
     "GEP", "DEFINE_REG", "DOT2", "BIND"};
@@ -38,7 +38,7 @@ std::optional<Op> op_from_name(std::string_view name) {
   return std::nullopt;
 }
 bool is_unary(Op op) { return in(op, Op::NEG, Op::TRUNC); }
-bool is_binary(Op op) { return in(op, Op::ADD, Op::SHR); }
+bool is_binary(Op op) { return in(op, Op::ADD, Op::LDEXP); }
 bool is_ternary(Op op) { return op == Op::WHERE || op == Op::MULACC; }
 bool is_alu(Op op) { return is_unary(op) || is_binary(op) || is_ternary(op); }
 bool is_comparison(Op op) { return in(op, Op::CMPLT, Op::CMPEQ); }

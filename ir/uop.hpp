@@ -58,6 +58,7 @@ enum class Op : uint8_t {
   XOR,
   SHL,
   SHR,
+  LDEXP,  // (x, n), n a whole float: x * 2^n rounded once (exp's scaling, ir/float_math.hpp)
   // ALU: ternary
   WHERE,
   MULACC,

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -423,6 +424,49 @@ TEST_CASE("emit: IEEE float arithmetic and the float-only unary ops") {
   CHECK(powers[0] == doctest::Approx(1024).epsilon(1e-6));
   CHECK(powers[1] == doctest::Approx(3).epsilon(1e-6));
   CHECK(powers[2] == doctest::Approx(0.5).epsilon(1e-6));
+}
+
+TEST_CASE("emit: LDEXP scales by 2^n rounding once, with vscalefps on AVX-512 and the same bits without") {
+  // x * 2^n against std::ldexp: normal results, subnormal ones that round (n = -140 moves
+  // 1.75 past the last subnormal bit), overflow to inf, zeros, inf and NaN through; over
+  // lane counts that fill a register, part of one, and more than one.
+  const float inf = static_cast<float>(kInf), nan = static_cast<float>(kNaN);
+  std::vector<float> xs, ns;
+  for (const float x : {1.0f, -1.5f, 1.75f, 0.7071f, 1.4142135f, 0.0f, -0.0f, 3.0e-39f, inf, -inf, nan})
+    for (const float n : {0.0f, 1.0f, -1.0f, 127.0f, 128.0f, -126.0f, -127.0f, -140.0f, -149.0f, -150.0f,
+                          -152.0f, 129.0f, 200.0f, -252.0f, 254.0f}) {
+      xs.push_back(x);
+      ns.push_back(n);
+    }
+  const auto count = static_cast<int64_t>(xs.size());  // 165: no lane count divides it
+  const auto f32 = DType::Float32;
+  auto out = global(0, f32), x = global(1, f32), n = global(2, f32);
+  for (const int64_t lanes : {1, 4, 6, 8, 16, 32}) {
+    const int64_t rows = (count + lanes - 1) / lanes;
+    auto r = make_range(rows, 0), l = make_range(lanes, 1);
+    const auto at = r * i64(lanes) + l;
+    const auto in = at < i64(count);
+    const auto kernel =
+        sink({end(store(index(out, at, in), alu(Op::LDEXP, {load(index(x, at, in)), load(index(n, at, in))})),
+                  {r, l})});
+    for (const std::string target : {"x86-64-v3", "x86-64-v4"}) {
+      INFO(lanes << " lanes, " << target);
+      const Target& t = target_named(target);
+      const UOpPtr opt = lanes > 1 ? apply_opts(kernel, {{OptKind::Upcast, 1, lanes}}, t) : kernel;
+      const JitResult compiled = compile_kernel_for(opt, fmt::format("ldexp_{}", lanes), target, true);
+      CHECK((compiled.assembly.find("vscalefps") != std::string::npos) == (target == "x86-64-v4"));
+      Aligned<float> got(static_cast<size_t>(rows * lanes)), in_x(xs), in_n(ns);
+      run_all(compiled.fn, opt, {got, in_x, in_n});
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const float want = std::ldexp(xs[i], static_cast<int>(ns[i]));
+        INFO("ldexp(" << xs[i] << ", " << ns[i] << ") = " << want << ", got " << got[i]);
+        if (std::isnan(want))
+          CHECK(std::isnan(got[i]));
+        else
+          CHECK(std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want));
+      }
+    }
+  }
 }
 
 TEST_CASE("emit: WHERE and MULACC") {

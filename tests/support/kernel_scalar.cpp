@@ -1,5 +1,6 @@
 #include "support/kernel_scalar.hpp"
 
+#include "ir/float_math.hpp"
 #include "ir/int_limits.hpp"
 #include "support/half_reference.hpp"
 
@@ -81,6 +82,7 @@ Value float_binary(Op op, DType dt, double a, double b) {
     case Op::FDIV: return of_float(dt, a / b);
     case Op::MAX: return of_float(dt, float_max(a, b));
     case Op::POW: return of_float(dt, std::pow(a, b));
+    case Op::LDEXP: return of_float(dt, scaled_by_pow2(a, b));
     case Op::CMPLT: return of_int(DType::Bool, a < b);   // ordered: false with NaN
     case Op::CMPEQ: return of_int(DType::Bool, a == b);  // ordered
     case Op::CMPNE: return of_int(DType::Bool, a != b);  // unordered: true with NaN
