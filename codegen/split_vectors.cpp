@@ -15,6 +15,7 @@
 #include "ir/pattern.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace loom {
 
@@ -36,15 +37,35 @@ bool one_lane(const std::vector<int64_t>& lanes) {
   return std::all_of(lanes.begin(), lanes.end(), [&](int64_t l) { return l == lanes[0]; });
 }
 
+// The values `v` is computed from through vectors (itself, the vectors under it and
+// their scalar sources), counted up to `limit`.
+size_t vector_values(const UOpPtr& v, size_t limit) {
+  std::unordered_set<const UOp*> seen;
+  std::vector<const UOp*> todo{v.get()};
+  while (!todo.empty() && seen.size() < limit) {
+    const UOp* u = todo.back();
+    todo.pop_back();
+    if (!seen.insert(u).second || u->dtype.lanes == 1) continue;
+    for (const UOpPtr& s : u->src) todo.push_back(s.get());
+  }
+  return seen.size();
+}
+
 UOpPtr slice_of(const Match& m) {
   const UOpPtr& g = m.root();
   const UOpPtr& v = g->src.at(0);
   const auto& lanes = g->get<std::vector<int64_t>>();
-  const bool moves = v->op == Op::VECTORIZE || v->op == Op::GEP;
-  if (!moves && !(lane_wise(v) && (one_lane(lanes) || wider_than_register(v, m.ctx<VectorWidth>().bytes))))
-    return nullptr;
-  const UOpPtr picked = pick(v, lanes);
-  return picked == g ? nullptr : picked;
+  if (v->op == Op::VECTORIZE || v->op == Op::GEP ||
+      (lane_wise(v) && wider_than_register(v, m.ctx<VectorWidth>().bytes))) {
+    const UOpPtr picked = pick(v, lanes);
+    return picked == g ? nullptr : picked;
+  }
+  if (!lane_wise(v) || !one_lane(lanes)) return nullptr;
+  // One lane on scalars only where that is no more work than the vector ops it replaces:
+  // a row's validity is, the last lane of a fold by halves (every lane of its leaves) is not.
+  constexpr size_t kCountLimit = 4096;
+  const UOpPtr picked = pick_within(v, lanes, vector_values(v, kCountLimit));
+  return picked == nullptr || picked == g ? nullptr : picked;
 }
 
 UOpPtr scalar_validity(const Match& m) {

@@ -34,7 +34,11 @@ struct PickKeyHash {
     return h;
   }
 };
-using PickMemo = std::unordered_map<PickKey, UOpPtr, PickKeyHash>;
+struct PickMemo {
+  std::unordered_map<PickKey, UOpPtr, PickKeyHash> picked;
+  size_t budget = std::numeric_limits<size_t>::max();  // the picks it may make
+  bool over_budget = false;
+};
 
 UOpPtr pick_in(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo);
 
@@ -117,9 +121,13 @@ UOpPtr pick_uncached(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMem
 
 UOpPtr pick_in(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& memo) {
   PickKey key{v.get(), lanes};
-  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (auto it = memo.picked.find(key); it != memo.picked.end()) return it->second;
+  if (memo.over_budget || memo.picked.size() >= memo.budget) {
+    memo.over_budget = true;
+    return v;  // a stand-in: the caller discards the result
+  }
   UOpPtr out = pick_uncached(v, lanes, memo);
-  memo.emplace(std::move(key), out);
+  memo.picked.emplace(std::move(key), out);
   return out;
 }
 
@@ -128,6 +136,13 @@ UOpPtr pick_in(const UOpPtr& v, const std::vector<int64_t>& lanes, PickMemo& mem
 UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes) {
   PickMemo memo;
   return pick_in(v, lanes, memo);
+}
+
+UOpPtr pick_within(const UOpPtr& v, const std::vector<int64_t>& lanes, size_t budget) {
+  PickMemo memo;
+  memo.budget = budget;
+  const UOpPtr out = pick_in(v, lanes, memo);
+  return memo.over_budget ? nullptr : out;
 }
 
 UOpPtr vconst(DType dt, double v) { return broadcast(const_like(dt.base(), v), dt.lanes); }

@@ -3,6 +3,7 @@
 // lanes, lanes picked from a vector, a constant of any lane count.
 #include "ir/uop.hpp"
 
+#include <cstddef>
 #include <vector>
 
 namespace loom {
@@ -16,6 +17,9 @@ UOpPtr gep(const UOpPtr& v, std::vector<int64_t> lanes);
 // of a tile's product is a product of a broadcast and a vector, not a shuffle of
 // a wide product.
 UOpPtr pick(const UOpPtr& v, const std::vector<int64_t>& lanes);
+// pick, or null where it would pick more than `budget` (value, lanes) pairs: one lane
+// of a fold by halves is every lane of what it folds.
+UOpPtr pick_within(const UOpPtr& v, const std::vector<int64_t>& lanes, size_t budget);
 // The scalar every lane of `v` is (`v` itself if scalar, x of VECTORIZE(x, x, ..., x)), or null.
 UOpPtr uniform_lane(const UOpPtr& v);
 // Is `v` an ALU op or a cast applied lane by lane (every source as wide as it)?

@@ -92,3 +92,44 @@ TEST_CASE("split_vectors: a validity that is one bool in every lane becomes that
     run_all(compile_kernel(split, "split_valid"), split, {o, in, fl});
   }
 }
+
+TEST_CASE("split_vectors: a fold by halves within a register stays a fold of vectors") {
+  // out[0] = max of x[0..15], folded by halves (16 -> 8 -> 4 -> 2 -> 1 lanes) as the
+  // expander folds a REDUCE's lanes: one lane of the last MAX is every lane of x, so
+  // picking it through the fold would be 15 scalar MAXes where 4 ops do.
+  auto out = global(0, f32), x = global(1, f32);
+  UOpPtr v = vload(x, 16, 0);
+  for (int64_t half = 8; half >= 1; half /= 2) {
+    std::vector<int64_t> low(static_cast<size_t>(half)), high(static_cast<size_t>(half));
+    for (int64_t l = 0; l < half; ++l)
+      low[static_cast<size_t>(l)] = l, high[static_cast<size_t>(l)] = half + l;
+    v = alu(Op::MAX, {gep(v, low), gep(v, high)});
+  }
+  const UOpPtr kernel = sink({store(index(out, i64(0)), v)});
+  const UOpPtr split = split_vectors(kernel, 64);
+  int maxes = 0;
+  for (const auto& u : toposort(split)) maxes += u->op == Op::MAX;
+  CHECK(maxes == 4);
+  std::vector<float> values = ramp(16);
+  values[11] = 9.5f;
+  Aligned<float> o(1, -1.0f), in(values);
+  check_same_results(kernel, split, {o, in});
+  run_all(compile_kernel(split, "split_fold"), split, {o, in});
+  CHECK(o[0] == 9.5f);
+}
+
+TEST_CASE("split_vectors: one lane of a comparison of broadcasts is the scalar comparison") {
+  auto out = global(0, DType::Bool), flag = global(1, DType::Int32);
+  const UOpPtr limit = load(flag, i64(0));
+  const UOpPtr lanes = UOp::make(Op::VECTORIZE, DType::Int32.vec(8), std::vector<UOpPtr>(8, limit));
+  const UOpPtr ones =
+      UOp::make(Op::VECTORIZE, DType::Int32.vec(8), std::vector<UOpPtr>(8, const_int(DType::Int32, 1)));
+  const UOpPtr kernel = sink({store(index(out, i64(0)), gep(lanes < ones, {0}))});
+  const UOpPtr split = split_vectors(kernel, 64);
+  for (const auto& u : toposort(split)) CHECK(u->dtype.lanes == 1);
+  for (int32_t f : {0, 1}) {
+    Aligned<bool> o(1, false);
+    Aligned<int32_t> fl(1, f);
+    check_same_results(kernel, split, {o, fl});
+  }
+}
