@@ -69,8 +69,8 @@ void check_operands(const UOp& u) {
 
 // An op whose plain instruction is undefined on some values it may see (a
 // divisor that may be 0) is lower_numerics' to guard, never emitted as it is.
-void refuse_unlowered(const UOp& u) {
-  if (const std::string why = unlowered_numerics(u); !why.empty())
+void refuse_unlowered(const UOp& u, bool float_max_instruction) {
+  if (const std::string why = unlowered_numerics(u, float_max_instruction); !why.empty())
     throw Error(fmt::format("{}: {}; lower_numerics (codegen/numeric_lowering.hpp) must run first",
                             describe(u), why));
 }
@@ -102,6 +102,7 @@ class Emitter {
   int64_t streaming_store_bytes_;
   int register_bytes_;     // one SIMD register of the target's ISA
   TargetIsa isa_;          // its instructions (the half conversions use F16C's and AVX512_BF16's)
+  bool float_max_;         // Float32 MAX in instructions (Target::exact_float_max), not selects
   bool streamed_ = false;  // a non-temporal store was emitted: sfence before returning
   std::map<int64_t, llvm::BasicBlock*> out_of_bounds_;  // per slot: `ret 1 + slot`
 
@@ -141,6 +142,7 @@ class Emitter {
   Value* in_chunks(const std::vector<Value*>& in, unsigned lanes, unsigned width,
                    const std::function<Value*(const std::vector<Value*>&)>& op);
   Value* ldexp(DType dt, Value* x, Value* n);
+  Value* maximum(DType dt, Value* a, Value* b);
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
@@ -181,7 +183,8 @@ Emitter::Emitter(llvm::Module& module, const LinearKernel& linear, const std::st
                              : options.streaming_store_bytes >= 0 ? options.streaming_store_bytes
                                                                   : options.target.l3_complex_bytes),
       register_bytes_(options.target.vector_bytes),
-      isa_(options.target.isa) {
+      isa_(options.target.isa),
+      float_max_(options.target.exact_float_max()) {
   auto* ptr = llvm::PointerType::get(ctx_, 0);
   auto* i64 = b_.getInt64Ty();
   llvm::Type* result = check_bounds_ ? b_.getInt32Ty() : b_.getVoidTy();
@@ -322,7 +325,7 @@ Value* Emitter::value(const UOp& u) {
     case Op::LOAD: return load(u);
     case Op::VECTORIZE: return vectorize(u);
     case Op::GEP: return lane_select(u);
-    case Op::CAST: refuse_unlowered(u); return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
+    case Op::CAST: refuse_unlowered(u, float_max_); return cast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     case Op::BITCAST: return bitcast(u.src.at(0)->dtype, u.dtype, get(u.src[0]));
     case Op::DOT2: return dot2(u);
     default:
@@ -366,7 +369,7 @@ Value* Emitter::dot2(const UOp& u) {
 
 Value* Emitter::alu(const UOp& u) {
   check_operands(u);
-  refuse_unlowered(u);
+  refuse_unlowered(u, float_max_);
   auto arg = [&](size_t i) { return get(u.src.at(i)); };
   if (is_comparison(u.op)) return compare(u.op, u.src[0]->dtype, arg(0), arg(1));
   if (is_binary(u.op)) return binary(u.op, u.dtype, arg(0), arg(1));
@@ -405,6 +408,9 @@ Value* Emitter::binary(Op op, DType dt, Value* a, Value* b) {
       case Op::FDIV: return b_.CreateFDiv(a, b);
       case Op::POW: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, b);
       case Op::LDEXP: return ldexp(dt, a, b);
+      case Op::MAX:
+        if (float_max_ && dt.scalar == Scalar::Float32) return maximum(dt, a, b);
+        throw unsupported();
       default: throw unsupported();
     }
   }
@@ -626,6 +632,35 @@ Value* Emitter::ldexp(DType dt, Value* x, Value* n) {
   Value* k = b_.CreateSub(b_.CreateBitCast(shifted, type_of(int_dt)), i32(0x4B400000));
   Value* half = b_.CreateAShr(k, i32(1));
   return b_.CreateFMul(b_.CreateFMul(x, pow2(half)), pow2(b_.CreateSub(k, half)));
+}
+
+// Float32 MAX (docs/kernel-ir.md: NaN propagates, -0 below +0) where the Target has
+// exact_float_max, with numeric_lowering's bits: vrangeps with imm 0b0101 (the larger, its
+// sign from the comparison) orders the zeros but passes over a NaN, so two vfixupimmps put
+// a's NaN and then b's in its place (their table answers "the operand itself" for a quiet
+// or signalling NaN, "keep" otherwise). Three instructions where the selects are six.
+Value* Emitter::maximum(DType dt, Value* a, Value* b) {
+  const unsigned lanes = dt.lanes, width = lanes >= 16 ? 16 : lanes > 4 ? 8 : 4;
+  const llvm::Intrinsic::ID range = width == 16  ? llvm::Intrinsic::x86_avx512_mask_range_ps_512
+                                    : width == 8 ? llvm::Intrinsic::x86_avx512_mask_range_ps_256
+                                                 : llvm::Intrinsic::x86_avx512_mask_range_ps_128;
+  const llvm::Intrinsic::ID fixup = width == 16  ? llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_512
+                                    : width == 8 ? llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_256
+                                                 : llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_128;
+  Value* all = b_.getIntN(width == 16 ? 16 : 8, (1u << width) - 1);
+  Value* nan_is_itself = constant(DType::Int32.vec(static_cast<int>(width)), 0, 0x11);
+  return in_chunks({a, b}, lanes, width, [&](const std::vector<Value*>& x) {
+    Value* none = llvm::ConstantAggregateZero::get(x[0]->getType());
+    std::vector<Value*> args{x[0], x[1], b_.getInt32(0b0101), none, all};
+    if (width == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
+    Value* larger = b_.CreateIntrinsic(range, {}, args);
+    for (Value* operand : {x[0], x[1]}) {
+      std::vector<Value*> fix{larger, operand, nan_is_itself, b_.getInt32(0), all};
+      if (width == 16) fix.push_back(b_.getInt32(4));
+      larger = b_.CreateIntrinsic(fixup, {}, fix);
+    }
+    return larger;
+  });
 }
 
 Value* Emitter::f32_to_half(DType to, Value* v) {

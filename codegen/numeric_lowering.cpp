@@ -179,7 +179,7 @@ std::string unwidened_half(const UOp& u) {
 
 }  // namespace
 
-std::string unlowered_numerics(const UOp& u) {
+std::string unlowered_numerics(const UOp& u, bool float_max_instruction) {
   if (const std::string why = unwidened_half(u); !why.empty()) return why;
   switch (u.op) {
     case Op::IDIV:
@@ -187,6 +187,7 @@ std::string unlowered_numerics(const UOp& u) {
     case Op::SHL:
     case Op::SHR: return u.dtype.is_float() ? "" : shift_unlowered(u);
     case Op::MAX:
+      if (float_max_instruction && u.dtype.scalar == Scalar::Float32) return "";
       return u.dtype.is_float() ? "float MAX propagates NaN and orders -0 below +0, no plain instruction does"
                                 : "";
     case Op::CAST: return float_to_int(u) ? cast_unlowered(u) : "";
@@ -196,8 +197,12 @@ std::string unlowered_numerics(const UOp& u) {
 
 namespace {
 
-UOpPtr lower(const UOpPtr& u) {
-  if (unlowered_numerics(*u).empty() || !unwidened_half(*u).empty()) return nullptr;
+struct MaxInstruction {
+  bool present;
+};
+
+UOpPtr lower(const UOpPtr& u, bool float_max_instruction) {
+  if (unlowered_numerics(*u, float_max_instruction).empty() || !unwidened_half(*u).empty()) return nullptr;
   switch (u->op) {
     case Op::IDIV:
     case Op::MOD: return lower_division(*u);
@@ -210,14 +215,17 @@ UOpPtr lower(const UOpPtr& u) {
 }
 
 const PatternMatcher& numeric_rules() {
-  static const PatternMatcher pm("numeric_lowering",
-                                 {{UPat::ops({Op::IDIV, Op::MOD, Op::SHL, Op::SHR, Op::MAX, Op::CAST}, "u"),
-                                   [](const Match& m) { return lower(m["u"]); }}});
+  static const PatternMatcher pm(
+      "numeric_lowering", {{UPat::ops({Op::IDIV, Op::MOD, Op::SHL, Op::SHR, Op::MAX, Op::CAST}, "u"),
+                            [](const Match& m) { return lower(m["u"], m.ctx<MaxInstruction>().present); }}});
   return pm;
 }
 
 }  // namespace
 
-UOpPtr lower_numerics(const UOpPtr& kernel) { return graph_rewrite(kernel, numeric_rules()); }
+UOpPtr lower_numerics(const UOpPtr& kernel, bool float_max_instruction) {
+  MaxInstruction ctx{float_max_instruction};
+  return graph_rewrite(kernel, numeric_rules(), ctx);
+}
 
 }  // namespace loom

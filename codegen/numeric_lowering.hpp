@@ -13,12 +13,13 @@ namespace loom {
 
 // The last kernel pass (codegen/pipeline.cpp); never switched off, the emitter
 // refuses what it leaves unlowered.
-UOpPtr lower_numerics(const UOpPtr& kernel);
+// With `float_max_instruction` (Target::exact_float_max) a Float32 MAX is left to the emitter.
+UOpPtr lower_numerics(const UOpPtr& kernel, bool float_max_instruction = false);
 
 // Why `u` still needs lower_numerics (e.g. "the divisor may be 0"), or "" when its
 // plain instruction is defined on every value it can see: by range analysis
 // (an IDIV by the constant 16) or because its operand is the guard lower_numerics
 // builds. The emitter refuses an op for which this is not "".
-std::string unlowered_numerics(const UOp& u);
+std::string unlowered_numerics(const UOp& u, bool float_max_instruction = false);
 
 }  // namespace loom

@@ -52,7 +52,9 @@ const std::array<KernelPass, 9>& kernel_passes() {
          return split_vectors(k, target_of(f).vector_bytes);
        }},
       {"numeric_lowering", false,
-       [](const UOpPtr& k, const Flags&, const KernelLowering&) { return lower_numerics(k); }},
+       [](const UOpPtr& k, const Flags& f, const KernelLowering&) {
+         return lower_numerics(k, target_of(f).exact_float_max());
+       }},
   }};
   return passes;
 }

@@ -63,6 +63,11 @@ struct Target {
   // (OptKind::PairDot; schedule/panel_packing.cpp lays its operands out in pairs).
   bool pair_dot() const { return isa.avx512bf16 && (vector_bytes == 64 || isa.avx512vl); }
 
+  // A Float32 MAX (NaN propagating, -0 below +0) in three instructions at every width:
+  // AVX-512DQ's vrangeps orders the zeros, two vfixupimmps bring each operand's NaN
+  // through (codegen/llvm_emit.cpp); elsewhere numeric_lowering writes it as selects.
+  bool exact_float_max() const { return isa.avx512dq && isa.avx512vl; }
+
   // Sets of the L1 data cache: rows a multiple of sets x line apart share one.
   int64_t l1d_sets() const { return l1d_bytes / (int64_t{l1d_ways} * line_bytes); }
 

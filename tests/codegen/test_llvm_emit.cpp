@@ -395,6 +395,62 @@ TEST_CASE("emit: float MAX propagates NaN and orders -0 below +0") {
   check_same(run_binary<double>(Op::MAX, {kNaN, -1}, {1, -2}), {kNaN, -1});
 }
 
+TEST_CASE("emit: Float32 MAX by vrangeps and vfixupimmps gives the selects' bits, at every width") {
+  // Left unlowered for a Target with exact_float_max, MAX is three AVX-512 instructions.
+  // Every pair of a set of specials (quiet and signalling NaNs of both signs, infinities,
+  // both zeros, subnormals), both ways round, at 1 to 32 lanes: the same bits as
+  // numeric_lowering's selects (b if b is NaN, else a if a is NaN, else the larger, +0
+  // above -0), NaN payloads included.
+  const std::vector<uint32_t> specials{0x7fc00000, 0xffc00000, 0x7fc12345, 0x7f800001, 0xff800001,
+                                       0x7f800000, 0xff800000, 0x00000000, 0x80000000, 0x3f800000,
+                                       0xbf800000, 0x00000001, 0x80000001, 0x7f7fffff, 0x40490fdb};
+  std::vector<float> as, bs;
+  for (const uint32_t a : specials)
+    for (const uint32_t b : specials)
+      as.push_back(std::bit_cast<float>(a)), bs.push_back(std::bit_cast<float>(b));
+  auto want = [](float a, float b) {
+    if (std::isnan(b)) return b;
+    if (std::isnan(a)) return a;
+    if (a == b) return std::signbit(a) ? b : a;
+    return a < b ? b : a;
+  };
+  const Target& t = target_named("x86-64-v4");
+  REQUIRE(t.exact_float_max());
+  const TargetIsa& host = host_target().isa;
+  const auto f32 = DType::Float32;
+  const auto count = static_cast<int64_t>(as.size());
+  for (const int64_t lanes : {1, 2, 4, 6, 8, 16, 32}) {
+    INFO(lanes << " lanes");
+    const int64_t rows = (count + lanes - 1) / lanes;
+    auto out = global(0, f32), a = global(1, f32), b = global(2, f32);
+    auto r = make_range(rows, 0), l = make_range(lanes, 1);
+    const auto at = r * i64(lanes) + l;
+    const auto in = at < i64(count);
+    const auto kernel = sink({end(
+        store(index(out, at, in), alu(Op::MAX, {load(index(a, at, in)), load(index(b, at, in))})), {r, l})});
+    const UOpPtr opt = lanes > 1 ? apply_opts(kernel, {{OptKind::Upcast, 1, lanes}}, t) : kernel;
+    const UOpPtr lowered = lower_numerics(
+        split_vectors(lower_reduce(expand_lanes(opt), t.vector_bytes), t.vector_bytes), t.exact_float_max());
+    int maxes = 0;
+    for (const auto& u : toposort(lowered)) maxes += u->op == Op::MAX;
+    CHECK(maxes > 0);  // left for the emitter
+    const std::string name = fmt::format("vrange_{}", lanes);
+    const JitResult compiled =
+        Jit::instance().compile(emit_llvm_ir(lowered, name, EmitOptions{.target = t}), name,
+                                JitOptions{.keep_assembly = true, .target = "x86-64-v4"});
+    CHECK(compiled.assembly.find("vrangeps") != std::string::npos);
+    CHECK(compiled.assembly.find("vfixupimmps") != std::string::npos);
+    if (!(host.avx512dq && host.avx512vl)) continue;  // runs only where the host has them
+    Aligned<float> got(static_cast<size_t>(rows * lanes)), in_a(as), in_b(bs);
+    run_all(compiled.fn, opt, {got, in_a, in_b});
+    for (size_t i = 0; i < as.size(); ++i) {
+      INFO("max(" << std::hex << std::bit_cast<uint32_t>(as[i]) << ", " << std::bit_cast<uint32_t>(bs[i])
+                  << ")");
+      CHECK(std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want(as[i], bs[i])));
+    }
+  }
+}
+
 TEST_CASE("emit: float comparisons: CMPLT and CMPEQ ordered, CMPNE unordered") {
   const float nan = static_cast<float>(kNaN);
   check_same(run_binary<float, bool>(Op::CMPLT, {1, nan, 2, 1}, {2, 1, nan, 1}), {true, false, false, false});

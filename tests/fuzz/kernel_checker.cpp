@@ -3,6 +3,7 @@
 #include "fuzz/compare.hpp"
 #include "fuzz/op_class.hpp"
 #include "ir/pass_observer.hpp"
+#include "ir/target.hpp"
 #include "ir/text.hpp"
 #include "support/kernel_interpreter.hpp"
 #include "support/reference_scalar.hpp"
@@ -145,7 +146,7 @@ std::string str(const Binding& binding) {
 
 // Runs `kernel` on copies of `inputs`, its variables at `binding`.
 Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots, std::vector<std::vector<uint8_t>> buffers,
-        const Binding& binding) {
+        const Binding& binding, bool float_max_instruction = false) {
   const int64_t n_slots = slots.empty() ? 0 : slots.rbegin()->first + 1;
   std::vector<void*> ptrs(static_cast<size_t>(n_slots), nullptr);
   std::vector<int64_t> sizes(static_cast<size_t>(n_slots), 0);
@@ -154,7 +155,8 @@ Run run(const UOpPtr& kernel, const std::map<int64_t, Slot>& slots, std::vector<
     ptrs[static_cast<size_t>(slot)] = buffers[k++].data();
     sizes[static_cast<size_t>(slot)] = s.size;
   }
-  const KernelRunFacts facts = interpret_kernel_checked(kernel, ptrs.data(), sizes, vars_of(kernel, binding));
+  const KernelRunFacts facts =
+      interpret_kernel_checked(kernel, ptrs.data(), sizes, vars_of(kernel, binding), float_max_instruction);
   return {std::move(buffers), facts.largest_sum_operand, facts.made_infinity, facts.smallest_divisor,
           facts.plain_undefined};
 }
@@ -238,7 +240,7 @@ std::string compare_once(const UOpPtr& before, const UOpPtr& after, const std::m
   }
   Run got;
   try {
-    got = run(after, slots, inputs, binding);
+    got = run(after, slots, inputs, binding, plain_after && current_target().exact_float_max());
   } catch (const Error& e) {
     const std::string why = e.what();
     if (why.find("not supported") != std::string::npos) return "skipped: " + why;

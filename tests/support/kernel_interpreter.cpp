@@ -200,6 +200,8 @@ class Interpreter {
     }
   }
 
+  bool float_max_instruction = false;  // a Float32 MAX has instructions (Target::exact_float_max)
+
   KernelRunFacts facts() const {
     return {largest_sum_operand_, made_infinity_, smallest_divisor_, plain_undefined_};
   }
@@ -378,11 +380,12 @@ class Interpreter {
   // its sources (KernelRunFacts::plain_undefined).
   void note_plain_undefined(const UOp& u, const Sources& x, size_t l) {
     if (!plain_undefined_.empty()) return;
-    const std::string why = plain_undefined(u, x[0].lane[l], x.size > 1 ? x[1].lane[l] : x[0].lane[l]);
+    const std::string why =
+        plain_undefined(u, x[0].lane[l], x.size > 1 ? x[1].lane[l] : x[0].lane[l], float_max_instruction);
     if (!why.empty()) plain_undefined_ = std::string(op_name(u.op)) + " " + to_string(u.dtype) + " " + why;
   }
 
-  static std::string plain_undefined(const UOp& u, const Scalar1& a, const Scalar1& b) {
+  static std::string plain_undefined(const UOp& u, const Scalar1& a, const Scalar1& b, bool float_max) {
     const DType dt = u.dtype.base();
     const bool ints = !dt.is_float();
     const int64_t lowest = dt.scalar == Scalar::Int32   ? std::numeric_limits<int32_t>::min()
@@ -396,7 +399,8 @@ class Interpreter {
         return "";
       case Op::SHL:
       case Op::SHR: return ints && (b.i < 0 || b.i >= dt.bits()) ? "shifts by " + std::to_string(b.i) : "";
-      case Op::MAX: return dt.is_float() ? "is a float MAX" : "";
+      case Op::MAX:
+        return dt.is_float() && !(float_max && dt.scalar == Scalar::Float32) ? "is a float MAX" : "";
       case Op::CAST: {
         if (!a.dtype.is_float() || dt.is_float() || dt.is_bool()) return "";
         const double t = std::trunc(a.f);
@@ -674,9 +678,11 @@ void interpret_kernel(const UOpPtr& kernel, void* const* bufs, const std::vector
 }
 
 KernelRunFacts interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs,
-                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars) {
+                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars,
+                                        bool float_max_instruction) {
   if (!kernel) throw Error("kernel interpreter: the kernel is null");
   Interpreter interpreter(kernel, bufs, vars, 0, -1, &sizes);
+  interpreter.float_max_instruction = float_max_instruction;
   interpreter.run(*kernel);
   return interpreter.facts();
 }

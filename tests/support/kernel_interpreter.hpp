@@ -41,7 +41,10 @@ struct KernelRunFacts {
   // docs/kernel-ir.md either way).
   std::string plain_undefined;
 };
+// With `float_max_instruction` (Target::exact_float_max) a Float32 MAX is plain: the
+// emitter has instructions for it.
 KernelRunFacts interpret_kernel_checked(const UOpPtr& kernel, void* const* bufs,
-                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars);
+                                        const std::vector<int64_t>& sizes, const std::vector<int64_t>& vars,
+                                        bool float_max_instruction = false);
 
 }  // namespace loom
