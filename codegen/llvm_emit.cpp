@@ -27,6 +27,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -143,6 +144,9 @@ class Emitter {
                    const std::function<Value*(const std::vector<Value*>&)>& op);
   Value* ldexp(DType dt, Value* x, Value* n);
   Value* maximum(DType dt, Value* a, Value* b);
+  static unsigned f32_chunk_lanes(unsigned lanes);
+  Value* avx512_masked(const std::array<llvm::Intrinsic::ID, 3>& by_width, unsigned width,
+                       std::vector<Value*> args);
   Value* bitcast(DType from, DType to, Value* v);
 
   // memory
@@ -609,18 +613,14 @@ Value* Emitter::ldexp(DType dt, Value* x, Value* n) {
   const unsigned lanes = dt.lanes;
   if (dt.scalar != Scalar::Float32)
     throw Error(fmt::format("LDEXP is defined on f32 operands, not {}", to_string(dt)));
-  const unsigned width = lanes >= 16 ? 16 : lanes > 4 ? 8 : 4;
-  if (isa_.avx512f && (width == 16 || isa_.avx512vl)) {
-    const llvm::Intrinsic::ID id = width == 16  ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_512
-                                   : width == 8 ? llvm::Intrinsic::x86_avx512_mask_scalef_ps_256
-                                                : llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+  const unsigned width = f32_chunk_lanes(lanes);
+  if (isa_.avx512f && (width == 16 || isa_.avx512vl))
     return in_chunks({x, n}, lanes, width, [&](const std::vector<Value*>& chunk) {
-      Value* none = llvm::ConstantAggregateZero::get(chunk[0]->getType());
-      std::vector<Value*> args{chunk[0], chunk[1], none, b_.getIntN(width == 16 ? 16 : 8, (1u << width) - 1)};
-      if (width == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
-      return b_.CreateIntrinsic(id, {}, args);
+      return avx512_masked(
+          {llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, llvm::Intrinsic::x86_avx512_mask_scalef_ps_256,
+           llvm::Intrinsic::x86_avx512_mask_scalef_ps_128},
+          width, {chunk[0], chunk[1], llvm::ConstantAggregateZero::get(chunk[0]->getType())});
     });
-  }
   const DType int_dt = DType::Int32.vec(lanes);
   auto i32 = [&](int32_t c) -> Value* { return constant(int_dt, 0, c); };
   auto pow2 = [&](Value* k) {  // 2^k for k in [-126, 127]: the biased exponent in place
@@ -640,27 +640,32 @@ Value* Emitter::ldexp(DType dt, Value* x, Value* n) {
 // a's NaN and then b's in its place (their table answers "the operand itself" for a quiet
 // or signalling NaN, "keep" otherwise). Three instructions where the selects are six.
 Value* Emitter::maximum(DType dt, Value* a, Value* b) {
-  const unsigned lanes = dt.lanes, width = lanes >= 16 ? 16 : lanes > 4 ? 8 : 4;
-  const llvm::Intrinsic::ID range = width == 16  ? llvm::Intrinsic::x86_avx512_mask_range_ps_512
-                                    : width == 8 ? llvm::Intrinsic::x86_avx512_mask_range_ps_256
-                                                 : llvm::Intrinsic::x86_avx512_mask_range_ps_128;
-  const llvm::Intrinsic::ID fixup = width == 16  ? llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_512
-                                    : width == 8 ? llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_256
-                                                 : llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_128;
-  Value* all = b_.getIntN(width == 16 ? 16 : 8, (1u << width) - 1);
+  const unsigned lanes = dt.lanes, width = f32_chunk_lanes(lanes);
   Value* nan_is_itself = constant(DType::Int32.vec(static_cast<int>(width)), 0, 0x11);
   return in_chunks({a, b}, lanes, width, [&](const std::vector<Value*>& x) {
-    Value* none = llvm::ConstantAggregateZero::get(x[0]->getType());
-    std::vector<Value*> args{x[0], x[1], b_.getInt32(0b0101), none, all};
-    if (width == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
-    Value* larger = b_.CreateIntrinsic(range, {}, args);
-    for (Value* operand : {x[0], x[1]}) {
-      std::vector<Value*> fix{larger, operand, nan_is_itself, b_.getInt32(0), all};
-      if (width == 16) fix.push_back(b_.getInt32(4));
-      larger = b_.CreateIntrinsic(fixup, {}, fix);
-    }
+    Value* larger = avx512_masked(
+        {llvm::Intrinsic::x86_avx512_mask_range_ps_512, llvm::Intrinsic::x86_avx512_mask_range_ps_256,
+         llvm::Intrinsic::x86_avx512_mask_range_ps_128},
+        width, {x[0], x[1], b_.getInt32(0b0101), llvm::ConstantAggregateZero::get(x[0]->getType())});
+    for (Value* operand : {x[0], x[1]})
+      larger = avx512_masked(
+          {llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_512, llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_256,
+           llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_128},
+          width, {larger, operand, nan_is_itself, b_.getInt32(0)});
     return larger;
   });
+}
+
+// A chunk of Float32 lanes for one AVX-512 instruction: a zmm, ymm or xmm register.
+unsigned Emitter::f32_chunk_lanes(unsigned lanes) { return lanes >= 16 ? 16 : lanes > 4 ? 8 : 4; }
+
+// An AVX-512 "mask" intrinsic over `width` Float32 lanes, picked from its 512-, 256- and
+// 128-bit forms, with `args` then every lane enabled and, at 512 bits, the current rounding.
+Value* Emitter::avx512_masked(const std::array<llvm::Intrinsic::ID, 3>& by_width, unsigned width,
+                              std::vector<Value*> args) {
+  args.push_back(b_.getIntN(width == 16 ? 16 : 8, (1u << width) - 1));
+  if (width == 16) args.push_back(b_.getInt32(4));
+  return b_.CreateIntrinsic(by_width[width == 16 ? 0 : width == 8 ? 1 : 2], {}, args);
 }
 
 Value* Emitter::f32_to_half(DType to, Value* v) {
