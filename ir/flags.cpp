@@ -39,8 +39,8 @@ const std::vector<FlagInfo> kFlagTable = {
      "loom::Error naming the kernel and the buffer"},
     {"LOOM_TARGET", "native, x86-64-v2, x86-64-v3, x86-64-v4 or x86-64-v3-tiny",
      "the machine kernels are compiled for (default native: the host as CPUID and sysconf report it); a "
-     "preset keeps the host's caches and cores and restricts the instruction set, vector width and "
-     "registers to that x86-64 level (v3: AVX2 and FMA, v4: AVX-512), and so do LLVM's target features; "
+     "preset keeps the host's caches and cores and takes that x86-64 level's instruction set, vector "
+     "width and registers (v3: AVX2 and FMA, v4: AVX-512), and so do LLVM's target features; "
      "a level the host lacks is refused. loom-dump --target prints it"},
     {"LOOM_VECTOR_WIDTH", "0, 128, 256 or 512",
      "the SIMD register width in bits the optimiser plans lanes and register tiles for (0: the target's); "
@@ -175,7 +175,7 @@ std::string apply(Flags& f, const std::string& name, const std::string& v) {
   }
   if (name == "LOOM_TARGET") {
     try {
-      target_named(v);
+      runnable_target_named(v);
     } catch (const Error& e) {
       return e.what();
     }

@@ -254,14 +254,14 @@ std::string missing(const TargetIsa& want, const TargetIsa& have) {
   return out;
 }
 
+// A preset describes its level's machine whatever the host has: kernels are planned and
+// compiled for it anywhere (as a cross compiler would); only running them needs the host
+// to have its instructions (host_lacks).
 Target make_preset(const Preset& p) {
   Target t = host_target();
   if (p.level == 0) return t;
   t.name = std::string(p.name);
-  const TargetIsa want = level_isa(p.level);
-  if (const std::string lacks = missing(want, t.isa); !lacks.empty())
-    throw Error(fmt::format("the host lacks {}, which {} needs", lacks, p.name));
-  t.isa = want;
+  t.isa = level_isa(p.level);
   set_vectors(t);
   if (p.tiny) tiny_machine(t);
   return t;
@@ -311,26 +311,24 @@ const std::vector<std::string_view>& target_names() {
 }
 
 const Target& target_named(std::string_view name) {
-  // Each preset made once (a thread-safe static); one the host lacks keeps its error.
-  struct Made {
-    Target target;
-    std::string error;
-  };
-  static const std::array<Made, kPresets.size()> made = [] {
-    std::array<Made, kPresets.size()> out;
-    for (size_t i = 0; i < kPresets.size(); ++i) try {
-        out[i].target = make_preset(kPresets[i]);
-      } catch (const Error& e) {
-        out[i].error = e.what();
-      }
+  // Each preset made once (a thread-safe static).
+  static const std::array<Target, kPresets.size()> made = [] {
+    std::array<Target, kPresets.size()> out;
+    for (size_t i = 0; i < kPresets.size(); ++i) out[i] = make_preset(kPresets[i]);
     return out;
   }();
   for (size_t i = 0; i < kPresets.size(); ++i)
-    if (kPresets[i].name == name) {
-      if (!made[i].error.empty()) throw Error(made[i].error);
-      return made[i].target;
-    }
+    if (kPresets[i].name == name) return made[i];
   throw Error(fmt::format("unknown target '{}'; expected one of {}", name, fmt::join(target_names(), ", ")));
+}
+
+std::string host_lacks(const Target& t) { return missing(t.isa, host_target().isa); }
+
+const Target& runnable_target_named(std::string_view name) {
+  const Target& t = target_named(name);
+  if (const std::string lacks = host_lacks(t); !lacks.empty())
+    throw Error(fmt::format("the host lacks {}, which {} needs", lacks, name));
+  return t;
 }
 
 Target with_vector_bytes(Target t, int bytes) {

@@ -140,9 +140,16 @@ TargetCaches sysconf_caches();
 // The host as detected at first use (thread-safe; the same value ever after).
 const Target& host_target();
 // The preset `name` derived from the host (its caches and cores kept, the ISA,
-// vector width and registers restricted to the preset's level), or the host
+// vector width and registers those of the preset's level, even where the host
+// lacks them: kernels are planned and compiled for it anywhere), or the host
 // itself for "native". Throws loom::Error naming the known presets otherwise.
 const Target& target_named(std::string_view name);
+// The instructions of `t` the host does not have, as feature names ("avx512f,
+// avx512bw"), or "" when the host runs `t`'s kernels.
+std::string host_lacks(const Target& t);
+// target_named(name), or a loom::Error naming what the host lacks when it cannot
+// run the preset's kernels (what LOOM_TARGET takes).
+const Target& runnable_target_named(std::string_view name);
 // The x86-64 level whose instructions the preset `name` allows, as LLVM names the
 // CPU ("x86-64-v3" for x86-64-v3-tiny), or "native". Throws as target_named.
 std::string_view preset_level(std::string_view name);

@@ -71,8 +71,9 @@ std::vector<std::string> host_feature_list() {
   return out;
 }
 
-// The host's features with every one the x86-64 level `preset` lacks turned off
-// (LLVM turns off what depends on them too): the host CPU's tuning, the level's ISA.
+// The host's features list with exactly the x86-64 level `preset`'s turned on: the host
+// CPU's tuning, the level's ISA, also where the host lacks it (kernels for a preset are
+// compiled anywhere; runnable_target_named guards running them).
 std::vector<std::string> preset_feature_list(const std::vector<std::string>& host,
                                              const std::string& preset) {
   // The level's own features, what they imply (avx2: avx, sse4.2, ...), and 64-bit mode.
@@ -88,9 +89,13 @@ std::vector<std::string> preset_feature_list(const std::vector<std::string>& hos
   for (const std::string& f : host) {
     const llvm::StringRef name = llvm::StringRef(f).drop_front();
     const auto it = allowed.find(name);
-    const bool kept = f[0] == '+' && it != allowed.end() && it->second;
-    out.push_back((kept ? "+" : "-") + name.str());
+    const bool on = it != allowed.end() && it->second;
+    out.push_back((on ? "+" : "-") + name.str());
+    if (it != allowed.end()) allowed.erase(it);
   }
+  for (const auto& f : allowed)  // the level's features the host's list does not name
+    if (f.second) out.push_back("+" + f.first().str());
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -347,7 +352,7 @@ JitTarget& Jit::Impl::target(const std::string& name) {
   std::lock_guard lock(targets_mu);
   auto it = targets.find(name);
   if (it != targets.end()) return it->second;
-  target_named(name);  // an unknown preset, or one the host lacks, is a loom::Error here
+  target_named(name);  // an unknown preset is a loom::Error here
   JitTarget t;
   const std::string_view level = preset_level(name);
   t.features = level == "native" ? features : preset_feature_list(features, std::string(level));

@@ -20,6 +20,16 @@ inline UOpPtr apply_stage(const PatternMatcher& stage, std::string_view text, co
   return graph_rewrite(parse_text(text), pm, ctx);
 }
 
+// The same for an explicit Target: a test whose expectation depends on the machine's
+// caches or cores (split_reduceop's blocks, panel_packing's thresholds) holds on any host.
+inline UOpPtr apply_stage(const PatternMatcher& stage, std::string_view text, const Target& target,
+                          bool with_symbolic = true) {
+  StageContext ctx{Flags{}, {}};
+  ctx.target = target;
+  const PatternMatcher pm = with_symbolic ? symbolic() + stage : stage;
+  return graph_rewrite(parse_text(text), pm, ctx);
+}
+
 // The simplified graph of `text`: what a stage's output is compared with.
 inline UOpPtr expect(std::string_view text) { return simplify(parse_text(text)); }
 

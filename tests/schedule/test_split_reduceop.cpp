@@ -4,6 +4,7 @@
 #include "ir/dim_expr.hpp"
 #include "schedule/split_reduceop.hpp"
 #include "stage_testing.hpp"
+#include "tests/support/l1_targets.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -13,12 +14,17 @@
 using namespace loom;
 using loom::testing::apply_stage;
 
+namespace {
+// The blocks and guards below are sized by this machine's caches and cores.
+const Target kMachine = loom::test::avx512_l2_1m_two_cores();
+}  // namespace
+
 TEST_CASE("[65536] -> [1]: reshape to (256 256), reduce the contiguous 256, buffer, reduce the 256 parts") {
   const UOpPtr after = apply_stage(split_reduceop(), R"(
 %x = BUFFER f32 [(1 65536)]
 %s = REDUCE_AXIS f32 %x [reduce ADD (0)]
 )",
-                                   Flags{}, false);
+                                   kMachine, false);
   CHECK(after == parse_text(R"(
 %x = BUFFER f32 [(1 65536)]
 %parts = RESHAPE f32 %x [(256 256)]
@@ -31,19 +37,19 @@ TEST_CASE("[65536] -> [1]: reshape to (256 256), reduce the contiguous 256, buff
 
 TEST_CASE("guards: a small ratio, many outputs, or an axis made by EXPAND is not split") {
   const char* small = "%x = BUFFER f32 [(1 16384)]\n%s = REDUCE_AXIS f32 %x [reduce ADD (0)]\n";
-  CHECK(apply_stage(split_reduceop(), small, Flags{}, false) == parse_text(small));
+  CHECK(apply_stage(split_reduceop(), small, kMachine, false) == parse_text(small));
   const char* many = R"(
 %x = BUFFER f32 [(1 33554432)]
 %v = RESHAPE f32 %x [(512 65536)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (1)]
 )";
-  CHECK(apply_stage(split_reduceop(), many, Flags{}, false) == parse_text(many));
+  CHECK(apply_stage(split_reduceop(), many, kMachine, false) == parse_text(many));
   const char* expanded = R"(
 %x = BUFFER f32 [(1 1)]
 %e = EXPAND f32 %x [(65536)]
 %s = REDUCE_AXIS f32 %e [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), expanded, Flags{}, false) == parse_text(expanded));
+  CHECK(apply_stage(split_reduceop(), expanded, kMachine, false) == parse_text(expanded));
 }
 
 TEST_CASE("[4096 1024] over axis 0 (rows of a page): blocks of 8 rows, then the 512 partial rows") {
@@ -52,7 +58,7 @@ TEST_CASE("[4096 1024] over axis 0 (rows of a page): blocks of 8 rows, then the 
 %v = RESHAPE f32 %x [(4096 1024)]
 %s = REDUCE_AXIS f32 %v [reduce MAX (0)]
 )",
-                                   Flags{}, false);
+                                   kMachine, false);
   // The second reduce reads 2 MB of partial rows: split again into blocks of 8 rows.
   CHECK(after == parse_text(R"(
 %x = BUFFER f32 [(1 4194304)]
@@ -75,7 +81,7 @@ TEST_CASE("a float sum over axis 0 of [4096 1024]: blocks of 64 rows, which the 
 %v = RESHAPE f32 %x [(4096 1024)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (0)]
 )",
-                                   Flags{}, false);
+                                   kMachine, false);
   // The 64 partial rows (256 KB) are summed in one reduce; the blocks of 64 are not split again.
   CHECK(after == parse_text(R"(
 %x = BUFFER f32 [(1 4194304)]
@@ -92,7 +98,7 @@ TEST_CASE("a float sum over axis 0 of [4096 1024]: blocks of 64 rows, which the 
 %v = RESHAPE f32 %x [(4104 1024)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (0)]
 )",
-                                 Flags{}, false);
+                                 kMachine, false);
   CHECK(odd == parse_text(R"(
 %x = BUFFER f32 [(1 4202496)]
 %v = RESHAPE f32 %x [(4104 1024)]
@@ -108,7 +114,7 @@ TEST_CASE("a float sum over axis 0 of [4096 1024]: blocks of 64 rows, which the 
 %v = RESHAPE f32 %x [(64 16384)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), few, Flags{}, false) == parse_text(few));
+  CHECK(apply_stage(split_reduceop(), few, kMachine, false) == parse_text(few));
 }
 
 TEST_CASE(
@@ -118,20 +124,20 @@ TEST_CASE(
 %v = RESHAPE f32 %x [(8192 512)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), short_rows, Flags{}, false) == parse_text(short_rows));
+  CHECK(apply_stage(split_reduceop(), short_rows, kMachine, false) == parse_text(short_rows));
   const char* small = R"(
 %x = BUFFER f32 [(1 262144)]
 %v = RESHAPE f32 %x [(256 1024)]
 %s = REDUCE_AXIS f32 %v [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), small, Flags{}, false) == parse_text(small));
+  CHECK(apply_stage(split_reduceop(), small, kMachine, false) == parse_text(small));
   const char* transposed = R"(
 %x = BUFFER f32 [(1 4194304)]
 %v = RESHAPE f32 %x [(1024 4096)]
 %t = PERMUTE f32 %v [(1 0)]
 %s = REDUCE_AXIS f32 %t [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), transposed, Flags{}, false) == parse_text(transposed));
+  CHECK(apply_stage(split_reduceop(), transposed, kMachine, false) == parse_text(transposed));
   const char* outer_product = R"(
 %x = BUFFER f32 [(1 4096)]
 %c = RESHAPE f32 %x [(4096 1)]
@@ -142,7 +148,7 @@ TEST_CASE(
 %m = MUL f32 %ce, %re
 %s = REDUCE_AXIS f32 %m [reduce ADD (0)]
 )";  // 16 MB in its shape, 20 KB read
-  CHECK(apply_stage(split_reduceop(), outer_product, Flags{}, false) == parse_text(outer_product));
+  CHECK(apply_stage(split_reduceop(), outer_product, kMachine, false) == parse_text(outer_product));
 }
 
 TEST_CASE(
@@ -158,7 +164,7 @@ TEST_CASE(
 %m = MUL f32 %xe, %ye
 %s = REDUCE_AXIS f32 %m [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), weight_gradient, Flags{}, false) == parse_text(weight_gradient));
+  CHECK(apply_stage(split_reduceop(), weight_gradient, kMachine, false) == parse_text(weight_gradient));
   // the same rows times a row vector (both real along the rows and columns): still blocks
   const char* scaled_rows = R"(
 %x = BUFFER f32 [(1 4194304)]
@@ -169,7 +175,7 @@ TEST_CASE(
 %m = MUL f32 %v, %re
 %s = REDUCE_AXIS f32 %m [reduce ADD (0)]
 )";
-  CHECK(apply_stage(split_reduceop(), scaled_rows, Flags{}, false) != parse_text(scaled_rows));
+  CHECK(apply_stage(split_reduceop(), scaled_rows, kMachine, false) != parse_text(scaled_rows));
 }
 
 namespace {
@@ -202,7 +208,7 @@ TEST_CASE(
   const std::string product = product_text(1, 4096, 4096);
   // Each part is 64 whole rows of b (1 MB, contiguous) and its partial row a contiguous
   // row of the buffer, so the threads share the parts; 64 x 4096 partial sums (1 MB) to add.
-  const UOpPtr after = apply_stage(split_reduceop(), product + kSumOverK, Flags{}, false);
+  const UOpPtr after = apply_stage(split_reduceop(), product + kSumOverK, kMachine, false);
   CHECK(after == parse_text(product + R"(
 %parts = RESHAPE f32 %m [(1 4096 64 64)]
 %moved = PERMUTE f32 %parts [(2 0 1 3)]
@@ -215,7 +221,7 @@ TEST_CASE(
 
 TEST_CASE("GEMV guards: a matmul, b contiguous along k, a small b, k not a multiple of 64 are not split") {
   const auto unchanged = [](const std::string& text) {
-    return apply_stage(split_reduceop(), text, Flags{}, false) == parse_text(text);
+    return apply_stage(split_reduceop(), text, kMachine, false) == parse_text(text);
   };
   CHECK(unchanged(product_text(2, 4096, 4096) + kSumOverK));  // a row axis a reads, b not: the tile's
   CHECK(unchanged(product_text(1, 256, 1024) + kSumOverK));   // 1 MB of b: from the cores' caches
@@ -243,6 +249,7 @@ TEST_CASE("a symbolic batch: the per-channel sum over [B, 32, 28, 28] is split i
   };
   const auto [rows, sum] = channel_sums(64);
   StageContext ctx{Flags{}, {}};
+  ctx.target = kMachine;
   const UOpPtr after = graph_rewrite(sum, split_reduceop(), ctx);
   const Dim batch = (*rows->shape())[0];
   const UOpPtr parts = UOp::make(Op::RESHAPE, f32, {rows}, Shape{batch, 1, 32, 28, 28});

@@ -15,4 +15,17 @@ inline Target avx2_l1_32k_8way() {
   return t;
 }
 
+// AVX-512 (x86-64-v4) on two cores of 1 MiB L2 each, 48 KiB 12-way L1d and a 32 MiB L3
+// complex (a Zen 5): the machine split_reduceop's expectations were derived on.
+inline Target avx512_l2_1m_two_cores() {
+  Target t = target_named("x86-64-v4");
+  t.l1d_bytes = 48 << 10;
+  t.l1d_ways = 12;
+  t.line_bytes = 64;
+  t.l2_bytes = 1 << 20;
+  t.l3_bytes = t.l3_complex_bytes = 32 << 20;
+  t.cores = 2;
+  return t;
+}
+
 }  // namespace loom::test
