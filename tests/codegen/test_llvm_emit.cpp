@@ -5,6 +5,7 @@
 #include "codegen/opt.hpp"
 #include "codegen/run_kernel.hpp"
 #include "ir/target.hpp"
+#include "tests/support/host_runs.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -416,7 +417,6 @@ TEST_CASE("emit: Float32 MAX by vrangeps and vfixupimmps gives the selects' bits
   };
   const Target& t = target_named("x86-64-v4");
   REQUIRE(t.exact_float_max());
-  const TargetIsa& host = host_target().isa;
   const auto f32 = DType::Float32;
   const auto count = static_cast<int64_t>(as.size());
   for (const int64_t lanes : {1, 2, 4, 6, 8, 16, 32}) {
@@ -440,7 +440,7 @@ TEST_CASE("emit: Float32 MAX by vrangeps and vfixupimmps gives the selects' bits
                                 JitOptions{.keep_assembly = true, .target = "x86-64-v4"});
     CHECK(compiled.assembly.find("vrangeps") != std::string::npos);
     CHECK(compiled.assembly.find("vfixupimmps") != std::string::npos);
-    if (!(host.avx512dq && host.avx512vl)) continue;  // runs only where the host has them
+    if (!loom::test::host_runs(t)) continue;
     Aligned<float> got(static_cast<size_t>(rows * lanes)), in_a(as), in_b(bs);
     run_all(compiled.fn, opt, {got, in_a, in_b});
     for (size_t i = 0; i < as.size(); ++i) {
@@ -511,8 +511,7 @@ TEST_CASE("emit: LDEXP scales by 2^n rounding once, with vscalefps on AVX-512 an
       const UOpPtr opt = lanes > 1 ? apply_opts(kernel, {{OptKind::Upcast, 1, lanes}}, t) : kernel;
       const JitResult compiled = compile_kernel_for(opt, fmt::format("ldexp_{}", lanes), target, true);
       CHECK((compiled.assembly.find("vscalefps") != std::string::npos) == (target == "x86-64-v4"));
-      const TargetIsa& host = host_target().isa;  // runs only where the host has the preset's instructions
-      if (target == "x86-64-v3" ? !(host.avx2 && host.fma) : !(host.avx512f && host.avx512vl)) continue;
+      if (!loom::test::host_runs(t)) continue;
       Aligned<float> got(static_cast<size_t>(rows * lanes)), in_x(xs), in_n(ns);
       run_all(compiled.fn, opt, {got, in_x, in_n});
       for (size_t i = 0; i < xs.size(); ++i) {
