@@ -82,7 +82,7 @@ TEST_CASE("kernel checker: programs over bound variables, their passes checked a
   // A convolution, pooling and batch norm over B images, with their gradients: in the plain
   // build only, the interpreters' seconds being minutes under the sanitizers (their pass
   // looks for memory faults, which the other two programs reach in the same passes).
-  if (!test::kAddressSanitizer)
+  if (!test::address_sanitizer())
     checked += checked_passes([&] {
       const Tensor x = Tensor::from_vector(ramp(11 * 3 * 9 * 9, 0.13), {11, 3, 9, 9});
       Tensor w = Tensor::from_vector(ramp(5 * 3 * 3 * 3, 0.37), {5, 3, 3, 3}).requires_grad_();

@@ -222,7 +222,7 @@ TEST_CASE("Jit: an object that is not a whole object file is an error naming the
 }
 
 TEST_CASE("Jit: a kernel's footprint covers what the JIT really holds for it, code pages and bookkeeping") {
-  if (test::kAddressSanitizer) return;  // mallinfo2 does not see ASan's allocator
+  if (test::address_sanitizer()) return;  // mallinfo2 does not see ASan's allocator
   // As loom emits kernels: without nounwind, so each registers its unwind frames.
   std::string ir = scale_ir("held", 3);
   ir.erase(ir.find(" nounwind"), 9);

@@ -57,11 +57,11 @@ TEST_CASE(
   CHECK(detail::schedule_cache().size() == 0);
   // ASan keeps freed blocks in quarantine and maps shadow memory: RSS does not
   // come back there, so only the node count is checked under it.
-  if (!test::kAddressSanitizer) CHECK(test::resident_bytes() <= resident + 20 * kMiB);
+  if (!test::address_sanitizer()) CHECK(test::resident_bytes() <= resident + 20 * kMiB);
 }
 
 TEST_CASE("kernel_cache_bytes counts what the cached kernels hold, and LOOM_JIT_CACHE_BYTES bounds it") {
-  if (test::kAddressSanitizer) return;  // mallinfo2 does not see ASan's allocator
+  if (test::address_sanitizer()) return;  // mallinfo2 does not see ASan's allocator
   const Context ctx{{"CACHE_DIR", "off"}};
   for (int64_t i = 1; i <= 4; ++i) realize_row_sums(i, 2000 + i);
   empty_cache();

@@ -12,19 +12,10 @@
 
 namespace loom::test {
 
-// The test files are built without instrumentation under -DLOOM_SANITIZE (tests/
-// CMakeLists.txt), so the build says so: the process runs on ASan's allocator all the same.
-#if defined(__SANITIZE_ADDRESS__) || defined(LOOM_TEST_ADDRESS_SANITIZER)
-inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
+// Whether the process runs on AddressSanitizer's runtime. Nothing in tests/ is
+// instrumented under -DLOOM_SANITIZE (tests/CMakeLists.txt), so the preprocessor
+// cannot say: the linked runtime does (memory_use.cpp).
+bool address_sanitizer();
 
 inline size_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");

@@ -13,7 +13,7 @@ namespace loom::test {
 
 template <class T>
 std::vector<T> sanitizer_budget(std::vector<T> variants) {
-  if (kAddressSanitizer && variants.size() > 1) variants.resize(1);
+  if (address_sanitizer() && variants.size() > 1) variants.resize(1);
   return variants;
 }
 
