@@ -42,9 +42,10 @@ phase() {
   echo "build.sh: $* took $((SECONDS - start)) s"
   return $status
 }
-# The compiler cache serves the second build (the sanitizer pass) the test objects the
-# first made: the test files compile with the same command line in both (tests/
-# CMakeLists.txt). It lives in the checkout, so a fresh clone starts cold; the base
+# The compiler cache serves the second build (the sanitizer pass) every object the
+# first made outside libloom: only libloom is instrumented, so the tests, interpreters,
+# fuzzer, examples and tools compile with the same command line in both (CMakeLists.txt).
+# It lives in the checkout, so a fresh clone starts cold; the base
 # directory makes build/ and build-sanitize/'s paths compare equal, and the
 # sloppiness lets it reuse the precompiled test headers (ccache's manual).
 export CCACHE_DIR="$PWD/.cache/ccache" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1

@@ -12,9 +12,9 @@
 
 namespace loom::test {
 
-// Whether the process runs on AddressSanitizer's runtime. Nothing in tests/ is
-// instrumented under -DLOOM_SANITIZE (tests/CMakeLists.txt), so the preprocessor
-// cannot say: the linked runtime does (memory_use.cpp).
+// Whether the process runs on AddressSanitizer's runtime. Under -DLOOM_SANITIZE only
+// libloom is instrumented (CMakeLists.txt), so the preprocessor cannot say in a test
+// file: the linked runtime does (memory_use.cpp).
 bool address_sanitizer();
 
 inline size_t resident_bytes() {
